@@ -1,0 +1,53 @@
+//! `cargo xtask <task>`: the project's automation, in Rust, so every task works the same on any machine.
+
+mod ci;
+mod cluster;
+mod codegen;
+mod demo;
+mod e2e;
+mod process;
+
+use clap::{Parser, Subcommand};
+
+/// Project automation for the GPU operator.
+#[derive(Parser)]
+#[command(name = "cargo xtask", about, disable_version_flag = true)]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Regenerate the CRD YAML and other generated files from the Rust sources.
+    Codegen,
+    /// Manage the local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok).
+    Cluster {
+        #[command(subcommand)]
+        action: cluster::Action,
+    },
+    /// Run the end-to-end tests, starting the local cluster first when none is up.
+    E2e(e2e::Args),
+    /// What CI runs: fmt check, clippy -D warnings, unit tests, e2e tests.
+    Ci,
+    /// The operator's main job on the local cluster, with simulated GPU nodes.
+    Demo(demo::Args),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.task {
+        Task::Codegen => codegen::run(),
+        Task::Cluster { action } => cluster::run(action),
+        Task::E2e(args) => e2e::run(&args),
+        Task::Ci => ci::run(),
+        Task::Demo(args) => demo::run(&args),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
