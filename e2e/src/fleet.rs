@@ -158,18 +158,39 @@ impl Profile {
             ("kubernetes.io/hostname", node_name.to_owned()),
             ("kubernetes.io/os", "linux".to_owned()),
             ("kubernetes.io/arch", "amd64".to_owned()),
-            ("node.kubernetes.io/instance-type", spec.instance_type.to_owned()),
-            ("feature.node.kubernetes.io/kernel-version.full", spec.kernel.to_owned()),
-            ("feature.node.kubernetes.io/system-os_release.ID", spec.os_id.to_owned()),
-            ("feature.node.kubernetes.io/system-os_release.VERSION_ID", spec.os_version.to_owned()),
-            ("feature.node.kubernetes.io/cpu-model.vendor_id", "Intel".to_owned()),
+            (
+                "node.kubernetes.io/instance-type",
+                spec.instance_type.to_owned(),
+            ),
+            (
+                "feature.node.kubernetes.io/kernel-version.full",
+                spec.kernel.to_owned(),
+            ),
+            (
+                "feature.node.kubernetes.io/system-os_release.ID",
+                spec.os_id.to_owned(),
+            ),
+            (
+                "feature.node.kubernetes.io/system-os_release.VERSION_ID",
+                spec.os_version.to_owned(),
+            ),
+            (
+                "feature.node.kubernetes.io/cpu-model.vendor_id",
+                "Intel".to_owned(),
+            ),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
         if let Some((major, minor)) = spec.os_version.split_once('.') {
-            labels.insert("feature.node.kubernetes.io/system-os_release.VERSION_ID.major".to_owned(), major.to_owned());
-            labels.insert("feature.node.kubernetes.io/system-os_release.VERSION_ID.minor".to_owned(), minor.to_owned());
+            labels.insert(
+                "feature.node.kubernetes.io/system-os_release.VERSION_ID.major".to_owned(),
+                major.to_owned(),
+            );
+            labels.insert(
+                "feature.node.kubernetes.io/system-os_release.VERSION_ID.minor".to_owned(),
+                minor.to_owned(),
+            );
         }
         if let Some(gpu) = spec.gpu {
             let gfd = [
@@ -246,7 +267,12 @@ impl FromStr for Profile {
         Self::ALL
             .into_iter()
             .find(|profile| profile.name() == s)
-            .with_context(|| format!("unknown fleet profile `{s}`: use one of {}", profile_names()))
+            .with_context(|| {
+                format!(
+                    "unknown fleet profile `{s}`: use one of {}",
+                    profile_names()
+                )
+            })
     }
 }
 
@@ -263,7 +289,14 @@ pub struct Fleet {
 impl Default for Fleet {
     /// A few of each: 2×H100 nodes, 2×A100, 2×T4, 1 CPU-only.
     fn default() -> Self {
-        Self { counts: BTreeMap::from([(Profile::H100, 2), (Profile::A100, 2), (Profile::T4, 2), (Profile::Cpu, 1)]) }
+        Self {
+            counts: BTreeMap::from([
+                (Profile::H100, 2),
+                (Profile::A100, 2),
+                (Profile::T4, 2),
+                (Profile::Cpu, 1),
+            ]),
+        }
     }
 }
 
@@ -274,7 +307,10 @@ impl FromStr for Fleet {
         let mut counts = BTreeMap::new();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (name, count) = part.split_once('=').with_context(|| {
-                format!("fleet entry `{part}` is not PROFILE=COUNT (e.g. `h100=2,cpu=1`; profiles: {})", profile_names())
+                format!(
+                    "fleet entry `{part}` is not PROFILE=COUNT (e.g. `h100=2,cpu=1`; profiles: {})",
+                    profile_names()
+                )
             })?;
             let profile: Profile = name.trim().parse()?;
             let count: u32 = count.trim().parse().with_context(|| {
@@ -294,7 +330,11 @@ impl FromStr for Fleet {
 
 impl fmt::Display for Fleet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let parts: Vec<String> = self.counts.iter().map(|(p, n)| format!("{p}={n}")).collect();
+        let parts: Vec<String> = self
+            .counts
+            .iter()
+            .map(|(p, n)| format!("{p}={n}"))
+            .collect();
         f.write_str(&parts.join(","))
     }
 }
@@ -362,11 +402,39 @@ mod tests {
     #[test]
     fn rejects_bad_fleets_with_a_hint() {
         let unknown = "h200=1".parse::<Fleet>().unwrap_err().to_string();
-        assert!(unknown.contains("unknown fleet profile `h200`") && unknown.contains("h100, a100, t4, cpu"), "{unknown}");
-        assert!("h100".parse::<Fleet>().unwrap_err().to_string().contains("PROFILE=COUNT"));
-        assert!("h100=-1".parse::<Fleet>().unwrap_err().to_string().contains("not a node count"));
-        assert!("h100=0".parse::<Fleet>().unwrap_err().to_string().contains("has no nodes"));
-        assert!("h100=1,h100=2".parse::<Fleet>().unwrap_err().to_string().contains("twice"));
+        assert!(
+            unknown.contains("unknown fleet profile `h200`")
+                && unknown.contains("h100, a100, t4, cpu"),
+            "{unknown}"
+        );
+        assert!(
+            "h100"
+                .parse::<Fleet>()
+                .unwrap_err()
+                .to_string()
+                .contains("PROFILE=COUNT")
+        );
+        assert!(
+            "h100=-1"
+                .parse::<Fleet>()
+                .unwrap_err()
+                .to_string()
+                .contains("not a node count")
+        );
+        assert!(
+            "h100=0"
+                .parse::<Fleet>()
+                .unwrap_err()
+                .to_string()
+                .contains("has no nodes")
+        );
+        assert!(
+            "h100=1,h100=2"
+                .parse::<Fleet>()
+                .unwrap_err()
+                .to_string()
+                .contains("twice")
+        );
     }
 
     #[test]
@@ -385,15 +453,36 @@ mod tests {
         let labels = h100.metadata.labels.unwrap();
         assert_eq!(labels[NFD_NVIDIA_PCI], "true");
         assert_eq!(labels["nvidia.com/mig.capable"], "true");
-        assert_eq!(labels["feature.node.kubernetes.io/system-os_release.ID"], "ubuntu");
-        assert!(!labels.contains_key("nvidia.com/gpu.present"), "operator-written labels must be absent");
+        assert_eq!(
+            labels["feature.node.kubernetes.io/system-os_release.ID"],
+            "ubuntu"
+        );
+        assert!(
+            !labels.contains_key("nvidia.com/gpu.present"),
+            "operator-written labels must be absent"
+        );
         let status = h100.status.unwrap();
         assert_eq!(status.capacity.unwrap()["nvidia.com/gpu"].0, "8");
-        assert_eq!(status.node_info.unwrap().container_runtime_version, "containerd://1.7.27");
+        assert_eq!(
+            status.node_info.unwrap().container_runtime_version,
+            "containerd://1.7.27"
+        );
 
         let cpu = Profile::Cpu.node("c");
-        assert!(!cpu.metadata.labels.unwrap().keys().any(|k| k.contains("pci-10de") || k.starts_with("nvidia.com/")));
-        assert!(!cpu.status.unwrap().capacity.unwrap().contains_key("nvidia.com/gpu"));
+        assert!(
+            !cpu.metadata
+                .labels
+                .unwrap()
+                .keys()
+                .any(|k| k.contains("pci-10de") || k.starts_with("nvidia.com/"))
+        );
+        assert!(
+            !cpu.status
+                .unwrap()
+                .capacity
+                .unwrap()
+                .contains_key("nvidia.com/gpu")
+        );
     }
 
     #[test]

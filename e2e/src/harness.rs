@@ -49,15 +49,18 @@ pub async fn client_with_token(token: &str) -> anyhow::Result<kube::Client> {
         }
     }
     let kubeconfig: Kubeconfig = serde_json::from_value(value)?;
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+    let config =
+        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
     Ok(kube::Client::try_from(config)?)
 }
 
 /// A `kubectl` command for the test cluster: the harness's own build when
 /// `GPU_OPERATOR_E2E_BIN_DIR` is set (the version matches the API server), else the one on `PATH`.
 pub fn kubectl() -> Command {
-    let program = std::env::var_os(BIN_DIR_ENV)
-        .map_or_else(|| PathBuf::from("kubectl"), |dir| PathBuf::from(dir).join("kubectl"));
+    let program = std::env::var_os(BIN_DIR_ENV).map_or_else(
+        || PathBuf::from("kubectl"),
+        |dir| PathBuf::from(dir).join("kubectl"),
+    );
     Command::new(program)
 }
 

@@ -9,7 +9,18 @@ pub fn run() -> anyhow::Result<()> {
     let cargo = env!("CARGO");
     let steps: [(&str, &[&str]); 3] = [
         ("fmt", &["fmt", "--all", "--", "--check"]),
-        ("clippy", &["clippy", "--workspace", "--all-targets", "--all-features", "--", "-D", "warnings"]),
+        (
+            "clippy",
+            &[
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--all-features",
+                "--",
+                "-D",
+                "warnings",
+            ],
+        ),
         ("unit tests", &["test", "--workspace"]),
     ];
     let started = Instant::now();
@@ -21,6 +32,9 @@ pub fn run() -> anyhow::Result<()> {
     }
     eprintln!("==> ci: e2e tests");
     e2e::run(&e2e::Args::default())?;
-    eprintln!("==> ci: all checks passed in {}", process::minutes(started.elapsed()));
+    eprintln!(
+        "==> ci: all checks passed in {}",
+        process::minutes(started.elapsed())
+    );
     Ok(())
 }

@@ -41,7 +41,10 @@ async fn show_nodes(layout: &Layout) -> anyhow::Result<()> {
     let client = gpu_operator_e2e::harness::client_for(&layout.kubeconfig()).await?;
     let nodes: kube::Api<Node> = kube::Api::all(client);
     let list = nodes.list(&kube::api::ListParams::default()).await?;
-    println!("\n{:<16} {:<8} {:>4}  {:<24} {:<22} {:<6}", "NODE", "PROFILE", "GPUS", "PRODUCT", "RUNTIME", "READY");
+    println!(
+        "\n{:<16} {:<8} {:>4}  {:<24} {:<22} {:<6}",
+        "NODE", "PROFILE", "GPUS", "PRODUCT", "RUNTIME", "READY"
+    );
     for node in &list.items {
         let labels = node.metadata.labels.clone().unwrap_or_default();
         let label = |key: &str| labels.get(key).cloned().unwrap_or_else(|| "-".to_owned());
@@ -51,7 +54,11 @@ async fn show_nodes(layout: &Layout) -> anyhow::Result<()> {
             .as_ref()
             .and_then(|c| c.get("nvidia.com/gpu"))
             .map_or_else(|| "0".to_owned(), |q| q.0.clone());
-        let runtime = status.node_info.as_ref().map(|i| i.container_runtime_version.clone()).unwrap_or_default();
+        let runtime = status
+            .node_info
+            .as_ref()
+            .map(|i| i.container_runtime_version.clone())
+            .unwrap_or_default();
         println!(
             "{:<16} {:<8} {:>4}  {:<24} {:<22} {:<6}",
             node.metadata.name.clone().unwrap_or_default(),

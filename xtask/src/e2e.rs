@@ -42,7 +42,15 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 fn run_tests(layout: &Layout, test_args: &[String]) -> anyhow::Result<()> {
     let mut command = Command::new(env!("CARGO"));
     command
-        .args(["test", "--package", "gpu-operator-e2e", "--features", "e2e", "--tests", "--"])
+        .args([
+            "test",
+            "--package",
+            "gpu-operator-e2e",
+            "--features",
+            "e2e",
+            "--tests",
+            "--",
+        ])
         .args(test_args);
     with_cluster_env(&mut command, layout);
     process::run(&mut command)
@@ -54,9 +62,10 @@ pub fn with_cluster_env(command: &mut Command, layout: &Layout) {
     if let Some(existing) = std::env::var_os("PATH") {
         path.extend(std::env::split_paths(&existing));
     }
-    command
-        .env("KUBECONFIG", layout.kubeconfig())
-        .env(gpu_operator_e2e::harness::BIN_DIR_ENV, layout.kubernetes_bin());
+    command.env("KUBECONFIG", layout.kubeconfig()).env(
+        gpu_operator_e2e::harness::BIN_DIR_ENV,
+        layout.kubernetes_bin(),
+    );
     if let Ok(joined) = std::env::join_paths(path) {
         command.env("PATH", joined);
     }

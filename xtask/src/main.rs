@@ -6,6 +6,7 @@ mod codegen;
 mod demo;
 mod e2e;
 mod process;
+mod tidy;
 
 use clap::{Parser, Subcommand};
 

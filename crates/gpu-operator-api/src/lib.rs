@@ -1,1 +1,34 @@
 //! ClusterPolicy (`nvidia.com/v1`) types and the names shared across the operator. Pure data.
+//!
+//! [`ClusterPolicy`] has the same JSON fields, enums, defaults and required sections as NVIDIA's
+//! CRD, so existing ClusterPolicies apply unchanged; the schema adds descriptions and CEL rules
+//! ([`cel`]) that reject mistakes at `kubectl apply`. The CRD YAML under `crds/` is generated
+//! from these types by `cargo xtask codegen`.
+
+pub mod cel;
+mod cluster_policy;
+pub mod conditions;
+pub mod labels;
+mod schema;
+pub mod spec;
+pub mod status;
+mod yaml;
+
+pub use cluster_policy::{ClusterPolicy, ClusterPolicySpec};
+pub use status::{ClusterPolicyStatus, State};
+
+/// Name of the ClusterPolicy NVIDIA's Helm chart (and ours) creates.
+pub const DEFAULT_NAME: &str = "cluster-policy";
+/// API group of ClusterPolicy.
+pub const GROUP: &str = "nvidia.com";
+/// Name of the ClusterPolicy CRD.
+pub const CRD_NAME: &str = "clusterpolicies.nvidia.com";
+
+/// The ClusterPolicy CRD as YAML, as `cargo xtask codegen` writes it and `gpu-operator crds` prints it.
+pub fn crd_yaml() -> Result<String, serde_json::Error> {
+    use kube::CustomResourceExt as _;
+    let value = serde_json::to_value(ClusterPolicy::crd())?;
+    let mut out = String::new();
+    yaml::write(&value, &mut out);
+    Ok(out)
+}

@@ -17,8 +17,12 @@ use super::layout::{ETCD, HELM, KUBERNETES, KWOK, Layout};
 use crate::process;
 
 /// The Kubernetes binaries built from `k8s.io/kubernetes`.
-const KUBERNETES_COMMANDS: [&str; 4] =
-    ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"];
+const KUBERNETES_COMMANDS: [&str; 4] = [
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kubectl",
+];
 
 /// Whether every binary is already in the cache.
 pub fn is_complete(layout: &Layout) -> bool {
@@ -54,7 +58,10 @@ pub fn ensure(layout: &Layout) -> anyhow::Result<()> {
     build_kubernetes(layout, &go)?;
     write_kwok_stages(layout, &go)?;
     build_helm(layout, &go)?;
-    eprintln!("==> control plane built in {}", process::minutes(started.elapsed()));
+    eprintln!(
+        "==> control plane built in {}",
+        process::minutes(started.elapsed())
+    );
     Ok(())
 }
 
@@ -65,8 +72,20 @@ fn build_etcd(layout: &Layout, go: &Go) -> anyhow::Result<()> {
     }
     eprintln!("  -> etcd {ETCD} (about 2 min)");
     let module = go.wrapper_module(layout, &format!("etcd-{ETCD}"), "e2e/etcdbin")?;
-    go.step(layout, "etcd: go get", &module, &["get", &format!("go.etcd.io/etcd/server/v3@{ETCD}")])?;
-    go.build(layout, "etcd: go build", &module, &["-ldflags", "-s -w"], &target, &["go.etcd.io/etcd/server/v3"])
+    go.step(
+        layout,
+        "etcd: go get",
+        &module,
+        &["get", &format!("go.etcd.io/etcd/server/v3@{ETCD}")],
+    )?;
+    go.build(
+        layout,
+        "etcd: go build",
+        &module,
+        &["-ldflags", "-s -w"],
+        &target,
+        &["go.etcd.io/etcd/server/v3"],
+    )
 }
 
 fn build_kwok(layout: &Layout, go: &Go) -> anyhow::Result<()> {
@@ -75,7 +94,13 @@ fn build_kwok(layout: &Layout, go: &Go) -> anyhow::Result<()> {
         return Ok(());
     }
     eprintln!("  -> kwok {KWOK} (about 4 min)");
-    go.install(layout, "kwok", &layout.kwok_bin(), &format!("sigs.k8s.io/kwok/cmd/kwok@{KWOK}"), "-s -w")
+    go.install(
+        layout,
+        "kwok",
+        &layout.kwok_bin(),
+        &format!("sigs.k8s.io/kwok/cmd/kwok@{KWOK}"),
+        "-s -w",
+    )
 }
 
 fn build_helm(layout: &Layout, go: &Go) -> anyhow::Result<()> {
@@ -84,12 +109,21 @@ fn build_helm(layout: &Layout, go: &Go) -> anyhow::Result<()> {
     }
     eprintln!("  -> helm {HELM} (about 5 min)");
     let ldflags = format!("-s -w -X helm.sh/helm/v3/internal/version.version={HELM}");
-    go.install(layout, "helm", &layout.helm_bin(), &format!("helm.sh/helm/v3/cmd/helm@{HELM}"), &ldflags)
+    go.install(
+        layout,
+        "helm",
+        &layout.helm_bin(),
+        &format!("helm.sh/helm/v3/cmd/helm@{HELM}"),
+        &ldflags,
+    )
 }
 
 fn build_kubernetes(layout: &Layout, go: &Go) -> anyhow::Result<()> {
     let bin = layout.kubernetes_bin();
-    if KUBERNETES_COMMANDS.iter().all(|name| bin.join(name).is_file()) {
+    if KUBERNETES_COMMANDS
+        .iter()
+        .all(|name| bin.join(name).is_file())
+    {
         return Ok(());
     }
     eprintln!(
@@ -101,10 +135,16 @@ fn build_kubernetes(layout: &Layout, go: &Go) -> anyhow::Result<()> {
     let staging_version = format!("v0.{}", KUBERNETES.trim_start_matches("v1."));
     for staging in go.kubernetes_staging_modules()? {
         let replace = format!("-replace={staging}={staging}@{staging_version}");
-        process::output(go.command().current_dir(&module).args(["mod", "edit", &replace]))?;
+        process::output(
+            go.command()
+                .current_dir(&module)
+                .args(["mod", "edit", &replace]),
+        )?;
     }
-    let packages: Vec<String> =
-        KUBERNETES_COMMANDS.iter().map(|name| format!("k8s.io/kubernetes/cmd/{name}")).collect();
+    let packages: Vec<String> = KUBERNETES_COMMANDS
+        .iter()
+        .map(|name| format!("k8s.io/kubernetes/cmd/{name}"))
+        .collect();
     let mut get = vec!["get".to_owned()];
     get.extend(packages.iter().map(|p| format!("{p}@{KUBERNETES}")));
     let get: Vec<&str> = get.iter().map(String::as_str).collect();
@@ -120,7 +160,14 @@ fn build_kubernetes(layout: &Layout, go: &Go) -> anyhow::Result<()> {
     );
     let packages: Vec<&str> = packages.iter().map(String::as_str).collect();
     // One `go build` for all four so the shared packages compile once.
-    go.build(layout, "kubernetes: go build", &module, &["-ldflags", &ldflags], &bin, &packages)
+    go.build(
+        layout,
+        "kubernetes: go build",
+        &module,
+        &["-ldflags", &ldflags],
+        &bin,
+        &packages,
+    )
 }
 
 /// kwok v0.8 has no built-in stages: render the "fast" stage set shipped in its module.
@@ -130,14 +177,28 @@ fn write_kwok_stages(layout: &Layout, go: &Go) -> anyhow::Result<()> {
         return Ok(());
     }
     let modcache = process::output(go.command().args(["env", "GOMODCACHE"]))?;
-    let dir = Path::new(modcache.trim()).join(format!("sigs.k8s.io/kwok@{KWOK}/kustomize/stage/fast"));
+    let dir =
+        Path::new(modcache.trim()).join(format!("sigs.k8s.io/kwok@{KWOK}/kustomize/stage/fast"));
     if !dir.is_dir() {
-        bail!("kwok's stage configuration is missing from the Go module cache ({}); delete {} and run again", dir.display(), layout.kwok_bin().display());
+        bail!(
+            "kwok's stage configuration is missing from the Go module cache ({}); delete {} and run again",
+            dir.display(),
+            layout.kwok_bin().display()
+        );
     }
     let yaml = process::output(
-        Command::new(layout.kubernetes_bin().join("kubectl")).arg("kustomize").arg(&dir),
+        Command::new(layout.kubernetes_bin().join("kubectl"))
+            .arg("kustomize")
+            .arg(&dir),
     )?;
     write_atomically(&target, yaml.as_bytes())
+}
+
+/// The log file of one build step, e.g. `build-logs/etcd-go-build.log`.
+fn build_log(layout: &Layout, what: &str) -> PathBuf {
+    layout
+        .build_logs()
+        .join(format!("{}.log", what.replace(": ", "-").replace(' ', "-")))
 }
 
 fn write_atomically(target: &Path, contents: &[u8]) -> anyhow::Result<()> {
@@ -154,12 +215,21 @@ struct Go {
 
 impl Go {
     fn find() -> anyhow::Result<Self> {
-        let candidates = [PathBuf::from("go"), PathBuf::from("/usr/local/go/bin/go")];
-        for program in candidates {
-            if let Ok(version) = process::output(Command::new(&program).arg("version")) {
-                eprintln!("    using {}", version.trim());
-                return Ok(Self { program });
+        let program = PathBuf::from("go");
+        if let Ok(version) = process::output(Command::new(&program).arg("version")) {
+            let minor = version
+                .split_whitespace()
+                .nth(2)
+                .and_then(|v| v.strip_prefix("go1."))
+                .and_then(|v| v.split('.').next()?.parse::<u32>().ok());
+            if minor.is_some_and(|minor| minor < 26) {
+                bail!(
+                    "{} is too old to build Kubernetes {KUBERNETES}: install Go 1.26 or newer (https://go.dev/doc/install) and run again",
+                    version.trim()
+                );
             }
+            eprintln!("    using {}", version.trim());
+            return Ok(Self { program });
         }
         bail!(
             "Go is not installed, and it is needed once to build the local control plane: install Go 1.26 or newer (https://go.dev/doc/install) and run again"
@@ -180,20 +250,36 @@ impl Go {
         let dir = layout.go_src(name);
         fs::create_dir_all(&dir)?;
         if !dir.join("go.mod").is_file() {
-            process::output(self.command().current_dir(&dir).args(["mod", "init", module]))?;
+            process::output(
+                self.command()
+                    .current_dir(&dir)
+                    .args(["mod", "init", module]),
+            )?;
         }
         Ok(dir)
     }
 
     fn step(&self, layout: &Layout, what: &str, dir: &Path, args: &[&str]) -> anyhow::Result<()> {
-        let log = layout.build_logs().join(format!("{}.log", what.replace([':', ' '], "_")));
+        let log = build_log(layout, what);
         process::run_logged(what, self.command().current_dir(dir).args(args), &log)
     }
 
     /// `go build -v -o <out>`, into a temporary path renamed on success so a cut build leaves nothing.
-    fn build(&self, layout: &Layout, what: &str, dir: &Path, flags: &[&str], out: &Path, packages: &[&str]) -> anyhow::Result<()> {
+    fn build(
+        &self,
+        layout: &Layout,
+        what: &str,
+        dir: &Path,
+        flags: &[&str],
+        out: &Path,
+        packages: &[&str],
+    ) -> anyhow::Result<()> {
         let single = packages.len() == 1;
-        let staging = if single { out.with_extension("tmp") } else { out.with_extension("tmp.d") };
+        let staging = if single {
+            out.with_extension("tmp")
+        } else {
+            out.with_extension("tmp.d")
+        };
         if let Some(parent) = staging.parent() {
             fs::create_dir_all(parent)?;
         }
@@ -206,7 +292,7 @@ impl Go {
         args.extend(flags.iter().map(std::ffi::OsStr::new));
         args.extend(["-o".as_ref(), output.as_os_str()]);
         args.extend(packages.iter().map(std::ffi::OsStr::new));
-        let log = layout.build_logs().join(format!("{}.log", what.replace([':', ' '], "_")));
+        let log = build_log(layout, what);
         process::run_logged(what, self.command().current_dir(dir).args(args), &log)?;
         if single {
             fs::rename(&staging, out)?;
@@ -221,12 +307,21 @@ impl Go {
         Ok(())
     }
 
-    fn install(&self, layout: &Layout, what: &str, bin: &Path, package: &str, ldflags: &str) -> anyhow::Result<()> {
+    fn install(
+        &self,
+        layout: &Layout,
+        what: &str,
+        bin: &Path,
+        package: &str,
+        ldflags: &str,
+    ) -> anyhow::Result<()> {
         fs::create_dir_all(bin)?;
-        let log = layout.build_logs().join(format!("{what}.log"));
+        let log = build_log(layout, what);
         process::run_logged(
             &format!("{what}: go install"),
-            self.command().env("GOBIN", bin).args(["install", "-v", "-ldflags", ldflags, package]),
+            self.command()
+                .env("GOBIN", bin)
+                .args(["install", "-v", "-ldflags", ldflags, package]),
             &log,
         )
     }
@@ -236,16 +331,27 @@ impl Go {
         let json = process::output(
             Command::new(&self.program)
                 .env("GOTOOLCHAIN", "local")
-                .args(["mod", "download", "-json", &format!("k8s.io/kubernetes@{KUBERNETES}")]),
+                .args([
+                    "mod",
+                    "download",
+                    "-json",
+                    &format!("k8s.io/kubernetes@{KUBERNETES}"),
+                ]),
         )?;
-        let info: serde_json::Value = serde_json::from_str(&json).context("parsing `go mod download -json`")?;
-        let go_mod = info["GoMod"].as_str().context("`go mod download -json` gave no GoMod path")?;
+        let info: serde_json::Value =
+            serde_json::from_str(&json).context("parsing `go mod download -json`")?;
+        let go_mod = info["GoMod"]
+            .as_str()
+            .context("`go mod download -json` gave no GoMod path")?;
         let text = fs::read_to_string(go_mod).with_context(|| format!("reading {go_mod}"))?;
         let modules: Vec<String> = text
             .lines()
             .filter_map(|line| {
                 let (module, target) = line.trim().split_once("=>")?;
-                target.trim().starts_with("./staging/").then(|| module.trim().to_owned())
+                target
+                    .trim()
+                    .starts_with("./staging/")
+                    .then(|| module.trim().to_owned())
             })
             .collect();
         if modules.is_empty() {

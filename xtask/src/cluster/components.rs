@@ -51,8 +51,13 @@ rules:
 
 impl Component {
     /// Every component, in start order.
-    pub const ALL: [Self; 5] =
-        [Self::Etcd, Self::Apiserver, Self::ControllerManager, Self::Scheduler, Self::Kwok];
+    pub const ALL: [Self; 5] = [
+        Self::Etcd,
+        Self::Apiserver,
+        Self::ControllerManager,
+        Self::Scheduler,
+        Self::Kwok,
+    ];
 
     /// Name used for its log and pid files.
     pub fn name(self) -> &'static str {
@@ -89,56 +94,12 @@ impl Component {
 
     /// The command line that starts it.
     pub fn command(self, layout: &Layout) -> Command {
-        let pki = layout.pki();
-        let pki = |file: &str| pki.join(file).display().to_string();
+        let pki = |file: &str| layout.pki().join(file).display().to_string();
         let kubeconfig = layout.kubeconfig().display().to_string();
         let k8s = |name: &str| layout.kubernetes_bin().join(name);
-        let etcd_client = format!("http://127.0.0.1:{}", ports::ETCD_CLIENT);
-        let etcd_peer = format!("http://127.0.0.1:{}", ports::ETCD_PEER);
         let (program, args): (PathBuf, Vec<String>) = match self {
-            Self::Etcd => (
-                layout.etcd_bin().join("etcd"),
-                vec![
-                    "--name=e2e".into(),
-                    format!("--data-dir={}", layout.etcd_data().display()),
-                    format!("--listen-client-urls={etcd_client}"),
-                    format!("--advertise-client-urls={etcd_client}"),
-                    format!("--listen-peer-urls={etcd_peer}"),
-                    format!("--initial-advertise-peer-urls={etcd_peer}"),
-                    format!("--initial-cluster=e2e={etcd_peer}"),
-                    "--listen-metrics-urls=".into(),
-                    "--unsafe-no-fsync".into(),
-                    "--quota-backend-bytes=8589934592".into(),
-                    "--auto-compaction-retention=1".into(),
-                    "--log-level=warn".into(),
-                ],
-            ),
-            Self::Apiserver => (
-                k8s("kube-apiserver"),
-                vec![
-                    format!("--etcd-servers={etcd_client}"),
-                    "--bind-address=127.0.0.1".into(),
-                    "--advertise-address=127.0.0.1".into(),
-                    format!("--secure-port={}", ports::APISERVER),
-                    // Loopback cannot be the `kubernetes` Service endpoint; nothing in-cluster needs it.
-                    "--endpoint-reconciler-type=none".into(),
-                    format!("--tls-cert-file={}", pki("apiserver.crt")),
-                    format!("--tls-private-key-file={}", pki("apiserver.key")),
-                    format!("--client-ca-file={}", pki("ca.crt")),
-                    "--service-account-issuer=https://kubernetes.default.svc.cluster.local".into(),
-                    format!("--service-account-key-file={}", pki("sa.pub")),
-                    format!("--service-account-signing-key-file={}", pki("sa.key")),
-                    "--service-cluster-ip-range=10.96.0.0/16".into(),
-                    "--authorization-mode=Node,RBAC".into(),
-                    "--allow-privileged=true".into(),
-                    "--profiling=false".into(),
-                    format!("--audit-policy-file={}", layout.run_dir().join("audit-policy.yaml").display()),
-                    format!("--audit-log-path={}", layout.log("audit").display()),
-                    "--audit-log-format=json".into(),
-                    "--audit-log-mode=batch".into(),
-                    "--audit-log-batch-max-wait=1s".into(),
-                ],
-            ),
+            Self::Etcd => (layout.etcd_bin().join("etcd"), etcd_args(layout)),
+            Self::Apiserver => (k8s("kube-apiserver"), apiserver_args(layout)),
             Self::ControllerManager => (
                 k8s("kube-controller-manager"),
                 vec![
@@ -170,7 +131,10 @@ impl Component {
                 layout.kwok_bin().join("kwok"),
                 vec![
                     format!("--kubeconfig={kubeconfig}"),
-                    format!("--config={}", layout.kwok_bin().join("stages.yaml").display()),
+                    format!(
+                        "--config={}",
+                        layout.kwok_bin().join("stages.yaml").display()
+                    ),
                     "--manage-all-nodes=false".into(),
                     format!(
                         "--manage-nodes-with-label-selector={}={}",
@@ -192,6 +156,55 @@ impl Component {
         }
         command
     }
+}
+
+fn etcd_args(layout: &Layout) -> Vec<String> {
+    let client = format!("http://127.0.0.1:{}", ports::ETCD_CLIENT);
+    let peer = format!("http://127.0.0.1:{}", ports::ETCD_PEER);
+    vec![
+        "--name=e2e".into(),
+        format!("--data-dir={}", layout.etcd_data().display()),
+        format!("--listen-client-urls={client}"),
+        format!("--advertise-client-urls={client}"),
+        format!("--listen-peer-urls={peer}"),
+        format!("--initial-advertise-peer-urls={peer}"),
+        format!("--initial-cluster=e2e={peer}"),
+        "--listen-metrics-urls=".into(),
+        "--unsafe-no-fsync".into(),
+        "--quota-backend-bytes=8589934592".into(),
+        "--auto-compaction-retention=1".into(),
+        "--log-level=warn".into(),
+    ]
+}
+
+fn apiserver_args(layout: &Layout) -> Vec<String> {
+    let pki = |file: &str| layout.pki().join(file).display().to_string();
+    vec![
+        format!("--etcd-servers=http://127.0.0.1:{}", ports::ETCD_CLIENT),
+        "--bind-address=127.0.0.1".into(),
+        "--advertise-address=127.0.0.1".into(),
+        format!("--secure-port={}", ports::APISERVER),
+        // Loopback cannot be the `kubernetes` Service endpoint; nothing in-cluster needs it.
+        "--endpoint-reconciler-type=none".into(),
+        format!("--tls-cert-file={}", pki("apiserver.crt")),
+        format!("--tls-private-key-file={}", pki("apiserver.key")),
+        format!("--client-ca-file={}", pki("ca.crt")),
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local".into(),
+        format!("--service-account-key-file={}", pki("sa.pub")),
+        format!("--service-account-signing-key-file={}", pki("sa.key")),
+        "--service-cluster-ip-range=10.96.0.0/16".into(),
+        "--authorization-mode=Node,RBAC".into(),
+        "--allow-privileged=true".into(),
+        "--profiling=false".into(),
+        format!(
+            "--audit-policy-file={}",
+            layout.run_dir().join("audit-policy.yaml").display()
+        ),
+        format!("--audit-log-path={}", layout.log("audit").display()),
+        "--audit-log-format=json".into(),
+        "--audit-log-mode=batch".into(),
+        "--audit-log-batch-max-wait=1s".into(),
+    ]
 }
 
 /// Whether nothing listens on `port` of 127.0.0.1.

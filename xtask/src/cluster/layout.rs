@@ -52,7 +52,9 @@ impl Layout {
 
     /// Where the Kubernetes binaries (apiserver, controller-manager, scheduler, kubectl) live.
     pub fn kubernetes_bin(&self) -> PathBuf {
-        self.root.join("bin").join(format!("kubernetes-{KUBERNETES}"))
+        self.root
+            .join("bin")
+            .join(format!("kubernetes-{KUBERNETES}"))
     }
     /// Where the etcd binary lives.
     pub fn etcd_bin(&self) -> PathBuf {

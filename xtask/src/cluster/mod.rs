@@ -47,7 +47,9 @@ pub fn run(action: Action) -> anyhow::Result<()> {
 
 /// Whether any component of a cluster is running.
 pub fn is_up(layout: &Layout) -> bool {
-    Component::ALL.iter().any(|c| running_pid(layout, *c).is_some())
+    Component::ALL
+        .iter()
+        .any(|c| running_pid(layout, *c).is_some())
 }
 
 /// The pid of a running component, from its pid file.
@@ -80,7 +82,11 @@ pub fn down(layout: &Layout) -> anyhow::Result<()> {
 
 /// The environment a shell needs to use the cluster, as `export` lines.
 pub fn env_lines(layout: &Layout) -> String {
-    let path: Vec<String> = layout.path_dirs().iter().map(|d| d.display().to_string()).collect();
+    let path: Vec<String> = layout
+        .path_dirs()
+        .iter()
+        .map(|d| d.display().to_string())
+        .collect();
     format!(
         "export KUBECONFIG={}\nexport PATH={}:$PATH",
         layout.kubeconfig().display(),

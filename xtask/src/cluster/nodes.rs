@@ -28,7 +28,10 @@ pub async fn create_fleet(client: &kube::Client, fleet: &Fleet) -> anyhow::Resul
         .map(|(profile, name)| {
             let api = api.clone();
             async move {
-                match api.create(&PostParams::default(), &profile.node(&name)).await {
+                match api
+                    .create(&PostParams::default(), &profile.node(&name))
+                    .await
+                {
                     Ok(_) => Ok(()),
                     Err(kube::Error::Api(status)) if status.is_already_exists() => Ok(()),
                     Err(error) => Err(error).with_context(|| format!("creating node {name}")),
@@ -40,13 +43,22 @@ pub async fn create_fleet(client: &kube::Client, fleet: &Fleet) -> anyhow::Resul
         result?;
         created += 1;
         if last_report.elapsed() >= Duration::from_secs(5) {
-            eprintln!("    … {created}/{total} nodes created ({})", process::minutes(started.elapsed()));
+            eprintln!(
+                "    … {created}/{total} nodes created ({})",
+                process::minutes(started.elapsed())
+            );
             last_report = Instant::now();
         }
     }
-    eprintln!("    {total} nodes created in {}", process::minutes(started.elapsed()));
+    eprintln!(
+        "    {total} nodes created in {}",
+        process::minutes(started.elapsed())
+    );
     wait_ready(&api, total).await?;
-    eprintln!("    {total} nodes Ready after {}", process::minutes(started.elapsed()));
+    eprintln!(
+        "    {total} nodes Ready after {}",
+        process::minutes(started.elapsed())
+    );
     Ok(())
 }
 
@@ -60,7 +72,9 @@ async fn wait_ready(api: &Api<Node>, total: usize) -> anyhow::Result<()> {
             return Ok(());
         }
         if Instant::now() > deadline {
-            bail!("only {ready} of {total} simulated nodes became Ready within 10 minutes: see the kwok log");
+            bail!(
+                "only {ready} of {total} simulated nodes became Ready within 10 minutes: see the kwok log"
+            );
         }
         eprintln!("    … {ready}/{total} nodes Ready");
         tokio::time::sleep(Duration::from_secs(2)).await;
@@ -73,14 +87,23 @@ pub async fn count_ready(api: &Api<Node>, selector: &str) -> anyhow::Result<usiz
     let pages = stream::try_unfold(Some(params), |params| {
         let api = api.clone();
         async move {
-            let Some(params) = params else { return Ok::<_, kube::Error>(None) };
+            let Some(params) = params else {
+                return Ok::<_, kube::Error>(None);
+            };
             let page = api.list(&params).await?;
-            let next = page.metadata.continue_.clone().filter(|c| !c.is_empty()).map(|c| params.clone().continue_token(&c));
+            let next = page
+                .metadata
+                .continue_
+                .clone()
+                .filter(|c| !c.is_empty())
+                .map(|c| params.clone().continue_token(&c));
             let ready = page.items.iter().filter(|node| is_ready(node)).count();
             Ok(Some((ready, next)))
         }
     });
-    Ok(pages.try_fold(0, |sum, n| async move { Ok(sum + n) }).await?)
+    Ok(pages
+        .try_fold(0, |sum, n| async move { Ok(sum + n) })
+        .await?)
 }
 
 /// Whether the node's `Ready` condition is `True`.

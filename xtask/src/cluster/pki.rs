@@ -44,7 +44,9 @@ pub fn write(layout: &Layout) -> anyhow::Result<()> {
     let issuer = Issuer::new(ca_params, ca_key);
 
     let mut serving = CertificateParams::new(Vec::<String>::new())?;
-    serving.distinguished_name.push(DnType::CommonName, "kube-apiserver");
+    serving
+        .distinguished_name
+        .push(DnType::CommonName, "kube-apiserver");
     serving.subject_alt_names = APISERVER_SANS
         .iter()
         .map(|name| match name.parse() {
@@ -52,17 +54,29 @@ pub fn write(layout: &Layout) -> anyhow::Result<()> {
             Err(_) => Ok(SanType::DnsName((*name).try_into()?)),
         })
         .collect::<Result<_, rcgen::Error>>()?;
-    serving.subject_alt_names.push(SanType::IpAddress([10, 96, 0, 1].into()));
-    serving.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+    serving
+        .subject_alt_names
+        .push(SanType::IpAddress([10, 96, 0, 1].into()));
+    serving.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
     serving.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     let serving_key = KeyPair::generate()?;
     let serving_cert = serving.signed_by(&serving_key, &issuer)?;
     write_pair(&dir, "apiserver", &serving_cert.pem(), &serving_key)?;
 
     let mut admin = CertificateParams::new(Vec::<String>::new())?;
-    admin.distinguished_name.push(DnType::CommonName, "gpu-operator-e2e-admin");
-    admin.distinguished_name.push(DnType::OrganizationName, "system:masters");
-    admin.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+    admin
+        .distinguished_name
+        .push(DnType::CommonName, "gpu-operator-e2e-admin");
+    admin
+        .distinguished_name
+        .push(DnType::OrganizationName, "system:masters");
+    admin.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
     admin.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
     let admin_key = KeyPair::generate()?;
     let admin_cert = admin.signed_by(&admin_key, &issuer)?;
@@ -72,7 +86,11 @@ pub fn write(layout: &Layout) -> anyhow::Result<()> {
     write_secret(&dir.join("sa.key"), &sa_key.serialize_pem())?;
     fs::write(dir.join("sa.pub"), sa_key.public_key_pem())?;
 
-    let kubeconfig = kubeconfig(&ca_cert.pem(), &admin_cert.pem(), &admin_key.serialize_pem());
+    let kubeconfig = kubeconfig(
+        &ca_cert.pem(),
+        &admin_cert.pem(),
+        &admin_key.serialize_pem(),
+    );
     write_secret(&layout.kubeconfig(), &kubeconfig)
 }
 
@@ -82,8 +100,8 @@ fn write_pair(dir: &Path, name: &str, cert_pem: &str, key: &KeyPair) -> anyhow::
 }
 
 fn write_secret(path: &Path, contents: &str) -> anyhow::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt as _;
     use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
     let mut file = fs::OpenOptions::new()
         .create(true)
         .write(true)

@@ -5,7 +5,6 @@ use k8s_openapi::api::core::v1::Node;
 
 use super::{Layout, components::Component, nodes, running_pid};
 
-
 /// Prints the cluster's state; says how to start one when none runs.
 pub fn print(layout: &Layout) -> anyhow::Result<()> {
     if !super::is_up(layout) {
@@ -14,12 +13,21 @@ pub fn print(layout: &Layout) -> anyhow::Result<()> {
     }
     println!("local cluster ({})", layout.run_dir().display());
     for component in Component::ALL {
-        let ports: Vec<String> = component.ports().iter().map(|p| format!("127.0.0.1:{p}")).collect();
+        let ports: Vec<String> = component
+            .ports()
+            .iter()
+            .map(|p| format!("127.0.0.1:{p}"))
+            .collect();
         let state = match running_pid(layout, component) {
             Some(pid) => format!("running  pid {pid:<8} rss {:>7}", rss(pid)),
             None => "STOPPED  (see its log)".to_owned(),
         };
-        println!("  {:<24} {state}  {}  log {}", component.name(), ports.join(", "), layout.log(component.name()).display());
+        println!(
+            "  {:<24} {state}  {}  log {}",
+            component.name(),
+            ports.join(", "),
+            layout.log(component.name()).display()
+        );
     }
     let fleet = std::fs::read_to_string(layout.fleet_record()).unwrap_or_default();
     let runtime = tokio::runtime::Runtime::new()?;
@@ -28,11 +36,18 @@ pub fn print(layout: &Layout) -> anyhow::Result<()> {
         let api: kube::Api<Node> = kube::Api::all(client);
         let selector = format!("{}={}", KWOK_LABEL.0, KWOK_LABEL.1);
         let ready = nodes::count_ready(&api, &selector).await?;
-        let total = api.list_metadata(&kube::api::ListParams::default().labels(&selector)).await?.items.len();
+        let total = api
+            .list_metadata(&kube::api::ListParams::default().labels(&selector))
+            .await?
+            .items
+            .len();
         anyhow::Ok((ready, total))
     });
     match counts {
-        Ok((ready, total)) => println!("  nodes: {total} simulated ({ready} Ready); fleet at start: {}", fleet.trim()),
+        Ok((ready, total)) => println!(
+            "  nodes: {total} simulated ({ready} Ready); fleet at start: {}",
+            fleet.trim()
+        ),
         Err(error) => println!("  nodes: unknown, the API server did not answer: {error:#}"),
     }
     println!("{}", super::env_lines(layout));
@@ -48,4 +63,3 @@ fn rss(pid: u32) -> String {
         .and_then(|kb| kb.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .map_or_else(|| "?".to_owned(), |kb| format!("{} MiB", kb / 1024))
 }
-

@@ -21,7 +21,7 @@ use crate::process;
 #[derive(Args, Debug, Clone, Default)]
 pub struct UpArgs {
     /// Total number of simulated nodes, spread over the fleet's profiles in its proportions.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub nodes: Option<i64>,
     /// Which nodes to create, as PROFILE=COUNT pairs (profiles: h100, a100, t4, cpu).
     /// Default: h100=2,a100=2,t4=2,cpu=1.
@@ -80,12 +80,19 @@ pub fn up(layout: &Layout, args: &UpArgs) -> anyhow::Result<()> {
         }
     });
     if let Err(error) = result {
-        eprintln!("==> cluster up failed; stopping what it started (logs were in {})", layout.run_dir().join("logs").display());
+        eprintln!(
+            "==> cluster up failed; stopping what it started (logs were in {})",
+            layout.run_dir().join("logs").display()
+        );
         let logs = keep_logs(layout);
         super::down(layout)?;
         return Err(error.context(format!("component logs kept in {logs}")));
     }
-    eprintln!("==> cluster up in {} with {} nodes ({fleet})", process::minutes(started.elapsed()), fleet.total());
+    eprintln!(
+        "==> cluster up in {} with {} nodes ({fleet})",
+        process::minutes(started.elapsed()),
+        fleet.total()
+    );
     Ok(())
 }
 
@@ -107,7 +114,11 @@ async fn start(layout: &Layout, fleet: &Fleet) -> anyhow::Result<()> {
             &layout.pid_file(component.name()),
         )?;
         wait_ready(layout, component, pid).await?;
-        eprintln!("    {} ready in {}", component.name(), process::minutes(step.elapsed()));
+        eprintln!(
+            "    {} ready in {}",
+            component.name(),
+            process::minutes(step.elapsed())
+        );
     }
     let client = gpu_operator_e2e::harness::client_for(&layout.kubeconfig()).await?;
     nodes::create_fleet(&client, fleet).await?;
@@ -135,7 +146,9 @@ async fn wait_ready(layout: &Layout, component: Component, pid: u32) -> anyhow::
             (Readiness::Http(port, path), _) => components::http_ok(port, path),
             (Readiness::Listening(port), _) => components::port_is_listening(port),
             (Readiness::ApiserverReadyz, Some(client)) => readyz(client).await,
-            (Readiness::DefaultServiceAccount, Some(client)) => default_service_account(client).await,
+            (Readiness::DefaultServiceAccount, Some(client)) => {
+                default_service_account(client).await
+            }
             (_, None) => false,
         };
         if ready {
@@ -157,7 +170,10 @@ async fn readyz(client: &kube::Client) -> bool {
     let Ok(request) = http::Request::get("/readyz").body(Vec::new()) else {
         return false;
     };
-    client.request_text(request).await.is_ok_and(|body| body.trim() == "ok")
+    client
+        .request_text(request)
+        .await
+        .is_ok_and(|body| body.trim() == "ok")
 }
 
 async fn default_service_account(client: &kube::Client) -> bool {

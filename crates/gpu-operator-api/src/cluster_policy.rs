@@ -1,0 +1,127 @@
+//! The `ClusterPolicy` custom resource (`clusterpolicies.nvidia.com/v1`, cluster-scoped): the
+//! root spec with its top-level sections.
+
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::spec::{
+    CcManagerSpec, CdiSpec, DaemonsetsSpec, DcgmExporterSpec, DcgmSpec, DevicePluginSpec,
+    DriverSpec, GdrCopySpec, GdsSpec, GfdSpec, HostPathsSpec, KataManagerSpec,
+    KataSandboxDevicePluginSpec, MigManagerSpec, MigSpec, NodeStatusExporterSpec, OperatorSpec,
+    PsaSpec, PspSpec, SandboxDevicePluginSpec, SandboxWorkloadsSpec, ToolkitSpec, ValidatorSpec,
+    VfioManagerSpec, VgpuDeviceManagerSpec, VgpuManagerSpec,
+};
+use crate::status::ClusterPolicyStatus;
+
+/// The desired GPU software stack of the cluster: which NVIDIA components run on GPU nodes, with
+/// which images and settings. One ClusterPolicy is active per cluster (the oldest).
+///
+/// The sections `operator`, `daemonsets`, `driver`, `toolkit`, `devicePlugin`, `dcgmExporter`,
+/// `dcgm`, `nodeStatusExporter` and `gfd` are required; each may be empty (`{}`).
+#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "nvidia.com",
+    version = "v1",
+    kind = "ClusterPolicy",
+    plural = "clusterpolicies",
+    singular = "clusterpolicy",
+    status = "ClusterPolicyStatus",
+    derive = "Default",
+    derive = "PartialEq",
+    doc = "ClusterPolicy configures the NVIDIA GPU software stack (driver, container toolkit, device plugin, monitoring, MIG) that the GPU operator deploys on every GPU node.",
+    printcolumn(name = "Status", type_ = "string", json_path = ".status.state"),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::cel::cluster_policy_spec)]
+pub struct ClusterPolicySpec {
+    /// Settings of the operator itself: runtime class, metrics, labels and annotations of what
+    /// it creates. Required; may be empty.
+    pub operator: OperatorSpec,
+    /// Settings applied to every operand DaemonSet: tolerations, priority class, labels,
+    /// annotations, update strategy, pod security context. Required; may be empty.
+    pub daemonsets: DaemonsetsSpec,
+    /// The NVIDIA driver container, which builds or loads the kernel driver on each GPU node.
+    /// Required; may be empty (then the driver is deployed with the default image).
+    pub driver: DriverSpec,
+    /// The NVIDIA Container Toolkit, which configures the node's container runtime (containerd,
+    /// CRI-O) to expose GPUs to containers. Required; may be empty.
+    pub toolkit: ToolkitSpec,
+    /// The Kubernetes device plugin, which advertises GPUs (`nvidia.com/gpu`) to the kubelet,
+    /// and the MPS control daemon. Required; may be empty.
+    pub device_plugin: DevicePluginSpec,
+    /// The DCGM exporter, which publishes GPU metrics for Prometheus on port 9400. Required; may
+    /// be empty.
+    pub dcgm_exporter: DcgmExporterSpec,
+    /// A standalone DCGM host engine (`nv-hostengine`) shared by the exporter and other clients.
+    /// Required; may be empty.
+    pub dcgm: DcgmSpec,
+    /// The node status exporter, which publishes the validator's per-node results as metrics.
+    /// Required; may be empty.
+    pub node_status_exporter: NodeStatusExporterSpec,
+    /// GPU Feature Discovery, which labels each node with its GPUs' properties (product, memory,
+    /// MIG and sharing capabilities). Required; may be empty.
+    pub gfd: GfdSpec,
+    /// How MIG devices are advertised to Kubernetes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mig: Option<MigSpec>,
+    /// The MIG manager, which partitions MIG-capable GPUs as the `nvidia.com/mig.config` node
+    /// label asks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mig_manager: Option<MigManagerSpec>,
+    /// Deprecated and ignored: PodSecurityPolicies no longer exist in Kubernetes. Kept so older
+    /// ClusterPolicies still apply.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub psp: Option<PspSpec>,
+    /// Pod Security Admission labels on the operator's namespace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub psa: Option<PsaSpec>,
+    /// The operator validator, which checks driver, toolkit, CUDA and device plugin on each node
+    /// and gates the other operands until they work.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validator: Option<ValidatorSpec>,
+    /// GPUDirect Storage: the `nvidia-fs` kernel module, loaded by a sidecar of the driver pod.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gds: Option<GdsSpec>,
+    /// GDRCopy: the `gdrdrv` kernel module, loaded by a sidecar of the driver pod.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gdrcopy: Option<GdrCopySpec>,
+    /// Virtual-machine workloads (KubeVirt or Kata) on GPU nodes, chosen per node with the
+    /// `nvidia.com/gpu.workload.config` label.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox_workloads: Option<SandboxWorkloadsSpec>,
+    /// The VFIO manager, which binds GPUs to `vfio-pci` for GPU passthrough to virtual machines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vfio_manager: Option<VfioManagerSpec>,
+    /// The KubeVirt GPU device plugin, which advertises passthrough GPUs and vGPUs to KubeVirt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox_device_plugin: Option<SandboxDevicePluginSpec>,
+    /// The vGPU manager, the host driver for NVIDIA vGPU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vgpu_manager: Option<VgpuManagerSpec>,
+    /// The vGPU device manager, which creates vGPU devices as the `nvidia.com/vgpu.config` node
+    /// label asks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vgpu_device_manager: Option<VgpuDeviceManagerSpec>,
+    /// Container Device Interface (CDI) mode of the container toolkit and device plugin.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cdi: Option<CdiSpec>,
+    /// Deprecated: the Kata manager is no longer deployed. Kept so older ClusterPolicies still
+    /// apply.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kata_manager: Option<KataManagerSpec>,
+    /// The confidential-computing manager, which sets the CC mode of GPUs for Kata workloads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cc_manager: Option<CcManagerSpec>,
+    /// Paths on the host that the operands mount.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_paths: Option<HostPathsSpec>,
+    /// The Kata sandbox device plugin, which advertises passthrough GPUs to Kata containers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kata_sandbox_device_plugin: Option<KataSandboxDevicePluginSpec>,
+}

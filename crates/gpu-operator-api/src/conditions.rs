@@ -1,0 +1,59 @@
+//! Condition types and reasons of `ClusterPolicy.status.conditions` and of the Node conditions
+//! the validator writes.
+
+/// NVIDIA's condition: the whole stack is ready.
+pub const READY: &str = "Ready";
+/// NVIDIA's condition: reconciling failed or an operand is not ready (the opposite of `Ready`).
+pub const ERROR: &str = "Error";
+
+/// Reasons of the `Ready` and `Error` conditions, as NVIDIA's operator writes them.
+pub mod reason {
+    /// Every enabled operand is ready.
+    pub const RECONCILED: &str = "Reconciled";
+    /// Reconciling failed; the message says why.
+    pub const RECONCILE_FAILED: &str = "ReconcileFailed";
+    /// Some operand is not ready; the message lists them.
+    pub const OPERAND_NOT_READY: &str = "OperandNotReady";
+    /// No node carries NFD labels: NFD is missing.
+    pub const NFD_LABELS_MISSING: &str = "NFDLabelsMissing";
+    /// No GPU node in the cluster yet.
+    pub const NO_GPU_NODES: &str = "NoGPUNodes";
+    /// Reason of `Ready=False` while `Error=True`.
+    pub const ERROR: &str = "Error";
+    /// Reason of `Error=False` while `Ready=True`.
+    pub const READY: &str = "Ready";
+}
+
+/// Our per-operand conditions on the ClusterPolicy, each written by that operand's reconciler.
+pub mod operand {
+    /// Driver DaemonSet(s).
+    pub const DRIVER_READY: &str = "DriverReady";
+    /// Container toolkit DaemonSet.
+    pub const TOOLKIT_READY: &str = "ToolkitReady";
+    /// Device plugin and MPS control daemon DaemonSets.
+    pub const DEVICE_PLUGIN_READY: &str = "DevicePluginReady";
+    /// GPU Feature Discovery DaemonSet.
+    pub const GFD_READY: &str = "GFDReady";
+    /// DCGM DaemonSet.
+    pub const DCGM_READY: &str = "DCGMReady";
+    /// DCGM exporter DaemonSet.
+    pub const DCGM_EXPORTER_READY: &str = "DCGMExporterReady";
+    /// MIG manager DaemonSet.
+    pub const MIG_MANAGER_READY: &str = "MIGManagerReady";
+    /// Operator validator DaemonSet.
+    pub const VALIDATOR_READY: &str = "ValidatorReady";
+    /// Node status exporter DaemonSet.
+    pub const NODE_STATUS_EXPORTER_READY: &str = "NodeStatusExporterReady";
+}
+
+/// Node conditions written by the validator on each GPU node.
+pub mod node {
+    /// The driver is loaded and `nvidia-smi` works.
+    pub const GPU_DRIVER_READY: &str = "GPUDriverReady";
+    /// Containers get GPUs through the toolkit.
+    pub const GPU_TOOLKIT_READY: &str = "GPUToolkitReady";
+    /// The device plugin advertises the node's GPUs.
+    pub const GPU_DEVICE_PLUGIN_READY: &str = "GPUDevicePluginReady";
+    /// The whole stack on the node is ready.
+    pub const GPU_STACK_READY: &str = "GPUStackReady";
+}

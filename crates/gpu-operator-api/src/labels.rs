@@ -1,0 +1,106 @@
+//! Names of the node labels and annotations the operator reads and writes, shared with NVIDIA's
+//! operator and its operands (GFD, MIG manager, driver manager), so they must not change.
+
+/// `"true"` on nodes with an NVIDIA GPU (from NFD's PCI labels); `"false"` once the GPU is gone.
+pub const GPU_PRESENT: &str = "nvidia.com/gpu.present";
+/// Prefix of the per-operand scheduling gates `nvidia.com/gpu.deploy.<operand>=true`, used as
+/// DaemonSet node selectors.
+pub const GPU_DEPLOY_PREFIX: &str = "nvidia.com/gpu.deploy.";
+/// `"false"` on a node removes every `nvidia.com/gpu.deploy.*` label: no operand runs there.
+pub const GPU_DEPLOY_OPERANDS: &str = "nvidia.com/gpu.deploy.operands";
+/// What a node runs with sandbox workloads on: `container`, `vm-passthrough` or `vm-vgpu`.
+pub const GPU_WORKLOAD_CONFIG: &str = "nvidia.com/gpu.workload.config";
+/// GPU model, written by GPU Feature Discovery.
+pub const GPU_PRODUCT: &str = "nvidia.com/gpu.product";
+/// `"true"` on nodes whose GPUs support MIG, written by GPU Feature Discovery.
+pub const MIG_CAPABLE: &str = "nvidia.com/mig.capable";
+/// The MIG layout a node should have; read by the MIG manager.
+pub const MIG_CONFIG: &str = "nvidia.com/mig.config";
+/// Progress of the MIG manager: `pending`, `rebooting`, `success` or `failed`.
+pub const MIG_CONFIG_STATE: &str = "nvidia.com/mig.config.state";
+/// `"true"` on nodes whose device plugin configuration uses MPS, written by GPU Feature Discovery.
+pub const MPS_CAPABLE: &str = "nvidia.com/mps.capable";
+/// The device plugin configuration (ConfigMap key) a node uses.
+pub const DEVICE_PLUGIN_CONFIG: &str = "nvidia.com/device-plugin.config";
+/// Present on vGPU hosts; such nodes never count as MIG-capable.
+pub const VGPU_HOST_DRIVER_VERSION: &str = "nvidia.com/vgpu.host-driver-version";
+/// Driver upgrade state of a node, written by the upgrade controller.
+pub const DRIVER_UPGRADE_STATE: &str = "nvidia.com/gpu-driver-upgrade-state";
+/// `"true"` on a node excludes it from driver upgrades.
+pub const DRIVER_UPGRADE_SKIP: &str = "nvidia.com/gpu-driver-upgrade.skip";
+/// `"true"` on a pod keeps it from being drained during driver upgrades (the operator's own pod).
+pub const DRIVER_UPGRADE_DRAIN_SKIP: &str = "nvidia.com/gpu-driver-upgrade-drain.skip";
+/// Owner NVIDIADriver of a node, in NVIDIADriver mode.
+pub const DRIVER_OWNER: &str = "nvidia.com/gpu-operator.driver.owner";
+
+/// NFD labels whose value `"true"` marks a node with an NVIDIA GPU (PCI vendor 10de, any class,
+/// 3D controller, VGA controller).
+pub const NFD_GPU_PRESENT: [&str; 3] = [
+    "feature.node.kubernetes.io/pci-10de.present",
+    "feature.node.kubernetes.io/pci-0302_10de.present",
+    "feature.node.kubernetes.io/pci-0300_10de.present",
+];
+/// Prefix of every NFD label; any of them shows that NFD runs in the cluster.
+pub const NFD_PREFIX: &str = "feature.node.kubernetes.io/";
+/// NFD label with the OS id, such as `ubuntu` or `rhel`.
+pub const NFD_OS_RELEASE_ID: &str = "feature.node.kubernetes.io/system-os_release.ID";
+/// NFD label with the OS version, such as `22.04`.
+pub const NFD_OS_RELEASE_VERSION_ID: &str =
+    "feature.node.kubernetes.io/system-os_release.VERSION_ID";
+/// NFD label with the RHCOS ostree version (OpenShift).
+pub const NFD_OSTREE_VERSION: &str = "feature.node.kubernetes.io/system-os_release.OSTREE_VERSION";
+/// NFD label with the full kernel version.
+pub const NFD_KERNEL_VERSION: &str = "feature.node.kubernetes.io/kernel-version.full";
+
+/// The operand names of the `nvidia.com/gpu.deploy.<operand>` labels.
+pub mod operand {
+    /// Driver container.
+    pub const DRIVER: &str = "driver";
+    /// Container toolkit.
+    pub const CONTAINER_TOOLKIT: &str = "container-toolkit";
+    /// Device plugin (and MPS control daemon).
+    pub const DEVICE_PLUGIN: &str = "device-plugin";
+    /// GPU Feature Discovery.
+    pub const GPU_FEATURE_DISCOVERY: &str = "gpu-feature-discovery";
+    /// DCGM host engine.
+    pub const DCGM: &str = "dcgm";
+    /// DCGM exporter.
+    pub const DCGM_EXPORTER: &str = "dcgm-exporter";
+    /// Node status exporter.
+    pub const NODE_STATUS_EXPORTER: &str = "node-status-exporter";
+    /// Operator validator.
+    pub const OPERATOR_VALIDATOR: &str = "operator-validator";
+    /// MIG manager (MIG-capable nodes only).
+    pub const MIG_MANAGER: &str = "mig-manager";
+    /// GPU clients in general; paused by the MIG manager during a MIG change.
+    pub const CLIENT: &str = "client";
+}
+
+/// Annotation with the hash of the rendered DaemonSet (NVIDIA's change detection).
+pub const LAST_APPLIED_HASH: &str = "nvidia.com/last-applied-hash";
+/// Node annotation `"true"` while the operator manages driver upgrades on the node; read by the
+/// driver manager.
+pub const DRIVER_UPGRADE_ENABLED: &str = "nvidia.com/gpu-driver-upgrade-enabled";
+/// Node annotation recording that a node was cordoned before its driver upgrade began.
+pub const DRIVER_UPGRADE_INITIAL_UNSCHEDULABLE: &str =
+    "nvidia.com/gpu-driver-upgrade.node-initial-state.unschedulable";
+
+/// `app.kubernetes.io/name` of the objects the operator creates.
+pub const APP_NAME: &str = "app.kubernetes.io/name";
+/// `app.kubernetes.io/component`: which operand an object belongs to.
+pub const APP_COMPONENT: &str = "app.kubernetes.io/component";
+/// `app.kubernetes.io/managed-by`.
+pub const APP_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+/// `app.kubernetes.io/part-of`.
+pub const APP_PART_OF: &str = "app.kubernetes.io/part-of";
+/// NVIDIA's `app` label, used by the operand DaemonSets' selectors.
+pub const APP: &str = "app";
+/// Value of `app.kubernetes.io/managed-by` and `app.kubernetes.io/part-of`.
+pub const MANAGED_BY_VALUE: &str = "gpu-operator";
+
+/// Pod Security Admission labels set on the operator's namespace with `psa.enabled`.
+pub const POD_SECURITY_LABELS: [&str; 3] = [
+    "pod-security.kubernetes.io/enforce",
+    "pod-security.kubernetes.io/audit",
+    "pod-security.kubernetes.io/warn",
+];

@@ -1,0 +1,98 @@
+//! `spec.mig` and `spec.migManager`: Multi-Instance GPU.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::common::{ContainerSpec, ImageSpec};
+
+/// How MIG devices are advertised.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MigSpec {
+    /// MIG strategy of the device plugin and GPU Feature Discovery: `none` (MIG devices are not
+    /// advertised), `single` (all MIG devices of a node have the same profile and appear as
+    /// `nvidia.com/gpu`) or `mixed` (each profile is its own resource, such as
+    /// `nvidia.com/mig-1g.10gb`). Unset leaves the strategy to the components (NVIDIA's chart
+    /// sets `single`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<MigStrategy>,
+}
+
+/// MIG strategy.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum MigStrategy {
+    /// MIG devices are not advertised.
+    #[default]
+    None,
+    /// All MIG devices of a node share one profile and appear as `nvidia.com/gpu`.
+    Single,
+    /// Each MIG profile is its own resource, such as `nvidia.com/mig-1g.10gb`.
+    Mixed,
+}
+
+impl MigStrategy {
+    /// The value as written in the ClusterPolicy and in the `MIG_STRATEGY` env variable.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Single => "single",
+            Self::Mixed => "mixed",
+        }
+    }
+}
+
+/// The MIG manager.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MigManagerSpec {
+    /// Deploy the MIG manager on MIG-capable nodes. It applies the MIG layout named by a node's
+    /// `nvidia.com/mig.config` label and reports progress in `nvidia.com/mig.config.state`.
+    /// Defaults to true.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Image of the MIG manager.
+    #[serde(flatten)]
+    pub image: ImageSpec,
+    /// Options of the MIG manager container, for example env `WITH_REBOOT`.
+    #[serde(flatten)]
+    pub container: ContainerSpec,
+    /// Run the MIG manager pods in the node's network namespace. Defaults to false.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_network: Option<bool>,
+    /// The MIG layouts the manager can apply.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<MigPartedConfigSpec>,
+    /// Host services that use the GPUs and must stop while the MIG layout changes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_clients_config: Option<MigGpuClientsConfigSpec>,
+}
+
+/// MIG layouts of the MIG manager.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::cel::mig_parted_config)]
+pub struct MigPartedConfigSpec {
+    /// Name of a ConfigMap in the operator's namespace whose key `config.yaml` is a mig-parted
+    /// configuration (`version: v1`, `mig-configs: {...}`). Unset: the manager derives the
+    /// layouts from the hardware, falling back to `default-mig-parted-config`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// MIG layout set as `nvidia.com/mig.config` on MIG-capable nodes that have no such label,
+    /// for example `all-disabled` (the default) or `all-1g.10gb`; empty sets no label. Must be a
+    /// valid label value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "all-disabled"), length(max = 63))]
+    pub default: Option<String>,
+}
+
+/// Host GPU clients of the MIG manager.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MigGpuClientsConfigSpec {
+    /// Name of a ConfigMap in the operator's namespace listing the systemd services to stop
+    /// during a MIG change. Defaults to `default-gpu-clients`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}

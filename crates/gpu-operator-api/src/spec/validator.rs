@@ -1,0 +1,72 @@
+//! `spec.validator` and `spec.nodeStatusExporter`: checking each node's GPU stack and reporting
+//! the result.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::common::{ContainerSpec, EnvVar, ImageSpec};
+
+/// The operator validator.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ValidatorSpec {
+    /// Image of the validator.
+    #[serde(flatten)]
+    pub image: ImageSpec,
+    /// Options of the validator container.
+    #[serde(flatten)]
+    pub container: ContainerSpec,
+    /// Run the validator pods in the node's network namespace. Defaults to false.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_network: Option<bool>,
+    /// Settings of the device plugin check.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<ValidatorComponentSpec>,
+    /// Settings of the driver check, for example env `DISABLE_DEV_CHAR_SYMLINK_CREATION`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub driver: Option<ValidatorComponentSpec>,
+    /// Settings of the container toolkit check.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub toolkit: Option<ValidatorComponentSpec>,
+    /// Settings of the CUDA workload check.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cuda: Option<ValidatorComponentSpec>,
+    /// Settings of the VFIO (GPU passthrough) check.
+    #[serde(rename = "vfioPCI", skip_serializing_if = "Option::is_none")]
+    pub vfio_pci: Option<ValidatorComponentSpec>,
+    /// Settings of the vGPU manager check.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vgpu_manager: Option<ValidatorComponentSpec>,
+    /// Settings of the vGPU devices check.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vgpu_devices: Option<ValidatorComponentSpec>,
+}
+
+/// Settings of one validator check.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ValidatorComponentSpec {
+    /// Environment variables of this check's container, for example `WITH_WORKLOAD=true` to run
+    /// a test pod.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub env: Option<Vec<EnvVar>>,
+}
+
+/// The node status exporter.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeStatusExporterSpec {
+    /// Deploy the node status exporter, which publishes each node's validation results as
+    /// Prometheus metrics. Defaults to false.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Image of the node status exporter (NVIDIA ships it in the validator image).
+    #[serde(flatten)]
+    pub image: ImageSpec,
+    /// Options of the node status exporter container.
+    #[serde(flatten)]
+    pub container: ContainerSpec,
+    /// Run the node status exporter pods in the node's network namespace. Defaults to false.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_network: Option<bool>,
+}
