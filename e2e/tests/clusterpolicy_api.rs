@@ -3,68 +3,18 @@
 //! commands work, and the schema's enums and CEL rules reject mistakes with their messages.
 #![cfg(feature = "e2e")]
 
-use std::{
-    io::Write as _,
-    path::{Path, PathBuf},
-    process::Stdio,
-    time::Duration,
-};
+use std::{io::Write as _, process::Stdio};
 
 use anyhow::{Context as _, bail};
 use gpu_operator_api::cel;
-use gpu_operator_e2e::{harness::kubectl_ok, kubectl, unique_name, wait_until};
+use gpu_operator_e2e::{
+    crd::{ensure_crd, repo_root},
+    harness::kubectl_ok,
+    kubectl, unique_name,
+};
 use serde_json::{Value, json};
 
-const CRD_NAME: &str = "clusterpolicies.nvidia.com";
 const FIELD_MANAGER: &str = "gpu-operator-e2e";
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// Installs (or updates) the generated ClusterPolicy CRD with server-side apply and waits until
-/// it is Established and served.
-async fn ensure_crd() -> anyhow::Result<()> {
-    let crd = repo_root().join("crds/clusterpolicies.nvidia.com.yaml");
-    let crd = crd.to_str().context("CRD path is not UTF-8")?;
-    kubectl_ok(&[
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        "--field-manager",
-        FIELD_MANAGER,
-        "-f",
-        crd,
-    ])?;
-    wait_until(
-        "the ClusterPolicy CRD to be Established",
-        Duration::from_secs(60),
-        || async {
-            let status = kubectl_ok(&[
-                "get",
-                "crd",
-                CRD_NAME,
-                "-o",
-                "jsonpath={.status.conditions[?(@.type==\"Established\")].status}",
-            ])?;
-            Ok((status.trim() == "True").then_some(()))
-        },
-    )
-    .await?;
-    // kubectl's discovery cache may lag behind a new CRD.
-    wait_until(
-        "clusterpolicies to be served",
-        Duration::from_secs(60),
-        || async {
-            Ok(
-                kubectl_ok(&["get", "clusterpolicies.nvidia.com", "-o", "name"])
-                    .ok()
-                    .map(|_| ()),
-            )
-        },
-    )
-    .await
-}
 
 /// Deletes a ClusterPolicy when dropped, so a failing test cleans up too.
 struct Cleanup(String);

@@ -71,24 +71,25 @@ impl Component {
     }
 
     /// The loopback ports it binds.
-    pub fn ports(self) -> &'static [u16] {
-        match self {
+    pub fn ports(self, layout: &Layout) -> Vec<u16> {
+        let bases: &[u16] = match self {
             Self::Etcd => &[ports::ETCD_CLIENT, ports::ETCD_PEER],
             Self::Apiserver => &[ports::APISERVER],
             Self::ControllerManager => &[ports::CONTROLLER_MANAGER],
             Self::Scheduler => &[ports::SCHEDULER],
             Self::Kwok => &[ports::KWOK],
-        }
+        };
+        bases.iter().map(|&base| layout.port(base)).collect()
     }
 
     /// How to tell it is ready.
-    pub fn readiness(self) -> Readiness {
+    pub fn readiness(self, layout: &Layout) -> Readiness {
         match self {
-            Self::Etcd => Readiness::Http(ports::ETCD_CLIENT, "/health"),
+            Self::Etcd => Readiness::Http(layout.port(ports::ETCD_CLIENT), "/health"),
             Self::Apiserver => Readiness::ApiserverReadyz,
             Self::ControllerManager => Readiness::DefaultServiceAccount,
-            Self::Scheduler => Readiness::Listening(ports::SCHEDULER),
-            Self::Kwok => Readiness::Http(ports::KWOK, "/healthz"),
+            Self::Scheduler => Readiness::Listening(layout.port(ports::SCHEDULER)),
+            Self::Kwok => Readiness::Http(layout.port(ports::KWOK), "/healthz"),
         }
     }
 
@@ -106,7 +107,7 @@ impl Component {
                     format!("--kubeconfig={kubeconfig}"),
                     "--leader-elect=false".into(),
                     "--bind-address=127.0.0.1".into(),
-                    format!("--secure-port={}", ports::CONTROLLER_MANAGER),
+                    format!("--secure-port={}", layout.port(ports::CONTROLLER_MANAGER)),
                     format!("--root-ca-file={}", pki("ca.crt")),
                     format!("--service-account-private-key-file={}", pki("sa.key")),
                     // kwok renews no node leases (too many writes at 5,000 nodes) and posts node
@@ -124,7 +125,7 @@ impl Component {
                     format!("--kubeconfig={kubeconfig}"),
                     "--leader-elect=false".into(),
                     "--bind-address=127.0.0.1".into(),
-                    format!("--secure-port={}", ports::SCHEDULER),
+                    format!("--secure-port={}", layout.port(ports::SCHEDULER)),
                 ],
             ),
             Self::Kwok => (
@@ -143,7 +144,7 @@ impl Component {
                     ),
                     // No node leases: cheaper at 5,000 nodes (see the controller-manager's grace period).
                     "--node-lease-duration-seconds=0".into(),
-                    format!("--server-address=127.0.0.1:{}", ports::KWOK),
+                    format!("--server-address=127.0.0.1:{}", layout.port(ports::KWOK)),
                     "--cidr=10.244.0.0/16".into(),
                 ],
             ),
@@ -159,8 +160,8 @@ impl Component {
 }
 
 fn etcd_args(layout: &Layout) -> Vec<String> {
-    let client = format!("http://127.0.0.1:{}", ports::ETCD_CLIENT);
-    let peer = format!("http://127.0.0.1:{}", ports::ETCD_PEER);
+    let client = format!("http://127.0.0.1:{}", layout.port(ports::ETCD_CLIENT));
+    let peer = format!("http://127.0.0.1:{}", layout.port(ports::ETCD_PEER));
     vec![
         "--name=e2e".into(),
         format!("--data-dir={}", layout.etcd_data().display()),
@@ -180,10 +181,13 @@ fn etcd_args(layout: &Layout) -> Vec<String> {
 fn apiserver_args(layout: &Layout) -> Vec<String> {
     let pki = |file: &str| layout.pki().join(file).display().to_string();
     vec![
-        format!("--etcd-servers=http://127.0.0.1:{}", ports::ETCD_CLIENT),
+        format!(
+            "--etcd-servers=http://127.0.0.1:{}",
+            layout.port(ports::ETCD_CLIENT)
+        ),
         "--bind-address=127.0.0.1".into(),
         "--advertise-address=127.0.0.1".into(),
-        format!("--secure-port={}", ports::APISERVER),
+        format!("--secure-port={}", layout.port(ports::APISERVER)),
         // Loopback cannot be the `kubernetes` Service endpoint; nothing in-cluster needs it.
         "--endpoint-reconciler-type=none".into(),
         format!("--tls-cert-file={}", pki("apiserver.crt")),

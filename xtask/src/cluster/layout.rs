@@ -16,7 +16,11 @@ pub const HELM: &str = "v3.21.4";
 /// Environment variable that moves the whole cache (default `~/.cache/gpu-operator-e2e`).
 pub const CACHE_ENV: &str = "GPU_OPERATOR_E2E_CACHE";
 
-/// Loopback ports the components listen on.
+/// Environment variable that shifts every port by a number, so two clusters can run side by side
+/// (each with its own `GPU_OPERATOR_E2E_CACHE`).
+pub const PORT_OFFSET_ENV: &str = "GPU_OPERATOR_E2E_PORT_OFFSET";
+
+/// Loopback ports the components listen on (before the offset).
 pub mod ports {
     /// kube-apiserver (HTTPS).
     pub const APISERVER: u16 = 6443;
@@ -36,6 +40,7 @@ pub mod ports {
 #[derive(Debug, Clone)]
 pub struct Layout {
     root: PathBuf,
+    port_offset: u16,
 }
 
 impl Layout {
@@ -47,7 +52,18 @@ impl Layout {
                 .map(|home| PathBuf::from(home).join(".cache/gpu-operator-e2e"))
                 .context("HOME is not set; set GPU_OPERATOR_E2E_CACHE to a directory for the cluster build cache")?,
         };
-        Ok(Self { root })
+        let port_offset = match std::env::var(PORT_OFFSET_ENV) {
+            Ok(value) => value.parse().with_context(|| {
+                format!("{PORT_OFFSET_ENV}={value} is not a port offset (0–50000)")
+            })?,
+            Err(_) => 0,
+        };
+        Ok(Self { root, port_offset })
+    }
+
+    /// The port a component listens on: `base` from [`ports`] plus the offset.
+    pub fn port(&self, base: u16) -> u16 {
+        base.saturating_add(self.port_offset)
     }
 
     /// Where the Kubernetes binaries (apiserver, controller-manager, scheduler, kubectl) live.

@@ -37,7 +37,9 @@ pub fn run(action: Action) -> anyhow::Result<()> {
     match action {
         Action::Up(args) => {
             up::up(&layout, &args)?;
-            print_env(&layout);
+            if !args.build_only {
+                print_env(&layout);
+            }
             Ok(())
         }
         Action::Down => down(&layout),

@@ -87,6 +87,7 @@ pub fn write(layout: &Layout) -> anyhow::Result<()> {
     fs::write(dir.join("sa.pub"), sa_key.public_key_pem())?;
 
     let kubeconfig = kubeconfig(
+        layout,
         &ca_cert.pem(),
         &admin_cert.pem(),
         &admin_key.serialize_pem(),
@@ -114,7 +115,7 @@ fn write_secret(path: &Path, contents: &str) -> anyhow::Result<()> {
 }
 
 /// An admin kubeconfig for `https://127.0.0.1:6443` with every credential embedded.
-fn kubeconfig(ca_pem: &str, cert_pem: &str, key_pem: &str) -> String {
+fn kubeconfig(layout: &Layout, ca_pem: &str, cert_pem: &str, key_pem: &str) -> String {
     let b64 = |pem: &str| base64::engine::general_purpose::STANDARD.encode(pem);
     format!(
         "apiVersion: v1
@@ -136,7 +137,7 @@ contexts:
     user: admin
 current-context: gpu-operator-e2e
 ",
-        port = ports::APISERVER,
+        port = layout.port(ports::APISERVER),
         ca = b64(ca_pem),
         cert = b64(cert_pem),
         key = b64(key_pem),

@@ -14,7 +14,7 @@ pub fn print(layout: &Layout) -> anyhow::Result<()> {
     println!("local cluster ({})", layout.run_dir().display());
     for component in Component::ALL {
         let ports: Vec<String> = component
-            .ports()
+            .ports(layout)
             .iter()
             .map(|p| format!("127.0.0.1:{p}"))
             .collect();

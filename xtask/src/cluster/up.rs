@@ -60,7 +60,7 @@ pub fn up(layout: &Layout, args: &UpArgs) -> anyhow::Result<()> {
         );
     }
     for component in Component::ALL {
-        for &port in component.ports() {
+        for port in component.ports(layout) {
             if !components::port_is_free(port) {
                 bail!(
                     "port {port} on 127.0.0.1 (for {}) is already in use by another program: stop it (`ss -ltnp 'sport = :{port}'` shows which) and run again",
@@ -142,7 +142,7 @@ async fn wait_ready(layout: &Layout, component: Component, pid: u32) -> anyhow::
                 process::tail(&layout.log(component.name()), 25)
             );
         }
-        let ready = match (component.readiness(), &client) {
+        let ready = match (component.readiness(layout), &client) {
             (Readiness::Http(port, path), _) => components::http_ok(port, path),
             (Readiness::Listening(port), _) => components::port_is_listening(port),
             (Readiness::ApiserverReadyz, Some(client)) => readyz(client).await,

@@ -1,0 +1,127 @@
+//! Writing children with server-side apply, but only when the live object differs from what we
+//! render, and pruning the children a reconciler no longer renders.
+//!
+//! "Differs" is a subset test: every field we set must have the same value in the live object
+//! (fields the API server defaults, or other managers add, are ignored). A hand edit of one of our
+//! fields therefore fails the test and is reverted; an unchanged cluster gets no request at all.
+
+use std::fmt::Debug;
+
+use kube::{
+    Api, Resource, ResourceExt as _,
+    api::{DeleteParams, Patch, PatchParams},
+};
+use serde::{Serialize, de::DeserializeOwned};
+use serde_json::Value;
+
+use crate::Error;
+
+/// Field manager prefix of every reconciler: `gpu-operator/<reconciler>`.
+pub const FIELD_MANAGER_PREFIX: &str = "gpu-operator/";
+
+/// What [`apply`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The live object already matched; no request was sent.
+    Unchanged,
+    /// The object was created or updated.
+    Written,
+}
+
+/// Applies `desired` unless `live` already has every field of it.
+pub async fn apply<K>(
+    api: &Api<K>,
+    desired: &K,
+    live: Option<&K>,
+    reconciler: &str,
+) -> Result<Outcome, Error>
+where
+    K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Clone + Debug,
+{
+    let name = desired.name_any();
+    let what = format!("{} {name}", K::kind(&()));
+    let desired_json = serde_json::to_value(desired).map_err(|source| Error::Serialize {
+        what: what.clone(),
+        source,
+    })?;
+    if let Some(live) = live {
+        let live_json = serde_json::to_value(live).map_err(|source| Error::Serialize {
+            what: what.clone(),
+            source,
+        })?;
+        if is_subset(&desired_json, &live_json) {
+            return Ok(Outcome::Unchanged);
+        }
+    }
+    let params = PatchParams::apply(&format!("{FIELD_MANAGER_PREFIX}{reconciler}")).force();
+    api.patch(&name, &params, &Patch::Apply(&desired_json))
+        .await
+        .map_err(Error::kube(format!("applying {what}")))?;
+    Ok(Outcome::Written)
+}
+
+/// Deletes `name`; an object that is already gone is fine.
+pub async fn delete<K>(api: &Api<K>, name: &str) -> Result<(), Error>
+where
+    K: Resource<DynamicType = ()> + DeserializeOwned + Clone + Debug,
+{
+    let what = format!("deleting {} {name}", K::kind(&()));
+    match api.delete(name, &DeleteParams::background()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.is_not_found() => Ok(()),
+        Err(error) => Err(Error::kube(what)(error)),
+    }
+}
+
+/// Whether every field of `desired` has the same value in `live`. Lists must have the same length
+/// and match element by element; empty objects and lists match an absent field.
+pub fn is_subset(desired: &Value, live: &Value) -> bool {
+    match (desired, live) {
+        (Value::Object(d), Value::Object(l)) => d.iter().all(|(key, value)| match l.get(key) {
+            Some(live_value) => is_subset(value, live_value),
+            None => is_empty(value),
+        }),
+        (Value::Array(d), Value::Array(l)) => {
+            d.len() == l.len() && d.iter().zip(l).all(|(a, b)| is_subset(a, b))
+        }
+        (d, Value::Null) => is_empty(d),
+        (d, l) => d == l,
+    }
+}
+
+fn is_empty(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::Object(map) => map.is_empty(),
+        Value::Array(items) => items.is_empty(),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn defaulted_and_foreign_fields_do_not_count_as_differences() {
+        let desired = json!({"spec": {"template": {"spec": {"containers": [{"name": "a", "image": "x"}], "volumes": []}}}});
+        let live = json!({"spec": {"revisionHistoryLimit": 10, "template": {"spec": {"containers": [{"name": "a", "image": "x", "imagePullPolicy": "IfNotPresent"}], "dnsPolicy": "ClusterFirst"}}}});
+        assert!(is_subset(&desired, &live));
+    }
+
+    #[test]
+    fn a_changed_or_removed_field_is_a_difference() {
+        let desired = json!({"spec": {"containers": [{"name": "a", "env": [{"name": "MIG_STRATEGY", "value": "single"}]}]}});
+        let edited = json!({"spec": {"containers": [{"name": "a", "env": [{"name": "MIG_STRATEGY", "value": "mixed"}]}]}});
+        let extra = json!({"spec": {"containers": [{"name": "a", "env": [{"name": "MIG_STRATEGY", "value": "single"}, {"name": "X"}]}]}});
+        let missing = json!({"spec": {"containers": [{"name": "a"}]}});
+        assert!(!is_subset(&desired, &edited));
+        assert!(
+            !is_subset(&desired, &extra),
+            "a list with more entries differs"
+        );
+        assert!(!is_subset(&desired, &missing));
+    }
+}

@@ -1,0 +1,90 @@
+//! The one context every reconciler gets: client, operator namespace, shared caches, metrics,
+//! the Event recorder and the image defaults from the operator's environment.
+
+use std::{collections::BTreeMap, sync::Arc};
+
+use kube::runtime::events::{Recorder, Reporter};
+
+use crate::{facts::ClusterFacts, metrics::Metrics, stores::Stores};
+
+/// Shared state of all reconcilers. Built once in `main`.
+pub struct Context {
+    /// API client.
+    pub client: kube::Client,
+    /// Namespace of the operator and its operands (`OPERATOR_NAMESPACE`).
+    pub namespace: String,
+    /// The shared caches.
+    pub stores: Stores,
+    /// Metrics registry.
+    pub metrics: Arc<Metrics>,
+    /// Event recorder (reporting controller `gpu-operator`, instance = pod name).
+    pub recorder: Recorder,
+    /// Image fallbacks from the environment, by variable name (`DEVICE_PLUGIN_IMAGE`, …).
+    pub image_env: BTreeMap<String, String>,
+}
+
+/// Environment variables that provide default operand images, as NVIDIA's operator reads them.
+pub const IMAGE_ENV_VARS: [&str; 19] = [
+    "DRIVER_IMAGE",
+    "DRIVER_MANAGER_IMAGE",
+    "CONTAINER_TOOLKIT_IMAGE",
+    "DEVICE_PLUGIN_IMAGE",
+    "DCGM_IMAGE",
+    "DCGM_EXPORTER_IMAGE",
+    "GFD_IMAGE",
+    "VALIDATOR_IMAGE",
+    "MIG_MANAGER_IMAGE",
+    "GDS_IMAGE",
+    "GDRCOPY_IMAGE",
+    "VFIO_MANAGER_IMAGE",
+    "SANDBOX_DEVICE_PLUGIN_IMAGE",
+    "VGPU_MANAGER_IMAGE",
+    "VGPU_DEVICE_MANAGER_IMAGE",
+    "KATA_MANAGER_IMAGE",
+    "KATA_SANDBOX_DEVICE_PLUGIN_IMAGE",
+    "CC_MANAGER_IMAGE",
+    "CUDA_BASE_IMAGE",
+];
+
+impl Context {
+    /// A context for `client` in `namespace`; `instance` names this operator process in Events.
+    pub fn new(
+        client: kube::Client,
+        namespace: String,
+        stores: Stores,
+        metrics: Arc<Metrics>,
+        instance: Option<String>,
+    ) -> Self {
+        let reporter = Reporter {
+            controller: "gpu-operator".to_owned(),
+            instance,
+        };
+        let recorder = Recorder::new(client.clone(), reporter);
+        let image_env = IMAGE_ENV_VARS
+            .iter()
+            .filter_map(|name| {
+                std::env::var(name)
+                    .ok()
+                    .map(|value| ((*name).to_owned(), value))
+            })
+            .collect();
+        Self {
+            client,
+            namespace,
+            stores,
+            metrics,
+            recorder,
+            image_env,
+        }
+    }
+
+    /// The facts of the node cache right now.
+    pub fn facts(&self) -> ClusterFacts {
+        ClusterFacts::from_nodes(self.stores.nodes.state().iter().map(AsRef::as_ref))
+    }
+
+    /// The image fallback of environment variable `name`, if set.
+    pub fn image_env(&self, name: &str) -> Option<&str> {
+        self.image_env.get(name).map(String::as_str)
+    }
+}

@@ -1,0 +1,116 @@
+//! Wiring reconcilers into kube-runtime Controllers over the shared caches: each operand and the
+//! status reconciler watch ClusterPolicies, own our DaemonSets and ServiceAccounts, and are
+//! woken by node label changes (not by the status heartbeats of thousands of nodes).
+
+use std::{
+    collections::HashMap,
+    future::Future,
+    hash::{DefaultHasher, Hash as _, Hasher as _},
+    sync::Arc,
+    time::Duration,
+};
+
+use futures::{Stream, StreamExt as _};
+use gpu_operator_api::ClusterPolicy;
+use k8s_openapi::api::core::v1::Node;
+use kube::{
+    ResourceExt as _,
+    core::PartialObjectMeta,
+    runtime::{
+        Controller,
+        controller::{self, Action},
+        reflector::{ObjectRef, Store},
+    },
+};
+
+use crate::{
+    Context, Error, active,
+    operand::{self, Operand},
+    policy_status,
+    stores::Subscriptions,
+};
+
+/// Quiet period that merges bursts of triggers into one reconcile.
+const DEBOUNCE: Duration = Duration::from_millis(500);
+
+/// Runs the reconciler of operand `O` until `shutdown` resolves.
+pub fn run_operand<O: Operand>(
+    ctx: Arc<Context>,
+    subs: &Subscriptions,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) -> impl Future<Output = ()> {
+    let policies = ctx.stores.policies.clone();
+    Controller::for_shared_stream(subs.policies.clone(), policies.clone())
+        .with_config(controller::Config::default().debounce(DEBOUNCE))
+        .owns_shared_stream(subs.daemonsets.clone())
+        .owns_shared_stream(subs.service_accounts.clone())
+        .watches_shared_stream(label_changes(subs.nodes.clone()), move |_| {
+            active_ref(&policies)
+        })
+        .graceful_shutdown_on(shutdown)
+        .run(operand::reconcile::<O>, operand::error_policy::<O>, ctx)
+        .for_each(|result| log(O::NAME, result))
+}
+
+/// Runs the overall status reconciler until `shutdown` resolves; `operands` are the condition
+/// types of the operand reconcilers that run.
+pub fn run_status(
+    ctx: Arc<Context>,
+    subs: &Subscriptions,
+    operands: &'static [&'static str],
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) -> impl Future<Output = ()> {
+    let policies = ctx.stores.policies.clone();
+    let all = ctx.stores.policies.clone();
+    Controller::for_shared_stream(subs.policies.clone(), policies)
+        .with_config(controller::Config::default().debounce(DEBOUNCE))
+        .watches_shared_stream(label_changes(subs.nodes.clone()), move |_| all_refs(&all))
+        .graceful_shutdown_on(shutdown)
+        .run(
+            move |policy, ctx| policy_status::reconcile(policy, ctx, operands),
+            |_, error: &Error, _| {
+                if error.is_transient() {
+                    Action::requeue(Duration::from_secs(10))
+                } else {
+                    Action::await_change()
+                }
+            },
+            ctx,
+        )
+        .for_each(|result| log(policy_status::NAME, result))
+}
+
+/// The active ClusterPolicy, as the one object a node change concerns.
+fn active_ref(policies: &Store<ClusterPolicy>) -> Option<ObjectRef<ClusterPolicy>> {
+    active::active(&policies.state()).map(|p| ObjectRef::from_obj(p.as_ref()))
+}
+
+fn all_refs(policies: &Store<ClusterPolicy>) -> Vec<ObjectRef<ClusterPolicy>> {
+    policies
+        .state()
+        .iter()
+        .map(|p| ObjectRef::from_obj(p.as_ref()))
+        .collect()
+}
+
+/// Passes a node on only when its labels changed since it was last seen (or it is new).
+pub fn label_changes<S>(nodes: S) -> impl Stream<Item = Arc<PartialObjectMeta<Node>>> + Send
+where
+    S: Stream<Item = Arc<PartialObjectMeta<Node>>> + Send,
+{
+    let mut seen: HashMap<String, u64> = HashMap::new();
+    nodes.filter(move |node| {
+        let mut hasher = DefaultHasher::new();
+        node.labels().hash(&mut hasher);
+        let hash = hasher.finish();
+        let changed = seen.insert(node.name_any(), hash) != Some(hash);
+        std::future::ready(changed)
+    })
+}
+
+async fn log<T: std::fmt::Debug, E: std::fmt::Display>(reconciler: &str, result: Result<T, E>) {
+    match result {
+        Ok(object) => tracing::debug!(reconciler, ?object, "reconciled"),
+        Err(error) => tracing::warn!(reconciler, %error, "reconcile failed"),
+    }
+}

@@ -1,0 +1,55 @@
+//! The reconcilers' error type and its categories, used as Event reasons and metric labels.
+
+use crate::image::ImageError;
+
+/// Why a reconcile failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The ClusterPolicy cannot be satisfied as written; retried only when it changes.
+    #[error("invalid ClusterPolicy: {0}")]
+    InvalidSpec(String),
+    /// No image could be resolved for a component.
+    #[error(transparent)]
+    Image(#[from] ImageError),
+    /// The API server refused or failed a request; retried with backoff.
+    #[error("{action}: {source}")]
+    Kube {
+        /// What we were doing, such as "applying DaemonSet nvidia-device-plugin-daemonset".
+        action: String,
+        /// The client error.
+        #[source]
+        source: kube::Error,
+    },
+    /// A rendered object could not be serialized.
+    #[error("serializing {what}: {source}")]
+    Serialize {
+        /// The object.
+        what: String,
+        /// The serde error.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+impl Error {
+    /// A short PascalCase category: the Event reason and the `error` metric label.
+    pub fn category(&self) -> &'static str {
+        match self {
+            Self::InvalidSpec(_) => "InvalidSpec",
+            Self::Image(_) => "ImageUnresolvable",
+            Self::Kube { .. } => "ApiError",
+            Self::Serialize { .. } => "RenderFailed",
+        }
+    }
+
+    /// Whether retrying without a change to the ClusterPolicy can help.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Self::Kube { .. })
+    }
+
+    /// Wraps a client error with what we were doing.
+    pub fn kube(action: impl Into<String>) -> impl FnOnce(kube::Error) -> Self {
+        let action = action.into();
+        move |source| Self::Kube { action, source }
+    }
+}

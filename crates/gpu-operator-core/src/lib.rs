@@ -1,0 +1,23 @@
+//! Shared plumbing of the operator's reconcilers. It knows Kubernetes and ClusterPolicy, but no
+//! operand: each operand crate plugs its pure `validate` and `render` steps into [`operand`].
+
+pub mod active;
+pub mod apply;
+pub mod conditions;
+pub mod context;
+pub mod controller;
+pub mod daemonset;
+pub mod error;
+pub mod facts;
+pub mod image;
+pub mod meta;
+pub mod metrics;
+pub mod operand;
+pub mod policy_status;
+pub mod problems;
+pub mod readiness;
+pub mod status_write;
+pub mod stores;
+
+pub use context::Context;
+pub use error::Error;

@@ -1,0 +1,50 @@
+//! Metadata every object the operator creates carries: NVIDIA's `app` label, the recommended
+//! `app.kubernetes.io/*` labels, and a controller owner reference to the ClusterPolicy.
+
+use std::collections::BTreeMap;
+
+use gpu_operator_api::ClusterPolicy;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::Resource as _;
+
+/// Value of `app.kubernetes.io/managed-by` on everything we create; the selector of our caches
+/// and of pruning.
+pub const MANAGED_BY: &str = "gpu-operator";
+/// Label key `app.kubernetes.io/managed-by`.
+pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+/// Label key `app.kubernetes.io/component`: the reconciler that owns the object.
+pub const COMPONENT_LABEL: &str = "app.kubernetes.io/component";
+/// Label key of NVIDIA's `app=<name>` labels, used by DaemonSet selectors and users' tooling.
+pub const APP_LABEL: &str = "app";
+
+/// Label selector of every object we manage.
+pub fn managed_selector() -> String {
+    format!("{MANAGED_BY_LABEL}={MANAGED_BY}")
+}
+
+/// Label selector of the objects one reconciler (`component`) manages.
+pub fn component_selector(component: &str) -> String {
+    format!("{MANAGED_BY_LABEL}={MANAGED_BY},{COMPONENT_LABEL}={component}")
+}
+
+/// The labels of an object named `app` owned by the reconciler `component`.
+pub fn labels(app: &str, component: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (APP_LABEL.to_owned(), app.to_owned()),
+        ("app.kubernetes.io/name".to_owned(), app.to_owned()),
+        (COMPONENT_LABEL.to_owned(), component.to_owned()),
+        (MANAGED_BY_LABEL.to_owned(), MANAGED_BY.to_owned()),
+        (
+            "app.kubernetes.io/part-of".to_owned(),
+            "gpu-operator".to_owned(),
+        ),
+    ])
+}
+
+/// A controller owner reference to `policy`, so deleting it garbage-collects what we created.
+pub fn owner_reference(policy: &ClusterPolicy) -> Option<OwnerReference> {
+    policy.controller_owner_ref(&()).map(|mut owner| {
+        owner.block_owner_deletion = Some(true);
+        owner
+    })
+}

@@ -1,0 +1,350 @@
+//! The ClusterPolicy's overall status, NVIDIA's contract: `state`, `namespace` and the paired
+//! `Ready`/`Error` conditions, summed up from the per-operand conditions each operand reconciler
+//! writes. Also the singleton rule: every ClusterPolicy but the oldest gets `state: ignored`.
+
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use gpu_operator_api::{
+    ClusterPolicy, State,
+    conditions::{self as names, reason},
+};
+use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Condition, jiff::Timestamp};
+use kube::{
+    Api, ResourceExt as _,
+    api::{Patch, PatchParams},
+    runtime::controller::Action,
+};
+use serde_json::json;
+
+use crate::{
+    Context, Error, active,
+    apply::FIELD_MANAGER_PREFIX,
+    conditions::{self, Desired},
+    facts::ClusterFacts,
+    metrics::ReconciliationStatus,
+};
+
+/// Name of this reconciler (field manager suffix, metric label).
+pub const NAME: &str = "status";
+
+/// What the overall status should say.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Summary {
+    /// `status.state`.
+    pub state: State,
+    /// `Ready` condition (the `Error` condition is its opposite).
+    pub ready: Desired,
+    /// The metric value.
+    pub metric: ReconciliationStatus,
+}
+
+/// Reasons of operand conditions that mean "still rolling out" rather than "failed".
+const PROGRESS_REASONS: [&str; 2] = ["NotReady", "RollingOut"];
+
+/// Sums up `policy` given every ClusterPolicy, the node facts and the operand condition types
+/// the operator runs (each must be present and current for the policy to be ready). Pure.
+pub fn summarize(
+    policy: &ClusterPolicy,
+    policies: &[Arc<ClusterPolicy>],
+    facts: &ClusterFacts,
+    operands: &[&str],
+) -> Summary {
+    if let Some(active) = active::active(policies).filter(|a| a.name_any() != policy.name_any()) {
+        let message = format!(
+            "ignored: ClusterPolicy {} is the active one (the oldest); only one ClusterPolicy is reconciled per cluster, delete this one or that one",
+            active.name_any()
+        );
+        return Summary {
+            state: State::Ignored,
+            ready: Desired::not_ok(names::READY, "Ignored", message),
+            metric: ReconciliationStatus::PolicyUnavailable,
+        };
+    }
+    let live = policy
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.clone())
+        .unwrap_or_default();
+    let generation = policy.metadata.generation;
+    let mut failed = Vec::new();
+    let mut waiting = Vec::new();
+    for operand in operands {
+        match live.iter().find(|c| c.type_ == *operand) {
+            Some(c) if c.observed_generation != generation => {
+                waiting.push(format!("{operand} (not yet reconciled)"))
+            }
+            Some(c) if c.status == "True" => {}
+            Some(c) if PROGRESS_REASONS.contains(&c.reason.as_str()) => {
+                waiting.push(format!("{operand}: {}", c.message))
+            }
+            Some(c) => failed.push(format!("{operand}: {}", c.message)),
+            None => waiting.push(format!("{operand} (not yet reconciled)")),
+        }
+    }
+    if !failed.is_empty() {
+        let message = format!("Failed to reconcile: {}", failed.join("; "));
+        return Summary {
+            state: State::NotReady,
+            ready: Desired::not_ok(names::READY, reason::RECONCILE_FAILED, message),
+            metric: ReconciliationStatus::Failed,
+        };
+    }
+    if !waiting.is_empty() {
+        let message = format!(
+            "ClusterPolicy is not ready; operands not ready: {}",
+            waiting.join("; ")
+        );
+        return Summary {
+            state: State::NotReady,
+            ready: Desired::not_ok(names::READY, reason::OPERAND_NOT_READY, message),
+            metric: ReconciliationStatus::NotReady,
+        };
+    }
+    let ready = if !facts.has_nfd_labels {
+        Desired::ok(
+            names::READY,
+            reason::NFD_LABELS_MISSING,
+            "no node carries NFD labels: deploy Node Feature Discovery so GPU nodes can be found",
+        )
+    } else if facts.gpu_nodes == 0 {
+        Desired::ok(
+            names::READY,
+            reason::NO_GPU_NODES,
+            "No GPU node found, watching for new nodes to join the cluster.",
+        )
+    } else {
+        Desired::ok(
+            names::READY,
+            reason::RECONCILED,
+            format!(
+                "ClusterPolicy is ready: every operand is ready on {} GPU node(s)",
+                facts.gpu_nodes
+            ),
+        )
+    };
+    Summary {
+        state: State::Ready,
+        ready,
+        metric: ReconciliationStatus::Ready,
+    }
+}
+
+/// NVIDIA's `Error` condition, the opposite of `Ready`.
+fn error_condition(ready: &Desired) -> Desired {
+    if ready.status {
+        Desired::not_ok(names::ERROR, reason::READY, String::new())
+    } else {
+        Desired::ok(names::ERROR, &ready.reason, ready.message.clone())
+    }
+}
+
+/// `Ready=False` keeps NVIDIA's reason `Error` when the cause is a failure.
+fn ready_condition(summary: &Summary) -> Desired {
+    let mut ready = summary.ready.clone();
+    if !ready.status && ready.reason == reason::RECONCILE_FAILED {
+        ready.reason = reason::ERROR.to_owned();
+    }
+    ready
+}
+
+/// Reconciles the overall status of `policy`.
+pub async fn reconcile(
+    policy: Arc<ClusterPolicy>,
+    ctx: Arc<Context>,
+    operands: &[&str],
+) -> Result<Action, Error> {
+    let started = Instant::now();
+    let facts = ctx.facts();
+    let summary = summarize(&policy, &ctx.stores.policies.state(), &facts, operands);
+    if summary.state != State::Ignored {
+        ctx.metrics
+            .set_policy_status(summary.metric, facts.gpu_nodes, facts.has_nfd_labels);
+    }
+    let result = write(&ctx, &policy, &summary).await;
+    ctx.metrics.observe(
+        NAME,
+        started.elapsed(),
+        result.as_ref().err().map(Error::category),
+    );
+    result.map(|()| Action::requeue(Duration::from_secs(3600)))
+}
+
+async fn write(ctx: &Context, policy: &ClusterPolicy, summary: &Summary) -> Result<(), Error> {
+    let live_status = policy.status.clone().unwrap_or_default();
+    let live: Vec<Condition> = live_status.conditions.clone().unwrap_or_default();
+    let generation = policy.metadata.generation;
+    let wanted = [
+        ready_condition(summary),
+        error_condition(&ready_condition(summary)),
+    ];
+    let current = policy.status.is_some()
+        && live_status.state == summary.state
+        && live_status.namespace.as_deref() == Some(ctx.namespace.as_str())
+        && wanted
+            .iter()
+            .all(|d| conditions::is_current(&live, d, generation));
+    if current {
+        return Ok(());
+    }
+    let now = Timestamp::now();
+    let merged: Vec<Condition> = wanted
+        .iter()
+        .map(|d| conditions::merge(&live, d, generation, now))
+        .collect();
+    let patch = json!({
+        "apiVersion": "nvidia.com/v1",
+        "kind": "ClusterPolicy",
+        "status": { "state": summary.state, "namespace": ctx.namespace, "conditions": merged },
+    });
+    let api: Api<ClusterPolicy> = Api::all(ctx.client.clone());
+    let params = PatchParams::apply(&format!("{FIELD_MANAGER_PREFIX}{NAME}")).force();
+    api.patch_status(&policy.name_any(), &params, &Patch::Apply(&patch))
+        .await
+        .map_err(Error::kube("writing the ClusterPolicy status"))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use gpu_operator_api::{ClusterPolicySpec, ClusterPolicyStatus};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    use super::*;
+
+    fn policy(name: &str, created: i64, conditions: Vec<Condition>) -> Arc<ClusterPolicy> {
+        let mut p = ClusterPolicy::new(name, ClusterPolicySpec::default());
+        p.metadata.creation_timestamp = Some(Time(Timestamp::from_second(created).unwrap()));
+        p.metadata.generation = Some(1);
+        p.status = Some(ClusterPolicyStatus {
+            conditions: Some(conditions),
+            ..ClusterPolicyStatus::default()
+        });
+        Arc::new(p)
+    }
+
+    fn cond(type_: &str, status: &str, reason: &str, message: &str) -> Condition {
+        Condition {
+            type_: type_.into(),
+            status: status.into(),
+            reason: reason.into(),
+            message: message.into(),
+            observed_generation: Some(1),
+            last_transition_time: Time(Timestamp::from_second(1).unwrap()),
+        }
+    }
+
+    const OPERANDS: [&str; 2] = ["DevicePluginReady", "ValidatorReady"];
+    const FACTS: ClusterFacts = ClusterFacts {
+        gpu_nodes: 3,
+        has_nfd_labels: true,
+    };
+
+    #[test]
+    fn ready_when_every_operand_is_ready() {
+        let p = policy(
+            "a",
+            1,
+            vec![
+                cond("DevicePluginReady", "True", "Ready", ""),
+                cond("ValidatorReady", "True", "Disabled", ""),
+            ],
+        );
+        let s = summarize(&p, &[p.clone()], &FACTS, &OPERANDS);
+        assert_eq!(
+            (s.state, s.ready.reason.as_str()),
+            (State::Ready, reason::RECONCILED)
+        );
+    }
+
+    #[test]
+    fn a_missing_or_rolling_operand_is_not_ready_and_named() {
+        let p = policy(
+            "a",
+            1,
+            vec![cond(
+                "DevicePluginReady",
+                "False",
+                "NotReady",
+                "ready on 1/3 GPU nodes",
+            )],
+        );
+        let s = summarize(&p, &[p.clone()], &FACTS, &OPERANDS);
+        assert_eq!(s.state, State::NotReady);
+        assert_eq!(s.ready.reason, reason::OPERAND_NOT_READY);
+        assert!(
+            s.ready.message.contains("DevicePluginReady: ready on 1/3")
+                && s.ready.message.contains("ValidatorReady (not yet"),
+            "{}",
+            s.ready.message
+        );
+    }
+
+    #[test]
+    fn a_failed_operand_is_a_reconcile_failure_naming_it() {
+        let p = policy(
+            "a",
+            1,
+            vec![
+                cond(
+                    "DevicePluginReady",
+                    "False",
+                    "ImageUnresolvable",
+                    "devicePlugin: no image",
+                ),
+                cond("ValidatorReady", "True", "Ready", ""),
+            ],
+        );
+        let s = summarize(&p, &[p.clone()], &FACTS, &OPERANDS);
+        assert_eq!(
+            (s.ready.reason.as_str(), s.metric),
+            (reason::RECONCILE_FAILED, ReconciliationStatus::Failed)
+        );
+        assert!(s.ready.message.contains("devicePlugin: no image"));
+        assert_eq!(ready_condition(&s).reason, reason::ERROR);
+        assert_eq!(error_condition(&ready_condition(&s)).reason, reason::ERROR);
+    }
+
+    #[test]
+    fn no_gpu_nodes_and_no_nfd_are_ready_with_their_reasons() {
+        let p = policy(
+            "a",
+            1,
+            vec![
+                cond("DevicePluginReady", "True", "NoGPUNodes", ""),
+                cond("ValidatorReady", "True", "NoGPUNodes", ""),
+            ],
+        );
+        let none = ClusterFacts {
+            gpu_nodes: 0,
+            has_nfd_labels: true,
+        };
+        assert_eq!(
+            summarize(&p, &[p.clone()], &none, &OPERANDS).ready.reason,
+            reason::NO_GPU_NODES
+        );
+        let no_nfd = ClusterFacts {
+            gpu_nodes: 0,
+            has_nfd_labels: false,
+        };
+        assert_eq!(
+            summarize(&p, &[p.clone()], &no_nfd, &OPERANDS).ready.reason,
+            reason::NFD_LABELS_MISSING
+        );
+    }
+
+    #[test]
+    fn younger_policies_are_ignored_naming_the_active_one() {
+        let old = policy("old", 1, vec![]);
+        let young = policy("young", 2, vec![]);
+        let s = summarize(&young, &[old.clone(), young.clone()], &FACTS, &OPERANDS);
+        assert_eq!(s.state, State::Ignored);
+        assert!(
+            s.ready
+                .message
+                .contains("ClusterPolicy old is the active one")
+        );
+    }
+}

@@ -1,0 +1,121 @@
+//! Whether an operand DaemonSet counts as ready, by NVIDIA's rules: no pods wanted is ready;
+//! RollingUpdate needs every desired pod updated and available for the current generation;
+//! OnDelete needs every desired pod ready (the pod revision check is the driver's, later).
+
+use k8s_openapi::api::apps::v1::DaemonSet;
+
+/// Counts that describe a DaemonSet's rollout.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rollout {
+    /// Nodes that should run a pod.
+    pub desired: i32,
+    /// Nodes whose pod is ready (available for RollingUpdate).
+    pub ready: i32,
+    /// Whether the DaemonSet counts as ready.
+    pub is_ready: bool,
+}
+
+/// The rollout state of `ds`.
+pub fn rollout(ds: &DaemonSet) -> Rollout {
+    let status = ds.status.clone().unwrap_or_default();
+    let desired = status.desired_number_scheduled;
+    let on_delete = ds
+        .spec
+        .as_ref()
+        .and_then(|s| s.update_strategy.as_ref())
+        .and_then(|u| u.type_.as_deref())
+        == Some("OnDelete");
+    let observed = status.observed_generation.unwrap_or(0) >= ds.metadata.generation.unwrap_or(0);
+    let unavailable = status.number_unavailable.unwrap_or(0);
+    let (ready, is_ready) = if on_delete {
+        (
+            status.number_ready,
+            observed && status.number_ready == desired && unavailable == 0,
+        )
+    } else {
+        let available = status.number_available.unwrap_or(0);
+        let updated = status.updated_number_scheduled.unwrap_or(0);
+        (
+            available,
+            observed && updated == desired && available == desired && unavailable == 0,
+        )
+    };
+    Rollout {
+        desired,
+        ready,
+        is_ready: desired == 0 || is_ready,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::apps::v1::{DaemonSetSpec, DaemonSetStatus, DaemonSetUpdateStrategy};
+
+    use super::*;
+
+    fn ds(strategy: &str, generation: i64, status: DaemonSetStatus) -> DaemonSet {
+        let mut ds = DaemonSet {
+            spec: Some(DaemonSetSpec {
+                update_strategy: Some(DaemonSetUpdateStrategy {
+                    type_: Some(strategy.into()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            status: Some(status),
+            ..Default::default()
+        };
+        ds.metadata.generation = Some(generation);
+        ds
+    }
+
+    fn status(
+        desired: i32,
+        updated: i32,
+        available: i32,
+        ready: i32,
+        observed: i64,
+    ) -> DaemonSetStatus {
+        DaemonSetStatus {
+            desired_number_scheduled: desired,
+            updated_number_scheduled: Some(updated),
+            number_available: Some(available),
+            number_ready: ready,
+            number_unavailable: Some(desired - available),
+            observed_generation: Some(observed),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn zero_desired_is_ready() {
+        assert!(rollout(&ds("RollingUpdate", 1, status(0, 0, 0, 0, 0))).is_ready);
+    }
+
+    #[test]
+    fn rolling_update_needs_all_updated_and_available_for_this_generation() {
+        assert!(rollout(&ds("RollingUpdate", 2, status(3, 3, 3, 3, 2))).is_ready);
+        assert!(
+            !rollout(&ds("RollingUpdate", 2, status(3, 2, 3, 3, 2))).is_ready,
+            "one pod not updated"
+        );
+        assert!(
+            !rollout(&ds("RollingUpdate", 2, status(3, 3, 2, 2, 2))).is_ready,
+            "one pod unavailable"
+        );
+        assert!(
+            !rollout(&ds("RollingUpdate", 3, status(3, 3, 3, 3, 2))).is_ready,
+            "new generation not observed"
+        );
+    }
+
+    #[test]
+    fn on_delete_needs_every_pod_ready() {
+        assert!(rollout(&ds("OnDelete", 1, status(2, 0, 2, 2, 1))).is_ready);
+        let partial = rollout(&ds("OnDelete", 1, status(2, 0, 1, 1, 1)));
+        assert_eq!(
+            (partial.desired, partial.ready, partial.is_ready),
+            (2, 1, false)
+        );
+    }
+}

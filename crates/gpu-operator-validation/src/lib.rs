@@ -1,0 +1,39 @@
+//! The validator operand: `nvidia-operator-validator` and its ServiceAccount, on nodes labelled
+//! `nvidia.com/gpu.deploy.operator-validator=true`. Its init containers run
+//! `gpu-operator-validator` for the driver, toolkit, CUDA and device plugin in that order and leave
+//! the status files other operands wait on. Pure validate and render steps.
+
+mod render;
+mod validate;
+
+use gpu_operator_api::{ClusterPolicySpec, conditions::operand::VALIDATOR_READY};
+use gpu_operator_core::{
+    Error,
+    operand::{Children, Operand},
+};
+
+pub use validate::Input;
+
+/// Name of the DaemonSet, its `app` label and its ServiceAccount, as NVIDIA names them.
+pub const DAEMONSET: &str = "nvidia-operator-validator";
+
+/// The validator operand.
+pub struct Validation;
+
+impl Operand for Validation {
+    const NAME: &'static str = "operator-validation";
+    const CONDITION: &'static str = VALIDATOR_READY;
+    const SECTION: &'static str = "validator";
+    type Input = Input;
+
+    fn validate(
+        spec: &ClusterPolicySpec,
+        image_env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<Input>, Error> {
+        validate::validate(spec, image_env).map(Some)
+    }
+
+    fn render(input: &Input) -> Children {
+        render::children(input)
+    }
+}

@@ -1,0 +1,69 @@
+//! Installing the generated ClusterPolicy CRD on the test cluster, once per test process.
+
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use anyhow::Context as _;
+use tokio::sync::OnceCell;
+
+use crate::{harness::kubectl_ok, wait_until};
+
+const CRD_NAME: &str = "clusterpolicies.nvidia.com";
+const FIELD_MANAGER: &str = "gpu-operator-e2e";
+
+/// The repository's root directory.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+static INSTALLED: OnceCell<()> = OnceCell::const_new();
+
+/// Installs (or updates) the generated ClusterPolicy CRD with server-side apply and waits until
+/// it is Established and served. Runs once per test process.
+pub async fn ensure_crd() -> anyhow::Result<()> {
+    INSTALLED.get_or_try_init(install).await.map(|()| ())
+}
+
+async fn install() -> anyhow::Result<()> {
+    let crd = repo_root().join("crds/clusterpolicies.nvidia.com.yaml");
+    let crd = crd.to_str().context("CRD path is not UTF-8")?;
+    kubectl_ok(&[
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager",
+        FIELD_MANAGER,
+        "-f",
+        crd,
+    ])?;
+    wait_until(
+        "the ClusterPolicy CRD to be Established",
+        Duration::from_secs(60),
+        || async {
+            let status = kubectl_ok(&[
+                "get",
+                "crd",
+                CRD_NAME,
+                "-o",
+                "jsonpath={.status.conditions[?(@.type==\"Established\")].status}",
+            ])?;
+            Ok((status.trim() == "True").then_some(()))
+        },
+    )
+    .await?;
+    // kubectl's discovery cache may lag behind a new CRD.
+    wait_until(
+        "clusterpolicies to be served",
+        Duration::from_secs(60),
+        || async {
+            Ok(
+                kubectl_ok(&["get", "clusterpolicies.nvidia.com", "-o", "name"])
+                    .ok()
+                    .map(|_| ()),
+            )
+        },
+    )
+    .await
+}

@@ -1,0 +1,240 @@
+//! Running the operator binary as a host process against the test cluster, under a ServiceAccount
+//! token (so its requests are its own in the API server's audit log), and reading that log.
+
+use std::{
+    fs,
+    io::BufRead as _,
+    net::TcpListener,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::Duration,
+};
+
+use anyhow::{Context as _, bail};
+use k8s_openapi::{api::core::v1::ServiceAccount, jiff::Timestamp};
+use kube::{Api, api::PostParams};
+use serde_json::json;
+
+use crate::harness::kubeconfig_path;
+
+/// Path of a binary of this workspace built by `cargo build` (the `cargo xtask e2e` task builds
+/// them first): `$CARGO_TARGET_DIR` or the workspace's `target/`, debug profile.
+pub fn workspace_binary(name: &str) -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"),
+        PathBuf::from,
+    );
+    target.join("debug").join(name)
+}
+
+/// A free port on 127.0.0.1 (bound and released; good enough for a test).
+pub fn free_port() -> anyhow::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// Creates ServiceAccount `name` in `namespace`, binds it to `cluster_role` and writes a kubeconfig
+/// that authenticates with a fresh token of it. Returns the kubeconfig path and the user name the
+/// audit log shows.
+pub async fn service_account_kubeconfig(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    cluster_role: &str,
+    dir: &Path,
+) -> anyhow::Result<(PathBuf, String)> {
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
+    let account: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": name}}))?;
+    accounts
+        .create(&PostParams::default(), &account)
+        .await
+        .context("creating the operator's ServiceAccount")?;
+    let binding = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": format!("{namespace}-{name}")},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_role},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+    });
+    let bindings: Api<k8s_openapi::api::rbac::v1::ClusterRoleBinding> = Api::all(client.clone());
+    bindings
+        .create(&PostParams::default(), &serde_json::from_value(binding)?)
+        .await
+        .context("binding the operator's ServiceAccount")?;
+    let request =
+        serde_json::from_value(json!({"spec": {"audiences": [], "expirationSeconds": 7200}}))?;
+    let token = accounts
+        .create_token_request(name, &PostParams::default(), &request)
+        .await?
+        .status
+        .context("TokenRequest returned no token")?
+        .token;
+    let admin: serde_json::Value =
+        serde_json::to_value(kube::config::Kubeconfig::read_from(kubeconfig_path()?)?)?;
+    let mut config = admin;
+    if let Some(users) = config.get_mut("users").and_then(|u| u.as_array_mut()) {
+        for user in users {
+            user["user"] = json!({ "token": token });
+        }
+    }
+    let path = dir.join(format!("{name}.kubeconfig"));
+    fs::write(&path, serde_json::to_vec_pretty(&config)?)?;
+    Ok((path, format!("system:serviceaccount:{namespace}:{name}")))
+}
+
+/// A running `gpu-operator run` process; stopped (SIGTERM, then kill) when dropped.
+pub struct Operator {
+    child: Child,
+    /// Where its stdout and stderr go.
+    pub log: PathBuf,
+    /// Its health-probe port (`/healthz`, `/readyz`).
+    pub probe_port: u16,
+    /// Its metrics port (`/metrics`).
+    pub metrics_port: u16,
+}
+
+impl Operator {
+    /// Starts the operator with `kubeconfig`, in `namespace`, with extra environment `env`.
+    pub fn start(
+        kubeconfig: &Path,
+        namespace: &str,
+        env: &[(&str, &str)],
+        log: &Path,
+    ) -> anyhow::Result<Self> {
+        let binary = workspace_binary("gpu-operator");
+        if !binary.is_file() {
+            bail!(
+                "{} is not built: run the e2e tests with `cargo xtask e2e`, which builds it",
+                binary.display()
+            );
+        }
+        let (probe_port, metrics_port) = (free_port()?, free_port()?);
+        let out = fs::File::options().create(true).append(true).open(log)?;
+        let child = Command::new(&binary)
+            .args([
+                "run",
+                "--leader-elect",
+                "--log-level",
+                "info,gpu_operator=debug",
+            ])
+            .arg(format!("--kubeconfig={}", kubeconfig.display()))
+            .arg(format!(
+                "--health-probe-bind-address=127.0.0.1:{probe_port}"
+            ))
+            .arg(format!("--metrics-bind-address=127.0.0.1:{metrics_port}"))
+            .env("OPERATOR_NAMESPACE", namespace)
+            .env_remove("KUBECONFIG")
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out)
+            .spawn()
+            .with_context(|| format!("starting {}", binary.display()))?;
+        Ok(Self {
+            child,
+            log: log.to_owned(),
+            probe_port,
+            metrics_port,
+        })
+    }
+
+    /// Stops it with SIGTERM (graceful shutdown) and waits up to 20 s.
+    pub fn stop(mut self) -> anyhow::Result<()> {
+        self.terminate()
+    }
+
+    fn terminate(&mut self) -> anyhow::Result<()> {
+        if self.child.try_wait()?.is_some() {
+            return Ok(());
+        }
+        Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()?;
+        for _ in 0..200 {
+            if self.child.try_wait()?.is_some() {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        self.child.kill()?;
+        bail!("the operator did not exit within 20 s of SIGTERM")
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// The last lines of its log.
+    pub fn log_tail(&self) -> String {
+        let text = fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+}
+
+impl Drop for Operator {
+    fn drop(&mut self) {
+        let _ = self.terminate();
+    }
+}
+
+/// One mutating request from the API server's audit log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Write {
+    /// `create`, `update`, `patch`, `delete`, …
+    pub verb: String,
+    /// Resource (and subresource), such as `daemonsets` or `clusterpolicies/status`.
+    pub resource: String,
+    /// Object name.
+    pub name: String,
+}
+
+/// The harness API server's audit log (beside the kubeconfig, in `logs/audit.log`).
+pub fn audit_log() -> anyhow::Result<PathBuf> {
+    let kubeconfig = kubeconfig_path()?;
+    let path = kubeconfig
+        .parent()
+        .context("kubeconfig has no directory")?
+        .join("logs/audit.log");
+    if !path.is_file() {
+        bail!(
+            "no audit log at {}: the write-counting tests need the local cluster of `cargo xtask cluster up`",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+/// Mutating requests by `user` that completed after `since`.
+pub fn writes_by(user: &str, since: Timestamp) -> anyhow::Result<Vec<Write>> {
+    let file = fs::File::open(audit_log()?)?;
+    let mut writes = Vec::new();
+    for line in std::io::BufReader::new(file).lines() {
+        let Ok(event) = serde_json::from_str::<serde_json::Value>(&line?) else {
+            continue;
+        };
+        if event["user"]["username"] != user || event["stage"] != "ResponseComplete" {
+            continue;
+        }
+        let Some(at) = event["stageTimestamp"]
+            .as_str()
+            .and_then(|t| t.parse::<Timestamp>().ok())
+        else {
+            continue;
+        };
+        if at <= since {
+            continue;
+        }
+        let object = &event["objectRef"];
+        let mut resource = object["resource"].as_str().unwrap_or_default().to_owned();
+        if let Some(sub) = object["subresource"].as_str() {
+            resource = format!("{resource}/{sub}");
+        }
+        writes.push(Write {
+            verb: event["verb"].as_str().unwrap_or_default().to_owned(),
+            resource,
+            name: object["name"].as_str().unwrap_or_default().to_owned(),
+        });
+    }
+    Ok(writes)
+}
