@@ -23,7 +23,7 @@ static INSTALLED: OnceCell<()> = OnceCell::const_new();
 /// Installs (or updates) the generated ClusterPolicy CRD with server-side apply and waits until
 /// it is Established and served. Runs once per test process.
 pub async fn ensure_crd() -> anyhow::Result<()> {
-    INSTALLED.get_or_try_init(install).await.map(|()| ())
+    INSTALLED.get_or_try_init(install).await.copied()
 }
 
 async fn install() -> anyhow::Result<()> {

@@ -40,6 +40,15 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 }
 
 fn run_tests(layout: &Layout, test_args: &[String]) -> anyhow::Result<()> {
+    // The tests run the operator and the validator as host processes.
+    process::run(Command::new(env!("CARGO")).args([
+        "build",
+        "--package",
+        "gpu-operator",
+        "--package",
+        "gpu-operator-validator",
+        "--bins",
+    ]))?;
     let mut command = Command::new(env!("CARGO"));
     command
         .args([

@@ -12,6 +12,7 @@ pub mod labels;
 mod schema;
 pub mod spec;
 pub mod status;
+pub mod validator;
 mod yaml;
 
 pub use cluster_policy::{ClusterPolicy, ClusterPolicySpec};

@@ -113,7 +113,7 @@ mod tests {
         );
         assert_eq!(first.last_transition_time.0, at(100));
         let same_status = merge(
-            &[first.clone()],
+            std::slice::from_ref(&first),
             &Desired::not_ok("X", "Pending", "1/3"),
             Some(1),
             at(200),

@@ -108,9 +108,13 @@ where
     })
 }
 
-async fn log<T: std::fmt::Debug, E: std::fmt::Display>(reconciler: &str, result: Result<T, E>) {
+fn log<T: std::fmt::Debug, E: std::fmt::Display>(
+    reconciler: &str,
+    result: Result<T, E>,
+) -> std::future::Ready<()> {
     match result {
         Ok(object) => tracing::debug!(reconciler, ?object, "reconciled"),
         Err(error) => tracing::warn!(reconciler, %error, "reconcile failed"),
     }
+    std::future::ready(())
 }

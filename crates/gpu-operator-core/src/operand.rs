@@ -81,11 +81,7 @@ pub async fn reconcile<O: Operand>(
         result.as_ref().err().map(Error::category),
     );
     if let Err(error) = &result {
-        let desired = Desired::not_ok(
-            O::CONDITION,
-            error.category(),
-            format!("{}: {error}", O::SECTION),
-        );
+        let desired = Desired::not_ok(O::CONDITION, error.category(), error.to_string());
         // Report the failure once (condition + Event); repeating the same failure writes nothing.
         if status_write::write(&ctx, &policy, O::NAME, &desired)
             .await

@@ -74,11 +74,11 @@ pub fn summarize(
     for operand in operands {
         match live.iter().find(|c| c.type_ == *operand) {
             Some(c) if c.observed_generation != generation => {
-                waiting.push(format!("{operand} (not yet reconciled)"))
+                waiting.push(format!("{operand} (not yet reconciled)"));
             }
             Some(c) if c.status == "True" => {}
             Some(c) if PROGRESS_REASONS.contains(&c.reason.as_str()) => {
-                waiting.push(format!("{operand}: {}", c.message))
+                waiting.push(format!("{operand}: {}", c.message));
             }
             Some(c) => failed.push(format!("{operand}: {}", c.message)),
             None => waiting.push(format!("{operand} (not yet reconciled)")),
@@ -145,7 +145,7 @@ fn error_condition(ready: &Desired) -> Desired {
 fn ready_condition(summary: &Summary) -> Desired {
     let mut ready = summary.ready.clone();
     if !ready.status && ready.reason == reason::RECONCILE_FAILED {
-        ready.reason = reason::ERROR.to_owned();
+        reason::ERROR.clone_into(&mut ready.reason);
     }
     ready
 }
@@ -176,10 +176,7 @@ async fn write(ctx: &Context, policy: &ClusterPolicy, summary: &Summary) -> Resu
     let live_status = policy.status.clone().unwrap_or_default();
     let live: Vec<Condition> = live_status.conditions.clone().unwrap_or_default();
     let generation = policy.metadata.generation;
-    let wanted = [
-        ready_condition(summary),
-        error_condition(&ready_condition(summary)),
-    ];
+    let wanted = [ready_condition(summary), error_condition(&summary.ready)];
     let current = policy.status.is_some()
         && live_status.state == summary.state
         && live_status.namespace.as_deref() == Some(ctx.namespace.as_str())
@@ -252,7 +249,7 @@ mod tests {
                 cond("ValidatorReady", "True", "Disabled", ""),
             ],
         );
-        let s = summarize(&p, &[p.clone()], &FACTS, &OPERANDS);
+        let s = summarize(&p, std::slice::from_ref(&p), &FACTS, &OPERANDS);
         assert_eq!(
             (s.state, s.ready.reason.as_str()),
             (State::Ready, reason::RECONCILED)
@@ -271,7 +268,7 @@ mod tests {
                 "ready on 1/3 GPU nodes",
             )],
         );
-        let s = summarize(&p, &[p.clone()], &FACTS, &OPERANDS);
+        let s = summarize(&p, std::slice::from_ref(&p), &FACTS, &OPERANDS);
         assert_eq!(s.state, State::NotReady);
         assert_eq!(s.ready.reason, reason::OPERAND_NOT_READY);
         assert!(
@@ -297,14 +294,14 @@ mod tests {
                 cond("ValidatorReady", "True", "Ready", ""),
             ],
         );
-        let s = summarize(&p, &[p.clone()], &FACTS, &OPERANDS);
+        let s = summarize(&p, std::slice::from_ref(&p), &FACTS, &OPERANDS);
         assert_eq!(
             (s.ready.reason.as_str(), s.metric),
             (reason::RECONCILE_FAILED, ReconciliationStatus::Failed)
         );
         assert!(s.ready.message.contains("devicePlugin: no image"));
         assert_eq!(ready_condition(&s).reason, reason::ERROR);
-        assert_eq!(error_condition(&ready_condition(&s)).reason, reason::ERROR);
+        assert_eq!(error_condition(&s.ready).reason, reason::RECONCILE_FAILED);
     }
 
     #[test]
@@ -322,7 +319,9 @@ mod tests {
             has_nfd_labels: true,
         };
         assert_eq!(
-            summarize(&p, &[p.clone()], &none, &OPERANDS).ready.reason,
+            summarize(&p, std::slice::from_ref(&p), &none, &OPERANDS)
+                .ready
+                .reason,
             reason::NO_GPU_NODES
         );
         let no_nfd = ClusterFacts {
@@ -330,7 +329,9 @@ mod tests {
             has_nfd_labels: false,
         };
         assert_eq!(
-            summarize(&p, &[p.clone()], &no_nfd, &OPERANDS).ready.reason,
+            summarize(&p, std::slice::from_ref(&p), &no_nfd, &OPERANDS)
+                .ready
+                .reason,
             reason::NFD_LABELS_MISSING
         );
     }

@@ -142,7 +142,7 @@ mod tests {
 
     use super::*;
 
-    fn pod(status: serde_json::Value) -> Pod {
+    fn pod(status: &serde_json::Value) -> Pod {
         serde_json::from_value(json!({"metadata": {"name": "p"}, "status": status})).unwrap()
     }
 
@@ -150,7 +150,7 @@ mod tests {
     fn ready_pods_have_no_problem() {
         assert_eq!(
             pod_problem(&pod(
-                json!({"conditions": [{"type": "Ready", "status": "True"}]})
+                &json!({"conditions": [{"type": "Ready", "status": "True"}]})
             )),
             None
         );
@@ -159,28 +159,28 @@ mod tests {
     #[test]
     fn reasons_name_image_pulls_crash_loops_and_scheduling() {
         let pull = pod(
-            json!({"phase": "Pending", "containerStatuses": [{"name": "plugin", "image": "x", "imageID": "", "ready": false, "restartCount": 0, "state": {"waiting": {"reason": "ImagePullBackOff"}}}]}),
+            &json!({"phase": "Pending", "containerStatuses": [{"name": "plugin", "image": "x", "imageID": "", "ready": false, "restartCount": 0, "state": {"waiting": {"reason": "ImagePullBackOff"}}}]}),
         );
         assert_eq!(
             pod_problem(&pull).unwrap(),
             "image pull failed (ImagePullBackOff) in container plugin"
         );
         let crash = pod(
-            json!({"phase": "Running", "containerStatuses": [{"name": "plugin", "image": "x", "imageID": "", "ready": false, "restartCount": 7, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}),
+            &json!({"phase": "Running", "containerStatuses": [{"name": "plugin", "image": "x", "imageID": "", "ready": false, "restartCount": 7, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}),
         );
         assert_eq!(
             pod_problem(&crash).unwrap(),
             "container plugin crash-looping (7 restarts)"
         );
         let unscheduled = pod(
-            json!({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "message": "0/3 nodes are available"}]}),
+            &json!({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "message": "0/3 nodes are available"}]}),
         );
         assert_eq!(
             pod_problem(&unscheduled).unwrap(),
             "pod not scheduled: 0/3 nodes are available"
         );
         assert_eq!(
-            pod_problem(&pod(json!({"phase": "Pending"}))).unwrap(),
+            pod_problem(&pod(&json!({"phase": "Pending"}))).unwrap(),
             "pod pending"
         );
     }

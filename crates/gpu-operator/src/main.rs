@@ -1,5 +1,7 @@
 //! `gpu-operator`: the operator binary. Wiring only; the work lives in the library crates.
 
+mod run;
+
 use std::io::Write as _;
 
 use clap::{Parser, Subcommand};
@@ -14,12 +16,15 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the operator: reconcile the ClusterPolicy into the GPU software stack.
+    Run(Box<gpu_operator_runtime::config::RunArgs>),
     /// Print the CustomResourceDefinitions this operator serves (ClusterPolicy, nvidia.com/v1).
     Crds,
 }
 
 fn main() -> std::process::ExitCode {
     let result = match Cli::parse().command {
+        Command::Run(args) => run::main(&args),
         Command::Crds => print_crds(),
     };
     match result {

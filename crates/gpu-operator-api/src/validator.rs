@@ -1,0 +1,168 @@
+//! Names shared between the node-side validator (`gpu-operator-validator`) and the operator that
+//! deploys it: environment variables, status files, the startup taint and the reasons of the Node
+//! conditions listed in [`crate::conditions::node`].
+
+/// Taint key that keeps ordinary workloads off a GPU node until its stack is validated. Nodes
+/// register with it (kubelet `--register-with-taints`); the validator removes it when asked.
+pub const STARTUP_TAINT_KEY: &str = "nvidia.com/gpu.not-ready";
+/// Effect of the startup taint.
+pub const STARTUP_TAINT_EFFECT: &str = "NoSchedule";
+
+/// `app` label of the CUDA workload pods, as NVIDIA names them.
+pub const CUDA_WORKLOAD_APP: &str = "nvidia-cuda-validator";
+/// `app` label of the device plugin workload pods, as NVIDIA names them.
+pub const PLUGIN_WORKLOAD_APP: &str = "nvidia-device-plugin-validator";
+
+/// The components the validator checks (`COMPONENT`).
+pub mod component {
+    /// The driver: loaded, and NVML or `nvidia-smi` see the GPUs.
+    pub const DRIVER: &str = "driver";
+    /// The container toolkit: a container of the nvidia runtime class gets a working `nvidia-smi`.
+    pub const TOOLKIT: &str = "toolkit";
+    /// A CUDA workload pod runs on the node.
+    pub const CUDA: &str = "cuda";
+    /// The device plugin advertises the node's GPUs.
+    pub const PLUGIN: &str = "plugin";
+}
+
+/// Environment variables the validator reads. The first group is NVIDIA's, with NVIDIA's
+/// meaning; the second is ours.
+pub mod env {
+    /// Which component to check (`driver`, `toolkit`, `cuda`, `plugin`).
+    pub const COMPONENT: &str = "COMPONENT";
+    /// `true`: retry every `SLEEP_INTERVAL_SECONDS` until the check passes.
+    pub const WITH_WAIT: &str = "WITH_WAIT";
+    /// `false`: skip the workload pod of the `cuda` and `plugin` checks (default `true`).
+    pub const WITH_WORKLOAD: &str = "WITH_WORKLOAD";
+    /// The node the validator runs on (downward API `spec.nodeName`).
+    pub const NODE_NAME: &str = "NODE_NAME";
+    /// Namespace of the operator, where workload pods are created.
+    pub const OPERATOR_NAMESPACE: &str = "OPERATOR_NAMESPACE";
+    /// Directory of the status files (default `/run/nvidia/validations`).
+    pub const OUTPUT_DIR: &str = "OUTPUT_DIR";
+    /// Seconds between retries with `WITH_WAIT` (default 5).
+    pub const SLEEP_INTERVAL_SECONDS: &str = "SLEEP_INTERVAL_SECONDS";
+    /// MIG strategy of the device plugin: `none`, `single` (default) or `mixed`.
+    pub const MIG_STRATEGY: &str = "MIG_STRATEGY";
+    /// Path of the host's root filesystem on the host (default `/`), written to `driver-ready`.
+    pub const HOST_ROOT: &str = "HOST_ROOT";
+    /// Host path of a containerized driver installation (default `/run/nvidia/driver`).
+    pub const DRIVER_INSTALL_DIR: &str = "DRIVER_INSTALL_DIR";
+    /// Where `DRIVER_INSTALL_DIR` is mounted in the validator container (default `/run/nvidia/driver`).
+    pub const DRIVER_INSTALL_DIR_CTR_PATH: &str = "DRIVER_INSTALL_DIR_CTR_PATH";
+    /// `true`: check the driver with `nvidia-smi --version`, without initializing the GPUs.
+    pub const DRIVER_VALIDATION_SKIP_GPU_INIT: &str = "DRIVER_VALIDATION_SKIP_GPU_INIT";
+    /// `true`: delete every status file in `OUTPUT_DIR` before checking.
+    pub const CLEANUP_ALL: &str = "CLEANUP_ALL";
+    /// Image of the workload pods (NVIDIA's name).
+    pub const VALIDATOR_IMAGE: &str = "VALIDATOR_IMAGE";
+    /// Pull policy of the workload pods.
+    pub const VALIDATOR_IMAGE_PULL_POLICY: &str = "VALIDATOR_IMAGE_PULL_POLICY";
+    /// Comma-separated pull secrets of the workload pods.
+    pub const VALIDATOR_IMAGE_PULL_SECRETS: &str = "VALIDATOR_IMAGE_PULL_SECRETS";
+    /// Runtime class of the workload pods (usually `nvidia`).
+    pub const VALIDATOR_RUNTIME_CLASS: &str = "VALIDATOR_RUNTIME_CLASS";
+
+    /// Where the host's root filesystem is mounted in the validator container (default `/host`).
+    pub const HOST_ROOT_CTR_PATH: &str = "HOST_ROOT_CTR_PATH";
+    /// Image of the CUDA check pod; takes precedence over `VALIDATOR_IMAGE`.
+    pub const CUDA_VALIDATOR_IMAGE: &str = "CUDA_VALIDATOR_IMAGE";
+    /// Command of the workload pods, split on whitespace (default `vectorAdd`).
+    pub const WORKLOAD_COMMAND: &str = "WORKLOAD_COMMAND";
+    /// Seconds to wait for a workload pod to succeed (default 300).
+    pub const WORKLOAD_TIMEOUT_SECONDS: &str = "WORKLOAD_TIMEOUT_SECONDS";
+    /// Seconds the `plugin` check waits for GPU capacity to appear on the node (default 150).
+    pub const GPU_RESOURCE_WAIT_SECONDS: &str = "GPU_RESOURCE_WAIT_SECONDS";
+    /// Seconds before a hanging `nvidia-smi` is killed (default 60).
+    pub const NVIDIA_SMI_TIMEOUT_SECONDS: &str = "NVIDIA_SMI_TIMEOUT_SECONDS";
+    /// Name of the validator's own pod (downward API), owner of the workload pods.
+    pub const POD_NAME: &str = "POD_NAME";
+    /// `true`: remove the startup taint from the node once `GPUStackReady` is True.
+    pub const LIFT_STARTUP_TAINT: &str = "LIFT_STARTUP_TAINT";
+    /// `false`: do not write Node conditions (default `true` when `NODE_NAME` is set).
+    pub const REPORT_NODE_CONDITIONS: &str = "REPORT_NODE_CONDITIONS";
+}
+
+/// Status files in the output directory, NVIDIA's names: present while a component is validated.
+pub mod status_file {
+    /// Written by the driver check: `KEY=VALUE` lines sourced by other operands.
+    pub const DRIVER: &str = "driver-ready";
+    /// Written by the toolkit check (empty).
+    pub const TOOLKIT: &str = "toolkit-ready";
+    /// Written by the CUDA check (empty).
+    pub const CUDA: &str = "cuda-ready";
+    /// Written by the device plugin check (empty).
+    pub const PLUGIN: &str = "plugin-ready";
+    /// Written by the driver container's startup probe when its install finished.
+    pub const DRIVER_CONTAINER_READY: &str = ".driver-ctr-ready";
+
+    /// Keys of the `driver-ready` file.
+    pub mod driver_key {
+        /// `true` when the driver is installed on the host, `false` for a driver container.
+        pub const IS_HOST_DRIVER: &str = "IS_HOST_DRIVER";
+        /// Host path of the driver's root filesystem.
+        pub const NVIDIA_DRIVER_ROOT: &str = "NVIDIA_DRIVER_ROOT";
+        /// Where operand containers mount the driver root (`/host` or `/driver-root`).
+        pub const DRIVER_ROOT_CTR_PATH: &str = "DRIVER_ROOT_CTR_PATH";
+        /// Host path under which `/dev/nvidia*` live.
+        pub const NVIDIA_DEV_ROOT: &str = "NVIDIA_DEV_ROOT";
+        /// Where operand containers mount the device root.
+        pub const DEV_ROOT_CTR_PATH: &str = "DEV_ROOT_CTR_PATH";
+    }
+}
+
+/// Reasons of the Node conditions the validator writes (PascalCase, stable: alerts match them).
+pub mod reason {
+    /// `GPUDriverReady=True`.
+    pub const DRIVER_VALIDATED: &str = "DriverValidated";
+    /// No `nvidia-smi` on the host nor in the driver install directory.
+    pub const DRIVER_NOT_FOUND: &str = "DriverNotFound";
+    /// The NVIDIA kernel module is not loaded (`/proc/driver/nvidia/version` is missing).
+    pub const DRIVER_NOT_LOADED: &str = "DriverNotLoaded";
+    /// The loaded kernel module and the user-space driver have different versions.
+    pub const DRIVER_VERSION_MISMATCH: &str = "DriverVersionMismatch";
+    /// Neither NVML nor `nvidia-smi` could query the driver.
+    pub const DRIVER_QUERY_FAILED: &str = "DriverQueryFailed";
+    /// The driver works but sees no GPU.
+    pub const NO_GPU: &str = "NoGPU";
+    /// `nvidia-smi` did not answer in time.
+    pub const NVIDIA_SMI_TIMEOUT: &str = "NvidiaSmiTimeout";
+    /// `GPUToolkitReady=True`.
+    pub const TOOLKIT_VALIDATED: &str = "ToolkitValidated";
+    /// The container runtime did not inject `nvidia-smi` into the validator container.
+    pub const NVIDIA_SMI_NOT_INJECTED: &str = "NvidiaSmiNotInjected";
+    /// The injected `nvidia-smi` failed.
+    pub const NVIDIA_SMI_FAILED: &str = "NvidiaSmiFailed";
+    /// `GPUDevicePluginReady=True`.
+    pub const DEVICE_PLUGIN_VALIDATED: &str = "DevicePluginValidated";
+    /// The node advertises no `nvidia.com/gpu*` or `nvidia.com/mig-*` capacity.
+    pub const NO_GPU_RESOURCES: &str = "NoGPUResources";
+    /// The advertised resources (or GFD's `nvidia.com/mig.strategy`) contradict `MIG_STRATEGY`.
+    pub const MIG_STRATEGY_MISMATCH: &str = "MIGStrategyMismatch";
+    /// The CUDA check passed (part of `GPUStackReady`).
+    pub const CUDA_VALIDATED: &str = "CUDAValidated";
+    /// No image is configured for the CUDA check pod.
+    pub const CUDA_IMAGE_NOT_CONFIGURED: &str = "CUDAImageNotConfigured";
+    /// `WITH_WORKLOAD` is on but no image is configured for the device plugin workload pod.
+    pub const WORKLOAD_IMAGE_NOT_CONFIGURED: &str = "WorkloadImageNotConfigured";
+    /// A workload pod failed.
+    pub const WORKLOAD_FAILED: &str = "WorkloadFailed";
+    /// A workload pod did not succeed in time.
+    pub const WORKLOAD_TIMEOUT: &str = "WorkloadTimeout";
+    /// The Kubernetes API failed during a check.
+    pub const API_ERROR: &str = "APIError";
+    /// The status file could not be written.
+    pub const STATUS_FILE_ERROR: &str = "StatusFileError";
+    /// `GPUStackReady=True`: driver, toolkit, CUDA and device plugin are validated.
+    pub const STACK_READY: &str = "StackReady";
+    /// `GPUStackReady=False`: a component has not been checked yet.
+    pub const VALIDATION_PENDING: &str = "ValidationPending";
+    /// `GPUStackReady=False`: `GPUDriverReady` is False.
+    pub const DRIVER_NOT_READY: &str = "DriverNotReady";
+    /// `GPUStackReady=False`: `GPUToolkitReady` is False.
+    pub const TOOLKIT_NOT_READY: &str = "ToolkitNotReady";
+    /// `GPUStackReady=False`: the CUDA check failed or has not passed.
+    pub const CUDA_NOT_READY: &str = "CUDANotReady";
+    /// `GPUStackReady=False`: `GPUDevicePluginReady` is False.
+    pub const DEVICE_PLUGIN_NOT_READY: &str = "DevicePluginNotReady";
+}

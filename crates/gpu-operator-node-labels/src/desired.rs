@@ -1,0 +1,163 @@
+//! The node-labelling contract (reference §1.5), as a pure function from a node's labels and the
+//! active ClusterPolicy to the label changes the node needs. It follows NVIDIA's
+//! `labelGPUNodes` / `updateGPUStateLabels` step by step:
+//!
+//! 1. `nvidia.com/gpu.present`: `true` when an NFD PCI label says the node has an NVIDIA GPU;
+//!    flipped to `false` (never removed) when a node that had `true` loses them. A node that never
+//!    was a GPU node gets nothing.
+//! 2. A node whose `gpu.present` is not `true` loses every deploy label the operator manages.
+//! 3. `nvidia.com/gpu.deploy.operands=false` removes every managed deploy label.
+//! 4. Otherwise the labels of the other workload configs are swept (`mig-manager` only when the
+//!    node is not `container`), and the node's own set is added where missing or empty, with
+//!    `mig-manager` on MIG-capable `container` nodes. A non-empty value (`false`,
+//!    `pre-installed`, `paused-for-mig-change`, …) is never overwritten.
+//! 5. A MIG-capable GPU node without `nvidia.com/mig.config` gets `migManager.config.default`
+//!    when the MIG manager is enabled.
+
+use std::collections::BTreeMap;
+
+use gpu_operator_api::{
+    ClusterPolicySpec,
+    labels::{self, operand},
+    spec::WorkloadConfig,
+};
+
+use crate::workload::{self, deploy_label};
+
+/// Label changes for one node: `Some(value)` sets the label, `None` removes it. Empty when the
+/// node already has what it should.
+pub type LabelChanges = BTreeMap<String, Option<String>>;
+
+/// MIG layout seeded when the ClusterPolicy names none (the CRD's default).
+pub const DEFAULT_MIG_CONFIG: &str = "all-disabled";
+
+/// The changes that bring `node_labels` in line with `policy` (the active ClusterPolicy).
+pub fn label_changes(
+    node_labels: &BTreeMap<String, String>,
+    policy: &ClusterPolicySpec,
+) -> LabelChanges {
+    let mut desired = node_labels.clone();
+    apply_rules(&mut desired, policy);
+    diff(node_labels, &desired)
+}
+
+/// Rewrites `labels` as the operator wants them (NVIDIA's in-place algorithm).
+fn apply_rules(labels: &mut BTreeMap<String, String>, policy: &ClusterPolicySpec) {
+    reconcile_gpu_present(labels);
+    if !is_true(labels, labels::GPU_PRESENT) {
+        remove_all_state_labels(labels);
+        return;
+    }
+    if labels
+        .get(labels::GPU_DEPLOY_OPERANDS)
+        .is_some_and(|v| v == "false")
+    {
+        remove_all_state_labels(labels);
+    } else {
+        let config = workload::workload_config(labels, policy);
+        update_state_labels(labels, config, workload::sandbox_mode(policy));
+    }
+    seed_mig_config(labels, policy);
+}
+
+/// Whether an NFD label says the node has an NVIDIA PCI device.
+pub fn has_gpu_pci_labels(node_labels: &BTreeMap<String, String>) -> bool {
+    labels::NFD_GPU_PRESENT
+        .iter()
+        .any(|key| is_true(node_labels, key))
+}
+
+fn reconcile_gpu_present(labels: &mut BTreeMap<String, String>) {
+    let has_gpu = has_gpu_pci_labels(labels);
+    let present = is_true(labels, labels::GPU_PRESENT);
+    if has_gpu && !present {
+        set(labels, labels::GPU_PRESENT, "true");
+    } else if !has_gpu && present {
+        set(labels, labels::GPU_PRESENT, "false");
+    }
+}
+
+fn remove_all_state_labels(labels: &mut BTreeMap<String, String>) {
+    for key in workload::all_state_labels() {
+        labels.remove(&key);
+    }
+}
+
+fn update_state_labels(
+    labels: &mut BTreeMap<String, String>,
+    config: WorkloadConfig,
+    mode: gpu_operator_api::spec::SandboxMode,
+) {
+    let effective = workload::state_labels(config, mode);
+    let mig_manager = deploy_label(operand::MIG_MANAGER);
+    for key in workload::all_state_labels() {
+        let keep =
+            effective.contains(&key) || (key == mig_manager && config == WorkloadConfig::Container);
+        if !keep {
+            labels.remove(&key);
+        }
+    }
+    for key in &effective {
+        if is_missing(labels, key) {
+            set(labels, key, "true");
+        }
+    }
+    if config == WorkloadConfig::Container
+        && workload::mig_capable(labels)
+        && is_missing(labels, &mig_manager)
+    {
+        set(labels, &mig_manager, "true");
+    }
+}
+
+fn seed_mig_config(labels: &mut BTreeMap<String, String>, policy: &ClusterPolicySpec) {
+    if let Some(default) = mig_config_default(policy)
+        && workload::mig_capable(labels)
+        && is_missing(labels, labels::MIG_CONFIG)
+    {
+        set(labels, labels::MIG_CONFIG, default);
+    }
+}
+
+/// The MIG layout to seed, or `None` when the MIG manager is disabled or the default is empty.
+fn mig_config_default(policy: &ClusterPolicySpec) -> Option<&str> {
+    let mig_manager = policy.mig_manager.as_ref();
+    if mig_manager.and_then(|m| m.enabled) == Some(false) {
+        return None;
+    }
+    let default = mig_manager
+        .and_then(|m| m.config.as_ref())
+        .and_then(|c| c.default.as_deref())
+        .unwrap_or(DEFAULT_MIG_CONFIG);
+    (!default.is_empty()).then_some(default)
+}
+
+fn is_true(labels: &BTreeMap<String, String>, key: &str) -> bool {
+    labels.get(key).is_some_and(|v| v == "true")
+}
+
+/// Missing or empty: an empty value counts as absent.
+fn is_missing(labels: &BTreeMap<String, String>, key: &str) -> bool {
+    labels.get(key).is_none_or(String::is_empty)
+}
+
+fn set(labels: &mut BTreeMap<String, String>, key: &str, value: &str) {
+    labels.insert(key.to_owned(), value.to_owned());
+}
+
+fn diff(before: &BTreeMap<String, String>, after: &BTreeMap<String, String>) -> LabelChanges {
+    let set = after
+        .iter()
+        .filter(|(k, v)| before.get(*k) != Some(*v))
+        .map(|(k, v)| (k.clone(), Some(v.clone())));
+    let removed = before
+        .keys()
+        .filter(|k| !after.contains_key(*k))
+        .map(|k| (k.clone(), None));
+    set.chain(removed).collect()
+}
+
+#[cfg(test)]
+mod fixtures;
+#[cfg(test)]
+mod tests;

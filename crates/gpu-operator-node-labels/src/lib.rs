@@ -1,0 +1,16 @@
+//! The node-labelling reconciler: keeps `nvidia.com/gpu.present`, the
+//! `nvidia.com/gpu.deploy.<operand>` scheduling gates and the `nvidia.com/mig.config` seed on
+//! every node exactly as NVIDIA's operator does (reference §1.5).
+//!
+//! [`desired`] is the contract as a pure function; [`reconcile`] runs it per node on the shared
+//! metadata-only Node cache and writes one JSON merge patch per node when something changes.
+//! The binary calls [`controller`].
+
+pub mod desired;
+mod own_writes;
+pub mod reconcile;
+mod triggers;
+pub mod workload;
+
+pub use desired::{LabelChanges, label_changes};
+pub use reconcile::{NAME, NodeLabeler, controller};

@@ -1,0 +1,194 @@
+//! Which cache events are worth a reconcile. Node events fire on every change of a node (status
+//! heartbeats too), so only new nodes and label changes pass; ClusterPolicy events fire on status
+//! writes too, so only a change of the active policy's identity or generation (its spec) passes.
+
+use std::{
+    collections::HashMap,
+    hash::{DefaultHasher, Hash, Hasher},
+};
+
+use gpu_operator_api::ClusterPolicy;
+use gpu_operator_core::active;
+use k8s_openapi::api::core::v1::Node;
+use kube::{
+    Resource as _, ResourceExt as _,
+    core::PartialObjectMeta,
+    runtime::reflector::{ObjectRef, Store},
+};
+
+/// Events between two sweeps of the names of deleted nodes out of [`NodeLabelFilter`].
+const PRUNE_EVERY: u32 = 1024;
+
+/// Passes a node on when it is new (by name and uid) or its labels changed since last seen.
+pub struct NodeLabelFilter {
+    seen: HashMap<String, u64>,
+    events: u32,
+    nodes: Store<PartialObjectMeta<Node>>,
+}
+
+impl NodeLabelFilter {
+    /// A filter that forgets nodes once they are gone from `nodes`.
+    pub fn new(nodes: Store<PartialObjectMeta<Node>>) -> Self {
+        Self {
+            seen: HashMap::new(),
+            events: 0,
+            nodes,
+        }
+    }
+
+    /// Whether `node` needs a reconcile: true the first time it is seen, after its labels
+    /// changed, and when it was recreated under the same name.
+    pub fn changed(&mut self, node: &PartialObjectMeta<Node>) -> bool {
+        self.events = self.events.wrapping_add(1);
+        if self.events.is_multiple_of(PRUNE_EVERY) {
+            let nodes = &self.nodes;
+            self.seen
+                .retain(|name, _| nodes.get(&ObjectRef::new(name)).is_some());
+        }
+        let mut hasher = DefaultHasher::new();
+        node.meta().uid.hash(&mut hasher);
+        node.labels().hash(&mut hasher);
+        let fingerprint = hasher.finish();
+        self.seen.insert(node.name_any(), fingerprint) != Some(fingerprint)
+    }
+
+    /// How many nodes the filter remembers.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.seen.len()
+    }
+}
+
+/// Identity and spec version of the active ClusterPolicy.
+type PolicyFingerprint = (Option<String>, Option<i64>);
+
+/// Passes a ClusterPolicy event on when the active policy changed: another one became active, or
+/// its generation moved (a spec change). Status writes and ignored policies do not pass.
+pub struct ActivePolicyFilter {
+    last: Option<PolicyFingerprint>,
+    policies: Store<ClusterPolicy>,
+}
+
+impl ActivePolicyFilter {
+    /// A filter reading the active policy from `policies`.
+    pub fn new(policies: Store<ClusterPolicy>) -> Self {
+        Self {
+            last: None,
+            policies,
+        }
+    }
+
+    /// Whether the active policy differs from the one at the previous call.
+    pub fn changed(&mut self) -> bool {
+        let now = active::active(&self.policies.state())
+            .map(|p| (p.meta().uid.clone(), p.meta().generation));
+        if now == self.last {
+            return false;
+        }
+        self.last = now;
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use gpu_operator_api::ClusterPolicySpec;
+    use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
+    use kube::runtime::{reflector::store::Writer, watcher::Event};
+
+    use super::*;
+
+    fn node(name: &str, uid: &str, labels: &[(&str, &str)], rv: &str) -> PartialObjectMeta<Node> {
+        let mut node = PartialObjectMeta::<Node>::default();
+        node.metadata.name = Some(name.to_owned());
+        node.metadata.uid = Some(uid.to_owned());
+        node.metadata.resource_version = Some(rv.to_owned());
+        node.metadata.labels = Some(
+            labels
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect::<BTreeMap<_, _>>(),
+        );
+        node
+    }
+
+    #[test]
+    fn only_new_nodes_and_label_changes_pass() {
+        let writer = Writer::<PartialObjectMeta<Node>>::default();
+        let mut filter = NodeLabelFilter::new(writer.as_reader());
+        let first = node("a", "u1", &[("x", "1")], "1");
+        assert!(filter.changed(&first), "a new node passes");
+        assert!(!filter.changed(&first), "a repeat does not");
+        let heartbeat = node("a", "u1", &[("x", "1")], "2");
+        assert!(!filter.changed(&heartbeat), "a status-only change does not");
+        let mut annotated = heartbeat.clone();
+        annotated.metadata.annotations = Some(BTreeMap::from([("a".into(), "b".into())]));
+        assert!(!filter.changed(&annotated), "an annotation change does not");
+        assert!(
+            filter.changed(&node("a", "u1", &[("x", "2")], "3")),
+            "a label change passes"
+        );
+        assert!(
+            filter.changed(&node("a", "u2", &[("x", "2")], "4")),
+            "a recreated node passes"
+        );
+        assert!(
+            filter.changed(&node("b", "u3", &[("x", "2")], "5")),
+            "another node passes"
+        );
+    }
+
+    #[test]
+    fn deleted_nodes_are_forgotten() {
+        let mut writer = Writer::<PartialObjectMeta<Node>>::default();
+        let kept = node("kept", "u", &[], "1");
+        writer.apply_watcher_event(&Event::Apply(kept.clone()));
+        let mut filter = NodeLabelFilter::new(writer.as_reader());
+        for i in 0..PRUNE_EVERY - 1 {
+            filter.changed(&node(&format!("gone-{i}"), "u", &[], "1"));
+        }
+        assert_eq!(filter.len(), (PRUNE_EVERY - 1) as usize);
+        filter.changed(&kept);
+        assert_eq!(
+            filter.len(),
+            1,
+            "only nodes still in the cache are remembered"
+        );
+    }
+
+    fn policy(name: &str, uid: &str, created: i64, generation: i64) -> ClusterPolicy {
+        let mut p = ClusterPolicy::new(name, ClusterPolicySpec::default());
+        p.metadata.uid = Some(uid.to_owned());
+        p.metadata.generation = Some(generation);
+        p.metadata.creation_timestamp = Some(Time(Timestamp::from_second(created).unwrap()));
+        p
+    }
+
+    #[test]
+    fn only_changes_of_the_active_policy_pass() {
+        let mut writer = Writer::<ClusterPolicy>::default();
+        let mut filter = ActivePolicyFilter::new(writer.as_reader());
+        assert!(!filter.changed(), "no policy, nothing to do");
+        writer.apply_watcher_event(&Event::Apply(policy("a", "ua", 10, 1)));
+        assert!(filter.changed(), "the first policy becomes active");
+        let mut status_write = policy("a", "ua", 10, 1);
+        status_write.metadata.resource_version = Some("9".to_owned());
+        writer.apply_watcher_event(&Event::Apply(status_write));
+        assert!(!filter.changed(), "a status write keeps the generation");
+        writer.apply_watcher_event(&Event::Apply(policy("b", "ub", 20, 1)));
+        assert!(!filter.changed(), "a younger policy is ignored");
+        writer.apply_watcher_event(&Event::Apply(policy("b", "ub", 20, 2)));
+        assert!(!filter.changed(), "so are its spec changes");
+        writer.apply_watcher_event(&Event::Apply(policy("a", "ua", 10, 2)));
+        assert!(
+            filter.changed(),
+            "a spec change of the active policy passes"
+        );
+        writer.apply_watcher_event(&Event::Delete(policy("a", "ua", 10, 2)));
+        assert!(filter.changed(), "another policy became active");
+        writer.apply_watcher_event(&Event::Delete(policy("b", "ub", 20, 2)));
+        assert!(filter.changed(), "no active policy any more");
+    }
+}

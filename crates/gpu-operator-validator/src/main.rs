@@ -1,0 +1,96 @@
+//! `gpu-operator-validator`: parses the environment and arguments, runs the component's check and
+//! exits with its code (0 validated, 1 failed, 2 bad configuration, 3 not reported).
+
+use std::{process::ExitCode, sync::Arc};
+
+use anyhow::Context as _;
+use gpu_operator_api::validator::env;
+use gpu_operator_validator::{
+    EXIT_FAILED, EXIT_USAGE,
+    config::{self, Invocation, USAGE},
+    lifecycle,
+    nvml::NvmlLibrary,
+};
+use tracing_subscriber::EnvFilter;
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("idle") => return idle(),
+        Some("cleanup") => return cleanup(),
+        _ => {}
+    }
+    let config = match config::parse(&args, |name| std::env::var_os(name)) {
+        Ok(Invocation::Help) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Ok(Invocation::Run(config)) => config,
+        Err(e) => {
+            eprintln!("error: {e}\n\n{USAGE}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        component = %config.component,
+        node = config.node_name.as_deref().unwrap_or(""),
+        "gpu-operator-validator starting"
+    );
+    match run(&config) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(EXIT_FAILED)
+        }
+    }
+}
+
+fn run(config: &config::Config) -> anyhow::Result<u8> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    Ok(runtime.block_on(gpu_operator_validator::run(config, Arc::new(NvmlLibrary))))
+}
+
+/// The main container: report success and wait for SIGTERM.
+fn idle() -> ExitCode {
+    println!("all validations are successful");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    match runtime.map(|rt| rt.block_on(lifecycle::idle())) {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) | Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(EXIT_FAILED)
+        }
+    }
+}
+
+/// The preStop hook: remove the status files so a restarted validator gates the operands again.
+fn cleanup() -> ExitCode {
+    let dir = std::env::var_os(env::OUTPUT_DIR).unwrap_or_else(|| "/run/nvidia/validations".into());
+    match lifecycle::cleanup(std::path::Path::new(&dir)) {
+        Ok(removed) => {
+            println!(
+                "removed {removed} status file(s) from {}",
+                dir.to_string_lossy()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: cleaning {}: {e}", dir.to_string_lossy());
+            ExitCode::from(EXIT_FAILED)
+        }
+    }
+}

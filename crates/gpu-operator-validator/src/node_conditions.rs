@@ -1,0 +1,266 @@
+//! The Node conditions the validator owns (`GPUDriverReady`, `GPUToolkitReady`,
+//! `GPUDevicePluginReady`, `GPUStackReady`): pure functions that derive `GPUStackReady` and merge
+//! new results into the node's conditions, and the resourceVersion-guarded strategic merge patch
+//! of `nodes/status` that writes only our types and is skipped when nothing changed.
+
+use gpu_operator_api::{conditions::node, validator::reason};
+use k8s_openapi::{
+    api::core::v1::{Node, NodeCondition},
+    apimachinery::pkg::apis::meta::v1::Time,
+    jiff::Timestamp,
+};
+use kube::{
+    Api,
+    api::{Patch, PatchParams},
+};
+use serde_json::json;
+
+/// Longest message written into a condition.
+const MAX_MESSAGE: usize = 1024;
+
+/// A condition we want on the node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Desired {
+    /// One of [`node`]'s types.
+    pub type_: &'static str,
+    /// True or False.
+    pub ready: bool,
+    /// PascalCase reason.
+    pub reason: String,
+    /// Human-readable detail.
+    pub message: String,
+}
+
+impl Desired {
+    /// A condition with `message` cut to a reasonable length.
+    pub fn new(type_: &'static str, ready: bool, reason: &str, message: &str) -> Self {
+        let message = if message.len() > MAX_MESSAGE {
+            let end = (0..=MAX_MESSAGE)
+                .rev()
+                .find(|i| message.is_char_boundary(*i))
+                .unwrap_or(0);
+            format!("{}…", &message[..end])
+        } else {
+            message.to_owned()
+        };
+        Self {
+            type_,
+            ready,
+            reason: reason.to_owned(),
+            message,
+        }
+    }
+
+    fn status(&self) -> &'static str {
+        if self.ready { "True" } else { "False" }
+    }
+}
+
+/// What is known about the CUDA check, which has no condition of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cuda {
+    /// It passed (`cuda-ready` exists, or it just passed).
+    Passed,
+    /// It just failed with this reason and message.
+    Failed(String, String),
+    /// It has not passed (yet).
+    Unknown,
+}
+
+fn find<'a>(conditions: &'a [NodeCondition], type_: &str) -> Option<&'a NodeCondition> {
+    conditions.iter().find(|c| c.type_ == type_)
+}
+
+/// `GPUStackReady` from the node's current conditions overlaid with `own` (this run's result):
+/// True when driver, toolkit, CUDA and device plugin all passed; else the first failure in stack
+/// order, or the components still pending.
+pub fn stack(existing: &[NodeCondition], own: Option<&Desired>, cuda: &Cuda) -> Desired {
+    let state = |type_: &str| -> Option<(bool, String, String)> {
+        if let Some(d) = own.filter(|d| d.type_ == type_) {
+            return Some((d.ready, d.reason.clone(), d.message.clone()));
+        }
+        let c = find(existing, type_).filter(|c| c.status != "Unknown")?;
+        Some((
+            c.status == "True",
+            c.reason.clone().unwrap_or_default(),
+            c.message.clone().unwrap_or_default(),
+        ))
+    };
+    let steps = [
+        (node::GPU_DRIVER_READY, reason::DRIVER_NOT_READY),
+        (node::GPU_TOOLKIT_READY, reason::TOOLKIT_NOT_READY),
+        ("CUDA", reason::CUDA_NOT_READY),
+        (
+            node::GPU_DEVICE_PLUGIN_READY,
+            reason::DEVICE_PLUGIN_NOT_READY,
+        ),
+    ];
+    let mut pending = Vec::new();
+    for (type_, not_ready) in steps {
+        let current = if type_ == "CUDA" {
+            match cuda {
+                Cuda::Passed => Some((true, String::new(), String::new())),
+                Cuda::Failed(r, m) => Some((false, r.clone(), m.clone())),
+                Cuda::Unknown => None,
+            }
+        } else {
+            state(type_)
+        };
+        match current {
+            Some((true, ..)) => {}
+            Some((false, r, m)) => {
+                let what = if type_ == "CUDA" {
+                    "the CUDA check"
+                } else {
+                    type_
+                };
+                return Desired::new(
+                    node::GPU_STACK_READY,
+                    false,
+                    not_ready,
+                    &format!("{what} failed ({r}): {m}"),
+                );
+            }
+            None if type_ == "CUDA" => pending.push("the CUDA check"),
+            None => pending.push(type_),
+        }
+    }
+    if !pending.is_empty() {
+        return Desired::new(
+            node::GPU_STACK_READY,
+            false,
+            reason::VALIDATION_PENDING,
+            &format!("not validated yet: {}", pending.join(", ")),
+        );
+    }
+    let driver = state(node::GPU_DRIVER_READY)
+        .map(|(_, _, m)| m)
+        .unwrap_or_default();
+    Desired::new(
+        node::GPU_STACK_READY,
+        true,
+        reason::STACK_READY,
+        &format!("driver, toolkit, CUDA and device plugin validated; {driver}"),
+    )
+}
+
+/// The conditions to write: each desired one that differs from the node's in status, reason or
+/// message. `lastTransitionTime` is kept unless the status flips. Empty: skip the patch.
+pub fn merge(existing: &[NodeCondition], desired: &[Desired], now: &Time) -> Vec<NodeCondition> {
+    desired
+        .iter()
+        .filter_map(|d| {
+            let old = find(existing, d.type_);
+            let unchanged = old.is_some_and(|o| {
+                o.status == d.status()
+                    && o.reason.as_deref() == Some(d.reason.as_str())
+                    && o.message.as_deref() == Some(d.message.as_str())
+            });
+            if unchanged {
+                return None;
+            }
+            let transition = old
+                .filter(|o| o.status == d.status())
+                .and_then(|o| o.last_transition_time.clone())
+                .unwrap_or_else(|| now.clone());
+            Some(NodeCondition {
+                type_: d.type_.to_owned(),
+                status: d.status().to_owned(),
+                reason: Some(d.reason.clone()),
+                message: Some(d.message.clone()),
+                last_heartbeat_time: Some(now.clone()),
+                last_transition_time: Some(transition),
+            })
+        })
+        .collect()
+}
+
+/// The strategic merge patch of `nodes/status`: conditions merge by `type`, so kubelet's stay
+/// untouched; the resourceVersion makes a concurrent change fail with 409 instead of racing.
+pub fn patch_body(changed: &[NodeCondition], resource_version: &str) -> serde_json::Value {
+    json!({
+        "metadata": {"resourceVersion": resource_version},
+        "status": {"conditions": changed},
+    })
+}
+
+/// The current time, to the second (as the API server stores it).
+pub fn now() -> Time {
+    Time(Timestamp::from_second(Timestamp::now().as_second()).unwrap_or(Timestamp::UNIX_EPOCH))
+}
+
+/// Writing the conditions failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// The API server refused or could not be reached.
+    #[error("{action} node {node}: {}", crate::components::api_error(source))]
+    Api {
+        /// What was done.
+        action: &'static str,
+        /// The node.
+        node: String,
+        /// The client's error.
+        source: kube::Error,
+    },
+    /// Others kept changing the node.
+    #[error("node {0} kept changing; gave up after {1} conflicting patches")]
+    Conflicts(String, usize),
+}
+
+/// Attempts at a resourceVersion-guarded write before giving up.
+pub const ATTEMPTS: usize = 5;
+
+/// Whether an error is a 409 Conflict.
+pub fn is_conflict(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 409)
+}
+
+/// Writes `own` (this component's condition, if it has one) and the derived `GPUStackReady` to
+/// the node; returns whether the stack is ready.
+pub async fn report(
+    nodes: &Api<Node>,
+    name: &str,
+    own: Option<&Desired>,
+    cuda: &Cuda,
+) -> Result<bool, ReportError> {
+    let api = |action| {
+        move |source| ReportError::Api {
+            action,
+            node: name.to_owned(),
+            source,
+        }
+    };
+    for _ in 0..ATTEMPTS {
+        let node = nodes.get(name).await.map_err(api("getting"))?;
+        let existing = node
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.clone())
+            .unwrap_or_default();
+        let stack = stack(&existing, own, cuda);
+        let desired: Vec<Desired> = own.into_iter().cloned().chain([stack.clone()]).collect();
+        let changed = merge(&existing, &desired, &now());
+        if changed.is_empty() {
+            tracing::debug!(node = name, "Node conditions unchanged, no patch");
+            return Ok(stack.ready);
+        }
+        let rv = node.metadata.resource_version.clone().unwrap_or_default();
+        let body = patch_body(&changed, &rv);
+        match nodes
+            .patch_status(name, &PatchParams::default(), &Patch::Strategic(body))
+            .await
+        {
+            Ok(_) => {
+                tracing::info!(node = name, stack_ready = stack.ready, reason = %stack.reason, "Node conditions written");
+                return Ok(stack.ready);
+            }
+            Err(e) if is_conflict(&e) => {}
+            Err(e) => return Err(api("patching the status of")(e)),
+        }
+    }
+    Err(ReportError::Conflicts(name.to_owned(), ATTEMPTS))
+}
+
+#[cfg(test)]
+#[path = "node_conditions_tests.rs"]
+mod tests;

@@ -1,0 +1,100 @@
+//! `gpu-operator run`: telemetry, client, probe and metrics servers, shared caches, leader
+//! election, then every reconciler until SIGTERM or the loss of the lease.
+
+use std::sync::Arc;
+
+use anyhow::{Context as _, bail};
+use futures::FutureExt as _;
+use gpu_operator_api::conditions::operand;
+use gpu_operator_core::{Context, controller, metrics::Metrics, stores};
+use gpu_operator_device_plugin::DevicePlugin;
+use gpu_operator_runtime::{admin, config::RunArgs, leader, shutdown::Shutdown, telemetry};
+use gpu_operator_validation::Validation;
+
+/// The operand conditions the status reconciler waits for: one per operand reconciler run below.
+const OPERAND_CONDITIONS: &[&str] = &[operand::DEVICE_PLUGIN_READY, operand::VALIDATOR_READY];
+
+/// Runs the operator until it is told to stop.
+pub fn main(args: &RunArgs) -> anyhow::Result<()> {
+    let namespace = args.namespace()?.to_owned();
+    telemetry::init(&args.log_level, args.log_format)?;
+    telemetry::log_build_info(&namespace, &args.identity());
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    runtime.block_on(run(args, namespace))
+}
+
+async fn run(args: &RunArgs, namespace: String) -> anyhow::Result<()> {
+    let client = args.client().await?;
+    let readiness = admin::Readiness::default();
+    let shutdown = Shutdown::new(readiness.clone());
+    shutdown.listen_for_signals()?;
+    let metrics = Arc::new(Metrics::new());
+    let servers = admin::serve(
+        args.metrics_bind_address,
+        args.health_probe_bind_address,
+        metrics.clone(),
+        readiness.clone(),
+        &shutdown,
+    )
+    .await?;
+    tracing::info!(metrics = ?servers.metrics_addr, probes = ?servers.probe_addr, "admin servers listening");
+
+    let (stores, subs, driver) = stores::start(&client, &namespace)?;
+    let caches = tokio::spawn(driver);
+    tokio::select! {
+        synced = stores.wait_until_ready() => synced.context("the caches stopped before they synced")?,
+        () = shutdown.signal() => return Ok(()),
+    }
+    readiness.set_ready();
+    tracing::info!("caches synced");
+
+    let leadership = if args.leader_elect {
+        let identity = args.lease_identity();
+        let acquire = leader::acquire(
+            client.clone(),
+            args.lease_namespace()?,
+            &args.leader_elect_lease_name,
+            &identity,
+            args.lease_params(),
+        );
+        tokio::select! {
+            leadership = acquire => Some(leadership?),
+            () = shutdown.signal() => return Ok(()),
+        }
+    } else {
+        None
+    };
+
+    let ctx = Arc::new(Context::new(
+        client,
+        namespace,
+        stores,
+        metrics,
+        Some(args.identity()),
+    ));
+    let controllers = futures::future::join4(
+        gpu_operator_node_labels::controller(ctx.clone(), &subs, shutdown.signal()),
+        controller::run_operand::<Validation>(ctx.clone(), &subs, shutdown.signal()),
+        controller::run_operand::<DevicePlugin>(ctx.clone(), &subs, shutdown.signal()),
+        controller::run_status(ctx.clone(), &subs, OPERAND_CONDITIONS, shutdown.signal()),
+    );
+    let lost = match &leadership {
+        Some(leadership) => leadership.lost().boxed(),
+        None => futures::future::pending().boxed(),
+    };
+    let outcome = tokio::select! {
+        _ = controllers => None,
+        reason = lost => Some(reason),
+    };
+    shutdown.trigger();
+    caches.abort();
+    if let Some(reason) = outcome {
+        bail!("lost the leader-election lease ({reason:?}); exiting so no second leader writes");
+    }
+    if let Some(leadership) = leadership {
+        leadership.release().await;
+    }
+    servers.join().await?;
+    tracing::info!("stopped");
+    Ok(())
+}

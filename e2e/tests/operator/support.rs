@@ -1,0 +1,243 @@
+//! Helpers of the operator's end-to-end scenario: its environment (namespace, ServiceAccount
+//! kubeconfig, the operator process) and waits on ClusterPolicies, DaemonSets and pods.
+
+use std::{collections::BTreeMap, time::Duration};
+
+use gpu_operator_api::{ClusterPolicy, State, conditions};
+use gpu_operator_e2e::{
+    client,
+    crd::ensure_crd,
+    fleet::{KWOK_LABEL, NFD_NVIDIA_PCI},
+    harness::kubectl_ok,
+    operator::{Operator, service_account_kubeconfig},
+    unique_name, wait_until,
+};
+use k8s_openapi::api::{
+    apps::v1::DaemonSet,
+    core::v1::{Namespace, Node, Pod},
+};
+use kube::{
+    Api, ResourceExt as _,
+    api::{ListParams, PostParams},
+};
+use serde_json::json;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+pub const TIMEOUT: Duration = Duration::from_secs(120);
+pub const PLUGIN: &str = "nvidia-device-plugin-daemonset";
+pub const VALIDATOR: &str = "nvidia-operator-validator";
+pub const IMAGES: [(&str, &str); 2] = [
+    (
+        "DEVICE_PLUGIN_IMAGE",
+        "nvcr.io/nvidia/k8s-device-plugin:v0.17.0",
+    ),
+    ("VALIDATOR_IMAGE", "ghcr.io/example/gpu-operator:e2e"),
+];
+
+pub struct Env {
+    pub client: kube::Client,
+    pub namespace: String,
+    pub kubeconfig: std::path::PathBuf,
+    pub user: String,
+    pub dir: std::path::PathBuf,
+}
+
+impl Env {
+    pub fn start(&self, env: &[(&str, &str)]) -> Operator {
+        Operator::start(
+            &self.kubeconfig,
+            &self.namespace,
+            env,
+            &self.dir.join("operator.log"),
+        )
+        .unwrap()
+    }
+    pub fn daemonsets(&self) -> Api<DaemonSet> {
+        Api::namespaced(self.client.clone(), &self.namespace)
+    }
+    pub fn pods(&self) -> Api<Pod> {
+        Api::namespaced(self.client.clone(), &self.namespace)
+    }
+    pub fn policies(&self) -> Api<ClusterPolicy> {
+        Api::all(self.client.clone())
+    }
+}
+
+pub fn gpu_nodes(nodes: &[Node]) -> Vec<String> {
+    nodes
+        .iter()
+        .filter(|n| n.labels().get(NFD_NVIDIA_PCI).is_some_and(|v| v == "true"))
+        .map(kube::ResourceExt::name_any)
+        .collect()
+}
+
+pub async fn simulated_nodes(client: &kube::Client) -> Vec<Node> {
+    let selector = format!("{}={}", KWOK_LABEL.0, KWOK_LABEL.1);
+    Api::<Node>::all(client.clone())
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .unwrap()
+        .items
+}
+
+pub fn condition<'a>(
+    policy: &'a ClusterPolicy,
+    type_: &str,
+) -> Option<&'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
+    policy
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_)
+}
+
+/// Waits until `check` accepts the policy, printing its status on timeout.
+pub async fn wait_policy(
+    env: &Env,
+    name: &str,
+    what: &str,
+    check: impl Fn(&ClusterPolicy) -> bool,
+) -> ClusterPolicy {
+    let result = wait_until(what, TIMEOUT, || async {
+        let policy = env.policies().get(name).await?;
+        Ok(check(&policy).then_some(policy))
+    })
+    .await;
+    match result {
+        Ok(policy) => policy,
+        Err(error) => {
+            let policy = env.policies().get(name).await.unwrap();
+            panic!("{error}; status: {:#?}", policy.status);
+        }
+    }
+}
+
+pub fn is_ready(policy: &ClusterPolicy) -> bool {
+    policy
+        .status
+        .as_ref()
+        .is_some_and(|s| s.state == State::Ready)
+        && condition(policy, conditions::READY)
+            .is_some_and(|c| c.status == "True" && c.reason == conditions::reason::RECONCILED)
+}
+
+/// Pod UIDs by node of a DaemonSet.
+pub async fn pods_of(env: &Env, app: &str) -> BTreeMap<String, String> {
+    let pods = env
+        .pods()
+        .list(&ListParams::default().labels(&format!("app={app}")))
+        .await
+        .unwrap();
+    pods.items
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter_map(|p| Some((p.spec.as_ref()?.node_name.clone()?, p.uid()?)))
+        .collect()
+}
+
+/// Waits until DaemonSet `name` is fully Ready (on at least one node) and, if given, has a pod on
+/// `node`.
+pub async fn wait_ds_ready(env: &Env, name: &str, node: Option<&str>) {
+    wait_until(&format!("{name} to be Ready"), TIMEOUT, || async {
+        let Some(ds) = env.daemonsets().get_opt(name).await? else {
+            return Ok(None);
+        };
+        let status = ds.status.unwrap_or_default();
+        let ready = status.desired_number_scheduled > 0
+            && status.number_ready == status.desired_number_scheduled;
+        let covered = match node {
+            Some(node) => pods_of(env, name).await.contains_key(node),
+            None => true,
+        };
+        Ok((ready && covered).then_some(()))
+    })
+    .await
+    .unwrap();
+}
+
+pub async fn setup() -> Env {
+    let client = client().await.unwrap();
+    ensure_crd().await.unwrap();
+    let namespace = unique_name("gpu-operator");
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": namespace}})).unwrap();
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+    let dir = std::env::temp_dir().join(&namespace);
+    std::fs::create_dir_all(&dir).unwrap();
+    // Broad rights for now; the chart's least-privilege RBAC replaces this binding.
+    let (kubeconfig, user) =
+        service_account_kubeconfig(&client, &namespace, "gpu-operator", "cluster-admin", &dir)
+            .await
+            .unwrap();
+    Env {
+        client,
+        namespace,
+        kubeconfig,
+        user,
+        dir,
+    }
+}
+
+/// Deletes what the scenario created when dropped, also when a step panics: the ClusterPolicies
+/// `policies`, the operator namespace and its ClusterRoleBinding.
+pub struct Cleanup {
+    /// The operator namespace.
+    pub namespace: String,
+    /// ClusterPolicies the scenario may have created.
+    pub policies: Vec<String>,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        for policy in &self.policies {
+            let _ = kubectl_ok(&[
+                "delete",
+                "clusterpolicy",
+                policy,
+                "--ignore-not-found",
+                "--wait=false",
+            ]);
+        }
+        let binding = format!("{}-gpu-operator", self.namespace);
+        let _ = kubectl_ok(&[
+            "delete",
+            "clusterrolebinding",
+            &binding,
+            "--ignore-not-found",
+        ]);
+        let _ = kubectl_ok(&[
+            "delete",
+            "namespace",
+            &self.namespace,
+            "--ignore-not-found",
+            "--wait=false",
+        ]);
+    }
+}
+
+/// A plain HTTP GET that reports whether the answer was 200.
+pub async fn probe(url: &str) -> bool {
+    let Some(rest) = url.strip_prefix("http://") else {
+        return false;
+    };
+    let Some((host, path)) = rest.split_once('/') else {
+        return false;
+    };
+    let Ok(mut stream) = tokio::net::TcpStream::connect(host).await else {
+        return false;
+    };
+    if stream
+        .write_all(format!("GET /{path} HTTP/1.0\r\nHost: {host}\r\n\r\n").as_bytes())
+        .await
+        .is_err()
+    {
+        return false;
+    }
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response).await;
+    response.starts_with("HTTP/1.1 200") || response.starts_with("HTTP/1.0 200")
+}

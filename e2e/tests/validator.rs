@@ -1,0 +1,333 @@
+//! The node-side validator against the real API server: the `gpu-operator-validator` binary runs
+//! as a process for a simulated node of its own, with a fake host root (a fake `nvidia-smi` and a
+//! fake `/proc/driver/nvidia/version`), writes its Node conditions without touching kubelet's,
+//! reports a broken driver with the exact reason and recovers when it is fixed, checks the MIG
+//! strategy, runs and judges the CUDA workload pod, and lifts the startup taint.
+#![cfg(feature = "e2e")]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "validator/support.rs"]
+mod support;
+
+use std::time::Duration;
+
+use gpu_operator_api::{conditions::node as cond, validator};
+use gpu_operator_e2e::{client, unique_name, wait_until};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::{
+    Api, ResourceExt as _,
+    api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
+};
+use serde_json::json;
+use support::{DRIVER, SimulatedNode, TIMEOUT, condition, fake_smi, status_of, write_script};
+
+#[tokio::test]
+#[allow(clippy::too_many_lines, reason = "one scenario, step by step")]
+async fn the_validator_reports_each_component_recovers_and_lifts_the_startup_taint() {
+    let client = client().await.unwrap();
+    let node = SimulatedNode::new(&client).await;
+
+    // No driver at all.
+    let (code, log) = node.validate("driver", &[]).await;
+    assert_eq!(code, 1, "{log}");
+    let conditions = node.conditions().await;
+    let (status, reason, message) = status_of(&conditions, cond::GPU_DRIVER_READY);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", validator::reason::DRIVER_NOT_FOUND),
+        "{message}"
+    );
+    assert!(!node.validations().join("driver-ready").exists());
+    let (_, reason, _) = status_of(&conditions, cond::GPU_STACK_READY);
+    assert_eq!(reason, validator::reason::DRIVER_NOT_READY);
+
+    // A working host driver.
+    node.install_driver();
+    let (code, log) = node.validate("driver", &[]).await;
+    assert_eq!(code, 0, "{log}");
+    let conditions = node.conditions().await;
+    let (status, reason, message) = status_of(&conditions, cond::GPU_DRIVER_READY);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("True", validator::reason::DRIVER_VALIDATED)
+    );
+    assert!(
+        message.contains(DRIVER) && message.contains("8 GPUs"),
+        "{message}"
+    );
+    let driver_ready = std::fs::read_to_string(node.validations().join("driver-ready")).unwrap();
+    assert!(
+        driver_ready.starts_with("IS_HOST_DRIVER=true\n"),
+        "{driver_ready}"
+    );
+    assert_eq!(
+        status_of(&conditions, "Ready").0,
+        "True",
+        "kubelet's Ready must survive"
+    );
+    let transition = condition(&conditions, cond::GPU_DRIVER_READY)
+        .unwrap()
+        .last_transition_time
+        .clone();
+    let heartbeat = condition(&conditions, cond::GPU_DRIVER_READY)
+        .unwrap()
+        .last_heartbeat_time
+        .clone();
+
+    // Nothing changed: no patch, so the heartbeat stays.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(node.validate("driver", &[]).await.0, 0);
+    let conditions = node.conditions().await;
+    assert_eq!(
+        condition(&conditions, cond::GPU_DRIVER_READY)
+            .unwrap()
+            .last_heartbeat_time,
+        heartbeat
+    );
+
+    // The kernel module goes away: False with the exact reason; with WITH_WAIT it retries until fixed.
+    node.unload_module();
+    let mut waiting = node
+        .command("driver", &[("WITH_WAIT", "true")])
+        .spawn()
+        .unwrap();
+    let conditions = node
+        .wait_for("GPUDriverReady=False", |c| {
+            condition(c, cond::GPU_DRIVER_READY).is_some_and(|c| c.status == "False")
+        })
+        .await;
+    let (_, reason, message) = status_of(&conditions, cond::GPU_DRIVER_READY);
+    assert_eq!(reason, validator::reason::DRIVER_NOT_LOADED, "{message}");
+    assert!(message.contains("proc/driver/nvidia/version"), "{message}");
+    assert!(!node.validations().join("driver-ready").exists());
+    let flipped = condition(&conditions, cond::GPU_DRIVER_READY)
+        .unwrap()
+        .last_transition_time
+        .clone();
+    assert_ne!(flipped, transition, "the status flipped");
+    node.load_module();
+    let status = tokio::time::timeout(TIMEOUT, waiting.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        status.success(),
+        "the waiting validator exits 0 once the driver is fixed"
+    );
+    assert_eq!(
+        status_of(&node.conditions().await, cond::GPU_DRIVER_READY).0,
+        "True"
+    );
+
+    // The rest of the stack; the taint stays until the stack is ready.
+    write_script(&node.dir.join("ctr-bin/nvidia-smi"), &fake_smi(8));
+    let (code, log) = node.validate("toolkit", &[]).await;
+    assert_eq!(code, 0, "{log}");
+    let (code, log) = node.validate("cuda", &[("WITH_WORKLOAD", "false")]).await;
+    assert_eq!(code, 0, "{log}");
+    assert!(node.validations().join("cuda-ready").exists());
+    let (_, reason, message) = status_of(&node.conditions().await, cond::GPU_STACK_READY);
+    assert_eq!(reason, validator::reason::VALIDATION_PENDING);
+    assert!(message.contains("GPUDevicePluginReady"), "{message}");
+    assert!(
+        node.taint_keys()
+            .await
+            .contains(&validator::STARTUP_TAINT_KEY.to_owned())
+    );
+
+    let (code, log) = node.validate("plugin", &[("WITH_WORKLOAD", "false")]).await;
+    assert_eq!(code, 0, "{log}");
+    let conditions = node.conditions().await;
+    assert_eq!(
+        status_of(&conditions, cond::GPU_DEVICE_PLUGIN_READY).0,
+        "True"
+    );
+    let (status, reason, message) = status_of(&conditions, cond::GPU_STACK_READY);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("True", validator::reason::STACK_READY),
+        "{message}"
+    );
+    assert!(message.contains(DRIVER), "{message}");
+    assert_eq!(
+        node.taint_keys().await,
+        ["example.com/keep-me"],
+        "only the startup taint is lifted"
+    );
+    assert_eq!(status_of(&conditions, "Ready").0, "True");
+    node.delete().await;
+}
+
+#[tokio::test]
+async fn a_mig_strategy_mismatch_and_a_missing_cuda_image_are_reported() {
+    let client = client().await.unwrap();
+    let node = SimulatedNode::new(&client).await;
+    node.nodes()
+        .patch(
+            &node.name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"nvidia.com/mig.strategy": "single"}}})),
+        )
+        .await
+        .unwrap();
+    let (code, log) = node
+        .validate(
+            "plugin",
+            &[("WITH_WORKLOAD", "false"), ("MIG_STRATEGY", "mixed")],
+        )
+        .await;
+    assert_eq!(code, 1, "{log}");
+    let (status, reason, message) =
+        status_of(&node.conditions().await, cond::GPU_DEVICE_PLUGIN_READY);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", validator::reason::MIG_STRATEGY_MISMATCH)
+    );
+    assert!(
+        message.contains("nvidia.com/mig.strategy=single"),
+        "{message}"
+    );
+    assert!(!node.validations().join("plugin-ready").exists());
+
+    let (code, log) = node
+        .validate(
+            "plugin",
+            &[("WITH_WORKLOAD", "false"), ("MIG_STRATEGY", "single")],
+        )
+        .await;
+    assert_eq!(code, 0, "{log}");
+    let (status, _, message) = status_of(&node.conditions().await, cond::GPU_DEVICE_PLUGIN_READY);
+    assert_eq!(status, "True");
+    assert!(message.contains("nvidia.com/gpu=8"), "{message}");
+
+    // No CUDA image: fails at once, even with WITH_WAIT (waiting cannot fix configuration).
+    let (code, log) = node
+        .validate(
+            "cuda",
+            &[("OPERATOR_NAMESPACE", "default"), ("WITH_WAIT", "true")],
+        )
+        .await;
+    assert_eq!(code, 1, "{log}");
+    let (status, reason, message) = status_of(&node.conditions().await, cond::GPU_STACK_READY);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", validator::reason::CUDA_NOT_READY)
+    );
+    assert!(
+        message.contains(validator::reason::CUDA_IMAGE_NOT_CONFIGURED),
+        "{message}"
+    );
+    node.delete().await;
+}
+
+async fn set_phase(pods: &Api<Pod>, name: &str, phase: &str) {
+    pods.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"phase": phase}})),
+    )
+    .await
+    .unwrap();
+}
+
+async fn workload_pod(pods: &Api<Pod>, node: &str) -> Pod {
+    wait_until("the CUDA workload pod", TIMEOUT, || async {
+        let list = pods
+            .list(
+                &ListParams::default()
+                    .labels("app=nvidia-cuda-validator")
+                    .fields(&format!("spec.nodeName={node}")),
+            )
+            .await?;
+        Ok(list
+            .items
+            .into_iter()
+            .find(|p| p.metadata.deletion_timestamp.is_none()))
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn the_cuda_check_runs_a_pod_on_the_node_and_judges_its_outcome() {
+    let client = client().await.unwrap();
+    let node = SimulatedNode::new(&client).await;
+    let ns = unique_name("validator-ns");
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let env = [
+        ("OPERATOR_NAMESPACE", ns.as_str()),
+        ("CUDA_VALIDATOR_IMAGE", "registry.invalid/cuda-check:0"),
+        ("VALIDATOR_IMAGE_PULL_POLICY", "IfNotPresent"),
+        ("WORKLOAD_TIMEOUT_SECONDS", "45"),
+    ];
+
+    // The pod succeeds.
+    let running = node.command("cuda", &env).spawn().unwrap();
+    let pod = workload_pod(&pods, &node.name).await;
+    let spec = pod.spec.clone().unwrap();
+    assert_eq!(spec.node_name.as_deref(), Some(node.name.as_str()));
+    assert_eq!(
+        spec.containers[0].image_pull_policy.as_deref(),
+        Some("IfNotPresent")
+    );
+    assert_eq!(
+        spec.containers[0].image.as_deref(),
+        Some("registry.invalid/cuda-check:0")
+    );
+    set_phase(&pods, &pod.name_any(), "Succeeded").await;
+    let output = tokio::time::timeout(TIMEOUT, running.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(node.validations().join("cuda-ready").exists());
+
+    // The next run replaces the pod; this one fails.
+    let running = node.command("cuda", &env).spawn().unwrap();
+    let second = wait_until("a new CUDA pod", TIMEOUT, || async {
+        let p = workload_pod(&pods, &node.name).await;
+        Ok((p.uid() != pod.uid()).then_some(p))
+    })
+    .await
+    .unwrap();
+    set_phase(&pods, &second.name_any(), "Failed").await;
+    let output = tokio::time::timeout(TIMEOUT, running.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(!node.validations().join("cuda-ready").exists());
+    let (status, reason, message) = status_of(&node.conditions().await, cond::GPU_STACK_READY);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", validator::reason::CUDA_NOT_READY)
+    );
+    assert!(
+        message.contains(validator::reason::WORKLOAD_FAILED),
+        "{message}"
+    );
+    assert!(
+        pods.get_opt(&pod.name_any())
+            .await
+            .unwrap()
+            .is_none_or(|p| p.metadata.deletion_timestamp.is_some())
+    );
+
+    namespaces
+        .delete(&ns, &DeleteParams::default())
+        .await
+        .unwrap();
+    node.delete().await;
+}

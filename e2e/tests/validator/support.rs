@@ -1,0 +1,264 @@
+//! Support of the validator e2e tests: the validator binary (built once with cargo), a simulated
+//! node of the test's own with a fake host root, and condition helpers.
+
+use std::{
+    collections::BTreeMap,
+    fmt::Write as _,
+    path::{Path, PathBuf},
+    process::Stdio,
+    sync::OnceLock,
+    time::Duration,
+};
+
+use gpu_operator_api::validator;
+use gpu_operator_e2e::{fleet::Profile, unique_name, wait_until};
+use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeSpec, Taint};
+use kube::api::{Api, DeleteParams, PostParams};
+
+pub const TIMEOUT: Duration = Duration::from_secs(60);
+pub const DRIVER: &str = "570.172.08";
+
+/// The validator binary: `GPU_OPERATOR_VALIDATOR_BIN`, else built once with cargo.
+pub fn validator_binary() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(path) = std::env::var_os("GPU_OPERATOR_VALIDATOR_BIN") {
+            return PathBuf::from(path);
+        }
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let output = std::process::Command::new(cargo)
+            .args([
+                "build",
+                "--package",
+                "gpu-operator-validator",
+                "--bin",
+                "gpu-operator-validator",
+                "--message-format=json-render-diagnostics",
+            ])
+            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("running cargo build");
+        assert!(
+            output.status.success(),
+            "building gpu-operator-validator failed"
+        );
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .filter(|m| m["reason"] == "compiler-artifact")
+            .filter(|m| m["target"]["name"] == "gpu-operator-validator")
+            .find_map(|m| m["executable"].as_str().map(PathBuf::from))
+            .expect("cargo named no gpu-operator-validator executable")
+    })
+}
+
+/// A simulated node of our own (deleted on drop) and its fake filesystem.
+pub struct SimulatedNode {
+    client: kube::Client,
+    pub name: String,
+    pub dir: PathBuf,
+}
+
+impl SimulatedNode {
+    pub async fn new(client: &kube::Client) -> Self {
+        let name = unique_name("validator");
+        let mut node = Profile::H100.node(&name);
+        node.spec = Some(NodeSpec {
+            taints: Some(vec![
+                Taint {
+                    key: validator::STARTUP_TAINT_KEY.into(),
+                    effect: validator::STARTUP_TAINT_EFFECT.into(),
+                    ..Taint::default()
+                },
+                Taint {
+                    key: "example.com/keep-me".into(),
+                    effect: "NoSchedule".into(),
+                    ..Taint::default()
+                },
+            ]),
+            ..NodeSpec::default()
+        });
+        let nodes: Api<Node> = Api::all(client.clone());
+        nodes.create(&PostParams::default(), &node).await.unwrap();
+        let dir = std::env::temp_dir().join(&name);
+        for sub in [
+            "host/usr/bin",
+            "host/proc/driver/nvidia",
+            "driver",
+            "validations",
+            "ctr-bin",
+        ] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        let this = Self {
+            client: client.clone(),
+            name,
+            dir,
+        };
+        // kwok marks the node Ready; our conditions must leave that one alone.
+        this.wait_for("kwok to make the node Ready", |c| {
+            condition(c, "Ready").is_some_and(|c| c.status == "True")
+        })
+        .await;
+        this
+    }
+
+    pub fn nodes(&self) -> Api<Node> {
+        Api::all(self.client.clone())
+    }
+
+    pub fn validations(&self) -> PathBuf {
+        self.dir.join("validations")
+    }
+
+    /// A driver on the host: `nvidia-smi` printing 8 H100s, and the loaded module's version file.
+    pub fn install_driver(&self) {
+        write_script(&self.dir.join("host/usr/bin/nvidia-smi"), &fake_smi(8));
+        self.load_module();
+    }
+
+    pub fn load_module(&self) {
+        std::fs::write(
+            self.dir.join("host/proc/driver/nvidia/version"),
+            format!("NVRM version: NVIDIA UNIX x86_64 Kernel Module  {DRIVER}  Tue Jul  8 17:34:33 UTC 2025\n"),
+        )
+        .unwrap();
+    }
+
+    pub fn unload_module(&self) {
+        std::fs::remove_file(self.dir.join("host/proc/driver/nvidia/version")).unwrap();
+    }
+
+    /// The environment of a validator for this node; `extra` wins.
+    pub fn env(&self, component: &str, extra: &[(&str, &str)]) -> BTreeMap<String, String> {
+        let dir = |sub: &str| self.dir.join(sub).display().to_string();
+        let mut env: BTreeMap<String, String> = [
+            ("COMPONENT", component.to_owned()),
+            ("NODE_NAME", self.name.clone()),
+            ("KUBECONFIG", std::env::var("KUBECONFIG").unwrap()),
+            ("HOST_ROOT_CTR_PATH", dir("host")),
+            ("DRIVER_INSTALL_DIR_CTR_PATH", dir("driver")),
+            ("OUTPUT_DIR", dir("validations")),
+            ("PATH", format!("{}:/usr/bin:/bin", dir("ctr-bin"))),
+            ("SLEEP_INTERVAL_SECONDS", "1".to_owned()),
+            ("GPU_RESOURCE_WAIT_SECONDS", "0".to_owned()),
+            ("LIFT_STARTUP_TAINT", "true".to_owned()),
+            ("RUST_LOG", "info".to_owned()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        env.extend(
+            extra
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        );
+        env
+    }
+
+    pub fn command(&self, component: &str, extra: &[(&str, &str)]) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new(validator_binary());
+        command
+            .env_clear()
+            .envs(self.env(component, extra))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        command
+    }
+
+    /// Runs the validator to completion; returns its exit code and log.
+    pub async fn validate(&self, component: &str, extra: &[(&str, &str)]) -> (i32, String) {
+        let output = tokio::time::timeout(TIMEOUT, self.command(component, extra).output())
+            .await
+            .expect("the validator did not finish")
+            .unwrap();
+        let log = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (output.status.code().unwrap_or(-1), log)
+    }
+
+    pub async fn get(&self) -> Node {
+        self.nodes().get(&self.name).await.unwrap()
+    }
+
+    pub async fn conditions(&self) -> Vec<NodeCondition> {
+        self.get()
+            .await
+            .status
+            .unwrap()
+            .conditions
+            .unwrap_or_default()
+    }
+
+    pub async fn wait_for(
+        &self,
+        what: &str,
+        check: impl Fn(&[NodeCondition]) -> bool,
+    ) -> Vec<NodeCondition> {
+        wait_until(what, TIMEOUT, || async {
+            let conditions = self.conditions().await;
+            Ok(check(&conditions).then_some(conditions))
+        })
+        .await
+        .unwrap()
+    }
+
+    pub async fn taint_keys(&self) -> Vec<String> {
+        self.get()
+            .await
+            .spec
+            .and_then(|s| s.taints)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| t.key)
+            .collect()
+    }
+
+    pub async fn delete(self) {
+        self.nodes()
+            .delete(&self.name, &DeleteParams::default())
+            .await
+            .unwrap();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+pub fn condition<'a>(conditions: &'a [NodeCondition], type_: &str) -> Option<&'a NodeCondition> {
+    conditions.iter().find(|c| c.type_ == type_)
+}
+
+pub fn status_of(conditions: &[NodeCondition], type_: &str) -> (String, String, String) {
+    let c = condition(conditions, type_).unwrap_or_else(|| panic!("no {type_} in {conditions:#?}"));
+    (
+        c.status.clone(),
+        c.reason.clone().unwrap_or_default(),
+        c.message.clone().unwrap_or_default(),
+    )
+}
+
+pub fn write_script(path: &Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A fake `nvidia-smi -q` for `count` H100 GPUs.
+pub fn fake_smi(count: usize) -> String {
+    let mut out = format!(
+        "Driver Version                            : {DRIVER}\nCUDA Version                              : 12.8\n\nAttached GPUs                             : {count}\n"
+    );
+    for i in 0..count {
+        let _ = write!(
+            out,
+            "GPU 00000000:{:02X}:00.0\n    Product Name                          : NVIDIA H100 80GB HBM3\n",
+            0x18 + i
+        );
+    }
+    format!("cat <<'EOF'\n{out}EOF")
+}
