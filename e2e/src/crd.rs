@@ -48,7 +48,9 @@ async fn install() -> anyhow::Result<()> {
                 CRD_NAME,
                 "-o",
                 "jsonpath={.status.conditions[?(@.type==\"Established\")].status}",
-            ])?;
+            ])
+            // A brand-new CRD has no conditions yet, which the jsonpath filter reports as an error.
+            .unwrap_or_default();
             Ok((status.trim() == "True").then_some(()))
         },
     )
