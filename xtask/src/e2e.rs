@@ -53,6 +53,7 @@ fn run_tests(layout: &Layout, test_args: &[String]) -> anyhow::Result<()> {
     command
         .args([
             "test",
+            "--no-fail-fast",
             "--package",
             "gpu-operator-e2e",
             "--features",
