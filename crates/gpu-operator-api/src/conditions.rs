@@ -24,6 +24,10 @@ pub mod reason {
     pub const READY: &str = "Ready";
 }
 
+/// Our summary of the validators' Node conditions on the ClusterPolicy: validated/total GPU nodes
+/// per component and the first nodes that are not validated.
+pub const NODES_VALIDATED: &str = "NodesValidated";
+
 /// Our per-operand conditions on the ClusterPolicy, each written by that operand's reconciler.
 pub mod operand {
     /// Driver DaemonSet(s).

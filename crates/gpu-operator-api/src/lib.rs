@@ -9,6 +9,7 @@ pub mod cel;
 mod cluster_policy;
 pub mod conditions;
 pub mod labels;
+pub mod node_validation;
 mod schema;
 pub mod spec;
 pub mod status;

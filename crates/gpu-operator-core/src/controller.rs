@@ -24,7 +24,7 @@ use kube::{
 };
 
 use crate::{
-    Context, Error, active,
+    Context, Error, active, node_validation,
     operand::{self, Operand},
     policy_status,
     stores::Subscriptions,
@@ -32,6 +32,8 @@ use crate::{
 
 /// Quiet period that merges bursts of triggers into one reconcile.
 const DEBOUNCE: Duration = Duration::from_millis(500);
+/// Longer quiet period of the node summary: thousands of validators report during a rollout.
+const SUMMARY_DEBOUNCE: Duration = Duration::from_secs(2);
 
 /// Runs the reconciler of operand `O` until `shutdown` resolves.
 pub fn run_operand<O: Operand>(
@@ -98,14 +100,59 @@ pub fn label_changes<S>(nodes: S) -> impl Stream<Item = Arc<PartialObjectMeta<No
 where
     S: Stream<Item = Arc<PartialObjectMeta<Node>>> + Send,
 {
+    changes(nodes, |node, hasher| node.labels().hash(hasher))
+}
+
+/// Passes a node on only when what `fingerprint` hashes of it changed (or it is new).
+fn changes<S>(
+    nodes: S,
+    fingerprint: fn(&PartialObjectMeta<Node>, &mut DefaultHasher),
+) -> impl Stream<Item = Arc<PartialObjectMeta<Node>>> + Send
+where
+    S: Stream<Item = Arc<PartialObjectMeta<Node>>> + Send,
+{
     let mut seen: HashMap<String, u64> = HashMap::new();
     nodes.filter(move |node| {
         let mut hasher = DefaultHasher::new();
-        node.labels().hash(&mut hasher);
+        fingerprint(node, &mut hasher);
         let hash = hasher.finish();
         let changed = seen.insert(node.name_any(), hash) != Some(hash);
         std::future::ready(changed)
     })
+}
+
+/// Runs the summary of the validators' node reports until `shutdown` resolves. Woken by a GPU
+/// node appearing or leaving and by a change of a node's validation annotation.
+pub fn run_node_validation(
+    ctx: Arc<Context>,
+    subs: &Subscriptions,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) -> impl Future<Output = ()> {
+    let policies = ctx.stores.policies.clone();
+    let reports = changes(subs.nodes.clone(), |node, hasher| {
+        node.labels()
+            .get(gpu_operator_api::labels::GPU_PRESENT)
+            .hash(hasher);
+        node.annotations()
+            .get(gpu_operator_api::node_validation::ANNOTATION)
+            .hash(hasher);
+    });
+    Controller::for_shared_stream(subs.policies.clone(), policies.clone())
+        .with_config(controller::Config::default().debounce(SUMMARY_DEBOUNCE))
+        .watches_shared_stream(reports, move |_| active_ref(&policies))
+        .graceful_shutdown_on(shutdown)
+        .run(
+            node_validation::reconcile,
+            |_, error: &Error, _| {
+                if error.is_transient() {
+                    Action::requeue(Duration::from_secs(10))
+                } else {
+                    Action::await_change()
+                }
+            },
+            ctx,
+        )
+        .for_each(|result| log(node_validation::NAME, result))
 }
 
 fn log<T: std::fmt::Debug, E: std::fmt::Display>(

@@ -12,6 +12,7 @@ pub mod facts;
 pub mod image;
 pub mod meta;
 pub mod metrics;
+pub mod node_validation;
 pub mod operand;
 pub mod policy_status;
 pub mod problems;

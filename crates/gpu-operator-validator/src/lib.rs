@@ -91,6 +91,7 @@ pub mod nvml;
 pub mod run;
 pub mod smi;
 pub mod status_files;
+pub mod summary;
 pub mod taint;
 #[cfg(test)]
 mod testing;

@@ -242,6 +242,7 @@ pub async fn report(
         let changed = merge(&existing, &desired, &now());
         if changed.is_empty() {
             tracing::debug!(node = name, "Node conditions unchanged, no patch");
+            crate::summary::annotate(nodes, &node, &existing).await?;
             return Ok(stack.ready);
         }
         let rv = node.metadata.resource_version.clone().unwrap_or_default();
@@ -252,6 +253,12 @@ pub async fn report(
         {
             Ok(_) => {
                 tracing::info!(node = name, stack_ready = stack.ready, reason = %stack.reason, "Node conditions written");
+                crate::summary::annotate(
+                    nodes,
+                    &node,
+                    &crate::summary::merged(&existing, &changed),
+                )
+                .await?;
                 return Ok(stack.ready);
             }
             Err(e) if is_conflict(&e) => {}

@@ -72,11 +72,12 @@ async fn run(args: &RunArgs, namespace: String) -> anyhow::Result<()> {
         metrics,
         Some(args.identity()),
     ));
-    let controllers = futures::future::join4(
+    let controllers = futures::future::join5(
         gpu_operator_node_labels::controller(ctx.clone(), &subs, shutdown.signal()),
         controller::run_operand::<Validation>(ctx.clone(), &subs, shutdown.signal()),
         controller::run_operand::<DevicePlugin>(ctx.clone(), &subs, shutdown.signal()),
         controller::run_status(ctx.clone(), &subs, OPERAND_CONDITIONS, shutdown.signal()),
+        controller::run_node_validation(ctx.clone(), &subs, shutdown.signal()),
     );
     let lost = match &leadership {
         Some(leadership) => leadership.lost().boxed(),

@@ -199,7 +199,8 @@ pub async fn a_second_policy_is_ignored(env: &Env, name: &str) {
 }
 
 /// A restart rewrites nothing and restarts no pod.
-pub async fn a_restart_rewrites_nothing(env: &Env, operator: Operator) -> Operator {
+pub async fn a_restart_rewrites_nothing(env: &Env, name: &str, operator: Operator) -> Operator {
+    wait_settled(env, name, Duration::from_secs(5)).await;
     let before: Vec<BTreeMap<String, String>> =
         vec![pods_of(env, PLUGIN).await, pods_of(env, VALIDATOR).await];
     let versions = |ds: Vec<DaemonSet>| {

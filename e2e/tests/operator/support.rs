@@ -219,6 +219,37 @@ impl Drop for Cleanup {
     }
 }
 
+/// Waits until nothing the operator writes (the ClusterPolicy, our DaemonSets) has changed for
+/// `quiet` (longer than its debounce), so a restart finds it converged rather than mid-write.
+pub async fn wait_settled(env: &Env, name: &str, quiet: Duration) {
+    let versions = || async {
+        let policy = env.policies().get(name).await.unwrap();
+        let daemonsets = env.daemonsets().list(&ListParams::default()).await.unwrap();
+        let mut versions: Vec<Option<String>> = daemonsets
+            .items
+            .iter()
+            .map(kube::ResourceExt::resource_version)
+            .collect();
+        versions.push(policy.resource_version());
+        versions
+    };
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    let mut last = versions().await;
+    let mut since = tokio::time::Instant::now();
+    while since.elapsed() < quiet {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the operator kept writing for {TIMEOUT:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = versions().await;
+        if now != last {
+            last = now;
+            since = tokio::time::Instant::now();
+        }
+    }
+}
+
 /// A plain HTTP GET that reports whether the answer was 200.
 pub async fn probe(url: &str) -> bool {
     let Some(rest) = url.strip_prefix("http://") else {

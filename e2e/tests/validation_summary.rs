@@ -1,0 +1,151 @@
+//! The operator sums up what the validators report: the validator binary runs for a simulated node
+//! of its own, and the ClusterPolicy's `NodesValidated` condition shows the per-component counts
+//! and names that node with the reason it fails — then stops naming it for the fixed component.
+#![cfg(feature = "e2e")]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "validator/support.rs"]
+#[allow(
+    dead_code,
+    reason = "shared with the validator tests; this scenario needs only part of it"
+)]
+mod support;
+
+use std::time::Duration;
+
+use gpu_operator_api::{
+    ClusterPolicy, ClusterPolicySpec, conditions::NODES_VALIDATED, validator::reason,
+};
+use gpu_operator_e2e::{
+    client,
+    crd::ensure_crd,
+    harness::kubectl_ok,
+    operator::{Operator, service_account_kubeconfig},
+    unique_name, wait_until,
+};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::{
+    Api,
+    api::{DeleteParams, PostParams},
+};
+use serde_json::json;
+use support::SimulatedNode;
+
+const IMAGES: [(&str, &str); 2] = [
+    (
+        "DEVICE_PLUGIN_IMAGE",
+        "nvcr.io/nvidia/k8s-device-plugin:v0.17.0",
+    ),
+    ("VALIDATOR_IMAGE", "ghcr.io/example/gpu-operator:e2e"),
+];
+
+/// Waits until the `NodesValidated` message satisfies `check`; returns it.
+async fn wait_summary(
+    policies: &Api<ClusterPolicy>,
+    name: &str,
+    what: &str,
+    check: impl Fn(&str) -> bool,
+) -> String {
+    let result = wait_until(what, Duration::from_secs(90), || async {
+        let policy = policies.get(name).await?;
+        let message = policy
+            .status
+            .and_then(|s| s.conditions)
+            .unwrap_or_default()
+            .into_iter()
+            .find(|c| c.type_ == NODES_VALIDATED)
+            .map(|c| c.message)
+            .unwrap_or_default();
+        Ok(check(&message).then_some(message))
+    })
+    .await;
+    result.unwrap_or_else(|error| {
+        let policy = kubectl_ok(&[
+            "get",
+            "clusterpolicy",
+            name,
+            "-o",
+            "jsonpath={.status.conditions}",
+        ])
+        .unwrap_or_default();
+        panic!("{error}; conditions: {policy}")
+    })
+}
+
+#[tokio::test]
+async fn the_cluster_policy_counts_validated_nodes_and_names_the_failing_one() {
+    let client = client().await.unwrap();
+    ensure_crd().await.unwrap();
+    let namespace = unique_name("gpu-operator-summary");
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": namespace}})).unwrap();
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+    let dir = std::env::temp_dir().join(&namespace);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (kubeconfig, _) =
+        service_account_kubeconfig(&client, &namespace, "gpu-operator", "cluster-admin", &dir)
+            .await
+            .unwrap();
+    let operator =
+        Operator::start(&kubeconfig, &namespace, &IMAGES, &dir.join("operator.log")).unwrap();
+    let policies: Api<ClusterPolicy> = Api::all(client.clone());
+    let name = unique_name("summary-policy");
+    policies
+        .create(
+            &PostParams::default(),
+            &ClusterPolicy::new(&name, ClusterPolicySpec::default()),
+        )
+        .await
+        .unwrap();
+    let node = SimulatedNode::new(&client).await;
+
+    // No driver on the node: the summary names it with the driver's reason.
+    let (code, log) = node.validate("driver", &[]).await;
+    assert_eq!(code, 1, "{log}");
+    let expected = format!("{} (driver: {})", node.name, reason::DRIVER_NOT_FOUND);
+    let message = wait_summary(
+        &policies,
+        &name,
+        "the summary to name the driverless node",
+        |m| m.contains(&expected),
+    )
+    .await;
+    assert!(
+        message.starts_with("GPU nodes validated: driver "),
+        "{message}"
+    );
+
+    // The driver fixed: the node is validated for the driver and named for what is still missing.
+    node.install_driver();
+    let (code, log) = node.validate("driver", &[]).await;
+    assert_eq!(code, 0, "{log}");
+    // The toolkit has not been checked yet, so the stack is still pending on this node.
+    let fixed = format!("{} (stack: {})", node.name, reason::VALIDATION_PENDING);
+    let message = wait_summary(
+        &policies,
+        &name,
+        "the summary to move past the driver",
+        |m| m.contains(&fixed),
+    )
+    .await;
+    assert!(!message.contains(&expected), "{message}");
+
+    operator.stop().unwrap();
+    node.delete().await;
+    policies
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    let _ = kubectl_ok(&[
+        "delete",
+        "clusterrolebinding",
+        &format!("{namespace}-gpu-operator"),
+        "--ignore-not-found",
+    ]);
+    Api::<Namespace>::all(client.clone())
+        .delete(&namespace, &DeleteParams::default())
+        .await
+        .unwrap();
+}
