@@ -19,6 +19,12 @@ pub struct ValidatorSpec {
     /// Run the validator pods in the node's network namespace. Defaults to false.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host_network: Option<bool>,
+    /// Ours, not in NVIDIA's API: remove the startup taint `nvidia.com/gpu.not-ready:NoSchedule`
+    /// from a node once its whole GPU stack is validated, so nodes that register with that taint
+    /// get GPU workloads only when the stack works (useful with cluster autoscalers). Defaults to
+    /// false.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lift_startup_taint: Option<bool>,
     /// Settings of the device plugin check.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plugin: Option<ValidatorComponentSpec>,

@@ -138,6 +138,19 @@ fn check(
         value: Some(input.image.clone()),
         value_from: None,
     });
+    let lift = input
+        .spec
+        .validator
+        .as_ref()
+        .and_then(|v| v.lift_startup_taint)
+        .unwrap_or(false);
+    if lift {
+        env.push(EnvVar {
+            name: names::LIFT_STARTUP_TAINT.to_owned(),
+            value: Some("true".to_owned()),
+            value_from: None,
+        });
+    }
     Container {
         name: format!("{name}-validation"),
         image: Some(input.image.clone()),
@@ -285,6 +298,31 @@ mod tests {
         assert_eq!(env(plugin, "MIG_STRATEGY").as_deref(), Some("mixed"));
         assert_eq!(env(plugin, "WITH_WORKLOAD").as_deref(), Some("true"));
         assert_eq!(env(plugin, "COMPONENT").as_deref(), Some("plugin"));
+    }
+
+    #[test]
+    fn the_startup_taint_is_lifted_only_when_asked() {
+        let pod = render(ClusterPolicySpec::default());
+        assert!(
+            pod.init_containers
+                .unwrap()
+                .iter()
+                .all(|c| env(c, "LIFT_STARTUP_TAINT").is_none())
+        );
+        let spec = ClusterPolicySpec {
+            validator: Some(ValidatorSpec {
+                lift_startup_taint: Some(true),
+                ..ValidatorSpec::default()
+            }),
+            ..ClusterPolicySpec::default()
+        };
+        let pod = render(spec);
+        assert!(
+            pod.init_containers
+                .unwrap()
+                .iter()
+                .all(|c| env(c, "LIFT_STARTUP_TAINT").as_deref() == Some("true"))
+        );
     }
 
     #[test]
