@@ -38,15 +38,15 @@ const SUMMARY_DEBOUNCE: Duration = Duration::from_secs(2);
 /// Runs the reconciler of operand `O` until `shutdown` resolves.
 pub fn run_operand<O: Operand>(
     ctx: Arc<Context>,
-    subs: &Subscriptions,
+    subs: Subscriptions,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) -> impl Future<Output = ()> {
     let policies = ctx.stores.policies.clone();
-    Controller::for_shared_stream(subs.policies.clone(), policies.clone())
+    Controller::for_shared_stream(subs.policies, policies.clone())
         .with_config(controller::Config::default().debounce(DEBOUNCE))
-        .owns_shared_stream(subs.daemonsets.clone())
-        .owns_shared_stream(subs.service_accounts.clone())
-        .watches_shared_stream(label_changes(subs.nodes.clone()), move |_| {
+        .owns_shared_stream(subs.daemonsets)
+        .owns_shared_stream(subs.service_accounts)
+        .watches_shared_stream(label_changes(subs.nodes), move |_| {
             active_ref(&policies)
         })
         .graceful_shutdown_on(shutdown)
@@ -58,15 +58,15 @@ pub fn run_operand<O: Operand>(
 /// types of the operand reconcilers that run.
 pub fn run_status(
     ctx: Arc<Context>,
-    subs: &Subscriptions,
+    subs: Subscriptions,
     operands: &'static [&'static str],
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) -> impl Future<Output = ()> {
     let policies = ctx.stores.policies.clone();
     let all = ctx.stores.policies.clone();
-    Controller::for_shared_stream(subs.policies.clone(), policies)
+    Controller::for_shared_stream(subs.policies, policies)
         .with_config(controller::Config::default().debounce(DEBOUNCE))
-        .watches_shared_stream(label_changes(subs.nodes.clone()), move |_| all_refs(&all))
+        .watches_shared_stream(label_changes(subs.nodes), move |_| all_refs(&all))
         .graceful_shutdown_on(shutdown)
         .run(
             move |policy, ctx| policy_status::reconcile(policy, ctx, operands),
@@ -125,11 +125,11 @@ where
 /// node appearing or leaving and by a change of a node's validation annotation.
 pub fn run_node_validation(
     ctx: Arc<Context>,
-    subs: &Subscriptions,
+    subs: Subscriptions,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) -> impl Future<Output = ()> {
     let policies = ctx.stores.policies.clone();
-    let reports = changes(subs.nodes.clone(), |node, hasher| {
+    let reports = changes(subs.nodes, |node, hasher| {
         node.labels()
             .get(gpu_operator_api::labels::GPU_PRESENT)
             .hash(hasher);
@@ -137,7 +137,7 @@ pub fn run_node_validation(
             .get(gpu_operator_api::node_validation::ANNOTATION)
             .hash(hasher);
     });
-    Controller::for_shared_stream(subs.policies.clone(), policies.clone())
+    Controller::for_shared_stream(subs.policies, policies.clone())
         .with_config(controller::Config::default().debounce(SUMMARY_DEBOUNCE))
         .watches_shared_stream(reports, move |_| active_ref(&policies))
         .graceful_shutdown_on(shutdown)

@@ -68,6 +68,7 @@ pub fn start(
         watcher::Config::default(),
     )
     .default_backoff()
+    .modify(strip_managed_fields)
     .reflect_shared(policies_writer);
 
     let (daemonsets, ds_writer) = reflector::store_shared(BUFFER);
@@ -77,6 +78,7 @@ pub fn start(
         managed.clone(),
     )
     .default_backoff()
+    .modify(strip_managed_fields)
     .reflect_shared(ds_writer);
 
     let (service_accounts, sa_writer) = reflector::store_shared(BUFFER);
@@ -86,6 +88,7 @@ pub fn start(
         managed,
     )
     .default_backoff()
+    .modify(strip_managed_fields)
     .reflect_shared(sa_writer);
 
     let (nodes, nodes_writer) = reflector::store_shared(BUFFER);
@@ -95,6 +98,7 @@ pub fn start(
         watcher::Config::default(),
     )
     .default_backoff()
+    .modify(strip_managed_fields)
     .reflect_shared(nodes_writer);
 
     let driver = Box::pin(async move {
@@ -119,6 +123,12 @@ pub fn start(
         nodes: nodes_sub,
     };
     Ok((stores, subscriptions, driver))
+}
+
+/// Managed fields are the bulk of most objects' metadata and nothing here reads them; dropping
+/// them keeps the caches small (a Node's metadata shrinks several times).
+fn strip_managed_fields<K: kube::Resource>(object: &mut K) {
+    object.meta_mut().managed_fields = None;
 }
 
 /// A reflector writer that hands out no subscriptions (it was not made by `store_shared`).

@@ -74,11 +74,19 @@ async fn run(args: &RunArgs, namespace: String) -> anyhow::Result<()> {
     ));
     let controllers = futures::future::join5(
         gpu_operator_node_labels::controller(ctx.clone(), &subs, shutdown.signal()),
-        controller::run_operand::<Validation>(ctx.clone(), &subs, shutdown.signal()),
-        controller::run_operand::<DevicePlugin>(ctx.clone(), &subs, shutdown.signal()),
-        controller::run_status(ctx.clone(), &subs, OPERAND_CONDITIONS, shutdown.signal()),
-        controller::run_node_validation(ctx.clone(), &subs, shutdown.signal()),
+        controller::run_operand::<Validation>(ctx.clone(), subs.clone(), shutdown.signal()),
+        controller::run_operand::<DevicePlugin>(ctx.clone(), subs.clone(), shutdown.signal()),
+        controller::run_status(
+            ctx.clone(),
+            subs.clone(),
+            OPERAND_CONDITIONS,
+            shutdown.signal(),
+        ),
+        controller::run_node_validation(ctx.clone(), subs.clone(), shutdown.signal()),
     );
+    // Every controller holds clones of the subscriptions it polls. An unpolled subscription would
+    // fill its buffer and stall the shared reflector for everyone, so the originals go now.
+    drop(subs);
     let lost = match &leadership {
         Some(leadership) => leadership.lost().boxed(),
         None => futures::future::pending().boxed(),
