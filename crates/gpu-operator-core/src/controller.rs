@@ -46,9 +46,7 @@ pub fn run_operand<O: Operand>(
         .with_config(controller::Config::default().debounce(DEBOUNCE))
         .owns_shared_stream(subs.daemonsets)
         .owns_shared_stream(subs.service_accounts)
-        .watches_shared_stream(label_changes(subs.nodes), move |_| {
-            active_ref(&policies)
-        })
+        .watches_shared_stream(label_changes(subs.nodes), move |_| active_ref(&policies))
         .graceful_shutdown_on(shutdown)
         .run(operand::reconcile::<O>, operand::error_policy::<O>, ctx)
         .for_each(|result| log(O::NAME, result))
