@@ -1,4 +1,4 @@
-//! Support of the validator e2e tests: the validator binary (built once with cargo), a simulated
+//! Support of the validator e2e tests: the validator binary (built by `cargo xtask e2e`), a simulated
 //! node of the test's own with a fake host root, and condition helpers.
 
 use std::{
@@ -11,45 +11,24 @@ use std::{
 };
 
 use gpu_operator_api::validator;
-use gpu_operator_e2e::{fleet::Profile, unique_name, wait_until};
+use gpu_operator_e2e::{fleet::Profile, operator::workspace_binary, unique_name, wait_until};
 use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeSpec, Taint};
 use kube::api::{Api, DeleteParams, PostParams};
 
 pub const TIMEOUT: Duration = Duration::from_secs(60);
 pub const DRIVER: &str = "570.172.08";
 
-/// The validator binary: `GPU_OPERATOR_VALIDATOR_BIN`, else built once with cargo.
+/// The validator binary that `cargo xtask e2e` builds before it runs the tests.
 pub fn validator_binary() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
-        if let Some(path) = std::env::var_os("GPU_OPERATOR_VALIDATOR_BIN") {
-            return PathBuf::from(path);
-        }
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let output = std::process::Command::new(cargo)
-            .args([
-                "build",
-                "--package",
-                "gpu-operator-validator",
-                "--bin",
-                "gpu-operator-validator",
-                "--message-format=json-render-diagnostics",
-            ])
-            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("running cargo build");
+        let binary = workspace_binary("gpu-operator-validator");
         assert!(
-            output.status.success(),
-            "building gpu-operator-validator failed"
+            binary.is_file(),
+            "{} is not built: run the e2e tests with `cargo xtask e2e`, which builds it",
+            binary.display()
         );
-        String::from_utf8_lossy(&output.stdout)
-            .lines()
-            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-            .filter(|m| m["reason"] == "compiler-artifact")
-            .filter(|m| m["target"]["name"] == "gpu-operator-validator")
-            .find_map(|m| m["executable"].as_str().map(PathBuf::from))
-            .expect("cargo named no gpu-operator-validator executable")
+        binary
     })
 }
 
