@@ -3,6 +3,7 @@
 
 pub mod active;
 pub mod apply;
+pub mod children;
 pub mod conditions;
 pub mod context;
 pub mod controller;
@@ -16,6 +17,7 @@ pub mod node_validation;
 pub mod operand;
 pub mod policy_status;
 pub mod problems;
+pub mod rbac;
 pub mod readiness;
 pub mod status_write;
 pub mod stores;

@@ -231,6 +231,7 @@ mod tests {
         let ds = build(&Input {
             image: "ghcr.io/x/gpu-operator:1".into(),
             spec,
+            namespace: "gpu-operator".into(),
         });
         assert_eq!(ds.metadata.name.as_deref(), Some(DAEMONSET));
         ds.spec.unwrap().template.spec.unwrap()
