@@ -3,6 +3,7 @@
 
 pub mod active;
 pub mod apply;
+pub mod barrier;
 pub mod children;
 pub mod conditions;
 pub mod context;

@@ -192,10 +192,11 @@ pub enum Invocation {
 
 /// Usage text for `--help`.
 pub const USAGE: &str = "\
-usage: gpu-operator-validator [driver|toolkit|cuda|plugin|idle|cleanup]
+usage: gpu-operator-validator [driver|toolkit|cuda|plugin|idle|cleanup|wait <component>]
 
 `idle` waits for SIGTERM (the validator pod's main container); `cleanup` removes the status files
-(its preStop hook).
+(its preStop hook); `wait <component>` returns once `<component>-ready` exists under OUTPUT_DIR
+(the barrier other operands' init containers run).
 
 Checks one component of the node's GPU stack, writes NVIDIA's status file under OUTPUT_DIR
 (default /run/nvidia/validations) and reports Node conditions. The component comes from the
