@@ -11,6 +11,7 @@ pub mod controller;
 pub mod daemonset;
 pub mod error;
 pub mod facts;
+pub mod fixtures;
 pub mod image;
 pub mod meta;
 pub mod metrics;
