@@ -22,6 +22,12 @@ pub struct ClusterFacts {
     /// Container runtimes of the GPU nodes, by name (`containerd`, `cri-o`, `docker`), from
     /// `status.nodeInfo.containerRuntimeVersion`.
     pub runtimes: BTreeSet<String>,
+    /// The (OS, kernel) pairs of the GPU nodes that carry both, for per-kernel driver images.
+    pub os_kernels: BTreeSet<(OsRelease, String)>,
+    /// GPU nodes without NFD's os-release labels (no driver image can be chosen for them).
+    pub gpu_nodes_without_os: usize,
+    /// GPU nodes without NFD's `kernel-version.full` label.
+    pub gpu_nodes_without_kernel: usize,
 }
 
 /// A node's operating system as NFD reports it, such as `ubuntu` `22.04`.
@@ -53,22 +59,26 @@ impl ClusterFacts {
                 continue;
             }
             facts.gpu_nodes += 1;
-            if let (Some(id), Some(version_id)) = (
+            let os = match (
                 node_labels.get(labels::NFD_OS_RELEASE_ID),
                 node_labels.get(labels::NFD_OS_RELEASE_VERSION_ID),
-            ) && !facts
-                .os_releases
-                .iter()
-                .any(|os| &os.id == id && &os.version_id == version_id)
-            {
-                facts.os_releases.insert(OsRelease {
+            ) {
+                (Some(id), Some(version_id)) => Some(OsRelease {
                     id: id.clone(),
                     version_id: version_id.clone(),
-                });
+                }),
+                _ => None,
+            };
+            let kernel = node_labels.get(labels::NFD_KERNEL_VERSION);
+            facts.gpu_nodes_without_os += usize::from(os.is_none());
+            facts.gpu_nodes_without_kernel += usize::from(kernel.is_none());
+            if let (Some(os), Some(kernel)) = (&os, kernel) {
+                facts.os_kernels.insert((os.clone(), kernel.clone()));
             }
-            if let Some(kernel) = node_labels.get(labels::NFD_KERNEL_VERSION)
-                && !facts.kernels.contains(kernel)
-            {
+            if let Some(os) = os {
+                facts.os_releases.insert(os);
+            }
+            if let Some(kernel) = kernel {
                 facts.kernels.insert(kernel.clone());
             }
         }
@@ -156,6 +166,11 @@ mod tests {
             }]
         );
         assert_eq!(facts.kernels.len(), 1);
+        assert_eq!(facts.os_kernels.len(), 1);
+        assert_eq!(
+            (facts.gpu_nodes_without_os, facts.gpu_nodes_without_kernel),
+            (0, 0)
+        );
         assert_eq!(
             facts.runtimes.into_iter().collect::<Vec<_>>(),
             vec!["containerd".to_owned(), "cri-o".to_owned()]

@@ -31,6 +31,20 @@ fn facts(nodes: &[(&str, &str, &str, &str)]) -> ClusterFacts {
             .iter()
             .map(|(_, _, _, r)| (*r).to_owned())
             .collect::<BTreeSet<_>>(),
+        os_kernels: nodes
+            .iter()
+            .map(|(id, version, kernel, _)| {
+                (
+                    OsRelease {
+                        id: (*id).to_owned(),
+                        version_id: (*version).to_owned(),
+                    },
+                    (*kernel).to_owned(),
+                )
+            })
+            .collect(),
+        gpu_nodes_without_os: 0,
+        gpu_nodes_without_kernel: 0,
     }
 }
 

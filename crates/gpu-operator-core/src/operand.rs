@@ -50,6 +50,18 @@ pub trait Operand: Send + Sync + 'static {
 
     /// The objects the operand needs, without namespace or owner (added on apply).
     fn render(input: &Self::Input) -> Children;
+
+    /// Objects kept while the operand is disabled, such as the RuntimeClasses NVIDIA creates
+    /// whatever the toolkit's switch says; nothing by default.
+    fn render_disabled(_spec: &ClusterPolicySpec) -> Children {
+        Children::default()
+    }
+
+    /// GPU nodes the rendered objects cannot serve, said in a sentence (such as nodes without
+    /// the labels an image depends on); the condition is then not ready. `None` by default.
+    fn unserved(_input: &Self::Input) -> Option<String> {
+        None
+    }
 }
 
 /// What validation may know about the cluster besides the ClusterPolicy.
@@ -131,14 +143,15 @@ async fn reconcile_once<O: Operand>(
         facts: &facts,
         image_env: &image_env,
     };
-    let (children, state) = match O::validate(&policy.spec, &cluster)? {
+    let (children, state, unserved) = match O::validate(&policy.spec, &cluster)? {
         None => (
-            Children::default(),
+            O::render_disabled(&policy.spec),
             Some(Desired::ok(
                 O::CONDITION,
                 "Disabled",
                 format!("{}.enabled is false: nothing deployed", O::SECTION),
             )),
+            None,
         ),
         Some(_) if facts.gpu_nodes == 0 => (
             Children::default(),
@@ -147,13 +160,14 @@ async fn reconcile_once<O: Operand>(
                 "NoGPUNodes",
                 "no GPU nodes: nothing deployed yet",
             )),
+            None,
         ),
-        Some(input) => (O::render(&input), None),
+        Some(input) => (O::render(&input), None, O::unserved(&input)),
     };
     let written = children::apply_all(ctx, policy, O::NAME, &children).await?;
     let desired = match state {
         Some(state) => state,
-        None => rollout_condition::<O>(ctx, &children).await?,
+        None => rollout_condition::<O>(ctx, &children, unserved).await?,
     };
     if written > 0 {
         publish(
@@ -173,6 +187,7 @@ async fn reconcile_once<O: Operand>(
 async fn rollout_condition<O: Operand>(
     ctx: &Context,
     children: &Children,
+    unserved: Option<String>,
 ) -> Result<Desired, Error> {
     let (mut desired, mut ready, mut problems) = (0, 0, Vec::new());
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
@@ -200,6 +215,13 @@ async fn rollout_condition<O: Operand>(
         }
     }
     let counts = format!("ready on {ready}/{desired} GPU nodes");
+    if let Some(unserved) = unserved {
+        return Ok(Desired::not_ok(
+            O::CONDITION,
+            "NodesNotServed",
+            format!("{counts}; {unserved}"),
+        ));
+    }
     if problems.is_empty() && ready >= desired {
         return Ok(Desired::ok(O::CONDITION, "Ready", counts));
     }

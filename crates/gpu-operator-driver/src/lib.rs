@@ -1,0 +1,51 @@
+//! The driver operand: `nvidia-driver-daemonset` (one DaemonSet per OS when the GPU nodes run
+//! several, one per kernel with precompiled drivers), its ServiceAccount and RBAC, and the
+//! `nvidia-driver-startup-probe` ConfigMap, on nodes labelled `nvidia.com/gpu.deploy.driver=true`.
+//! Always `OnDelete`: a driver pod is replaced only when it is deleted (by the upgrade controller
+//! or by hand). Pure validate and render steps; the shared pipeline does the rest.
+
+mod digest;
+mod pools;
+mod render;
+mod validate;
+
+use gpu_operator_api::{ClusterPolicySpec, conditions::operand::DRIVER_READY};
+use gpu_operator_core::{
+    Error,
+    operand::{Children, Cluster, Operand},
+};
+
+pub use pools::{Pool, os_tag, sanitized_kernel};
+pub use validate::Input;
+
+/// Name of the DaemonSet (or the prefix of the per-OS and per-kernel ones) and its `app` label,
+/// as NVIDIA names them.
+pub const DAEMONSET: &str = "nvidia-driver-daemonset";
+/// Name of the ServiceAccount, Role, ClusterRole and bindings, as NVIDIA names them.
+pub const SERVICE_ACCOUNT: &str = "nvidia-driver";
+/// Name of the ConfigMap with the driver container's startup probe script.
+pub const STARTUP_PROBE_CONFIG_MAP: &str = "nvidia-driver-startup-probe";
+
+/// The driver operand.
+pub struct Driver;
+
+impl Operand for Driver {
+    /// NVIDIA's `app.kubernetes.io/component` of the driver objects, which the driver pods'
+    /// anti-affinity and NVIDIA's upgrade tooling select on.
+    const NAME: &'static str = "nvidia-driver";
+    const CONDITION: &'static str = DRIVER_READY;
+    const SECTION: &'static str = "driver";
+    type Input = Input;
+
+    fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
+        validate::validate(spec, cluster)
+    }
+
+    fn render(input: &Input) -> Children {
+        render::children(input)
+    }
+
+    fn unserved(input: &Input) -> Option<String> {
+        input.unserved.clone()
+    }
+}

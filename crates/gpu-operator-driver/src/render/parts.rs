@@ -1,0 +1,86 @@
+//! Small builders of pod parts the driver's containers share: host paths, mounts, env, the
+//! privileged security context and exec probes.
+
+use k8s_openapi::api::core::v1::{
+    EnvVar, EnvVarSource, ExecAction, HostPathVolumeSource, ObjectFieldSelector, Probe,
+    SELinuxOptions, SecurityContext, Volume, VolumeMount,
+};
+
+/// A hostPath volume.
+pub fn host_path(name: &str, path: &str, type_: Option<&str>) -> Volume {
+    Volume {
+        name: name.to_owned(),
+        host_path: Some(HostPathVolumeSource {
+            path: path.to_owned(),
+            type_: type_.map(str::to_owned),
+        }),
+        ..Volume::default()
+    }
+}
+
+/// A mount of volume `name` at `path`.
+pub fn mount(name: &str, path: &str) -> VolumeMount {
+    VolumeMount {
+        name: name.to_owned(),
+        mount_path: path.to_owned(),
+        ..VolumeMount::default()
+    }
+}
+
+/// A read-only mount.
+pub fn read_only(mut mount: VolumeMount) -> VolumeMount {
+    mount.read_only = Some(true);
+    mount
+}
+
+/// A mount with the given propagation (`Bidirectional`, `HostToContainer`).
+pub fn propagated(mut mount: VolumeMount, propagation: &str) -> VolumeMount {
+    mount.mount_propagation = Some(propagation.to_owned());
+    mount
+}
+
+/// An env variable from a pod field such as `spec.nodeName`.
+pub fn field_env(name: &str, path: &str) -> EnvVar {
+    EnvVar {
+        name: name.to_owned(),
+        value: None,
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: path.to_owned(),
+                api_version: None,
+            }),
+            ..EnvVarSource::default()
+        }),
+    }
+}
+
+/// Privileged, with the SELinux level driver containers need to load kernel modules.
+pub fn privileged() -> SecurityContext {
+    SecurityContext {
+        privileged: Some(true),
+        se_linux_options: Some(SELinuxOptions {
+            level: Some("s0".to_owned()),
+            ..SELinuxOptions::default()
+        }),
+        ..SecurityContext::default()
+    }
+}
+
+/// Probe timings: initial delay, period, timeout, success and failure thresholds.
+pub type Timings = (i32, i32, i32, i32, i32);
+
+/// An exec probe running `command` with `timings`.
+pub fn exec_probe(command: &[&str], timings: Timings) -> Probe {
+    let (initial_delay, period, timeout, success, failure) = timings;
+    Probe {
+        exec: Some(ExecAction {
+            command: Some(command.iter().map(|c| (*c).to_owned()).collect()),
+        }),
+        initial_delay_seconds: Some(initial_delay),
+        period_seconds: Some(period),
+        timeout_seconds: Some(timeout),
+        success_threshold: Some(success),
+        failure_threshold: Some(failure),
+        ..Probe::default()
+    }
+}

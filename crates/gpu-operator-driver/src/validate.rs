@@ -1,0 +1,287 @@
+//! Checks the ClusterPolicy for the driver and resolves its images per pool: the driver image with
+//! the OS suffix (`DRIVER_IMAGE` as fallback), per-kernel tags for precompiled drivers, the
+//! k8s-driver-manager image (`DRIVER_MANAGER_IMAGE`), and the GDS and GDRCopy sidecar images
+//! (`GDS_IMAGE`, `GDRCOPY_IMAGE`). Pure.
+
+use gpu_operator_api::{ClusterPolicySpec, spec::ImageSpec};
+use gpu_operator_core::{
+    Error, image,
+    operand::Cluster,
+    runtime_class::{self, ContainerRuntime},
+};
+
+use crate::pools::{self, Pool, os_tag};
+
+/// What rendering the driver needs.
+#[derive(Clone, Debug)]
+pub struct Input {
+    /// The ClusterPolicy spec it was validated from.
+    pub spec: ClusterPolicySpec,
+    /// The operator namespace (subject of the role bindings).
+    pub namespace: String,
+    /// The k8s-driver-manager init container image.
+    pub manager_image: String,
+    /// The container runtime of the GPU nodes (RHEL entitlement mounts depend on it).
+    pub runtime: ContainerRuntime,
+    /// One entry per driver DaemonSet.
+    pub pools: Vec<Pool>,
+    /// GPU nodes no pool serves, in a sentence.
+    pub unserved: Option<String>,
+}
+
+/// `Ok(None)` when `driver.enabled` is false (it defaults to true).
+pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
+    let driver = &spec.driver;
+    if driver.enabled == Some(false) {
+        return Ok(None);
+    }
+    if driver.use_nvidia_driver_crd == Some(true) {
+        return Err(Error::InvalidSpec(
+            "driver.useNvidiaDriverCRD: NVIDIADriver objects are not supported yet; set it to \
+             false (or disable the driver with driver.enabled: false)"
+                .to_owned(),
+        ));
+    }
+    let precompiled = driver.use_precompiled == Some(true);
+    let gds = spec.gds.as_ref().filter(|g| g.enabled == Some(true));
+    let gdrcopy = spec.gdrcopy.as_ref().filter(|g| g.enabled == Some(true));
+    if precompiled && (gds.is_some() || gdrcopy.is_some()) {
+        return Err(Error::InvalidSpec(
+            "driver.usePrecompiled cannot be combined with gds.enabled or gdrcopy.enabled: \
+             precompiled drivers ship without their sidecar modules"
+                .to_owned(),
+        ));
+    }
+    let env = |name: &str| (cluster.image_env)(name);
+    let manager = driver.manager.clone().unwrap_or_default();
+    let manager_image = image::resolve(
+        "driver.manager",
+        &manager.image,
+        "DRIVER_MANAGER_IMAGE",
+        env("DRIVER_MANAGER_IMAGE").as_deref(),
+    )?;
+    let base = if precompiled {
+        precompiled_base(&driver.image)?
+    } else {
+        image::resolve(
+            "driver",
+            &driver.image,
+            "DRIVER_IMAGE",
+            env("DRIVER_IMAGE").as_deref(),
+        )?
+    };
+    let gds_base = gds
+        .map(|g| image::resolve("gds", &g.image, "GDS_IMAGE", env("GDS_IMAGE").as_deref()))
+        .transpose()?;
+    let gdrcopy_base = gdrcopy
+        .map(|g| {
+            image::resolve(
+                "gdrcopy",
+                &g.image,
+                "GDRCOPY_IMAGE",
+                env("GDRCOPY_IMAGE").as_deref(),
+            )
+        })
+        .transpose()?;
+
+    let facts = cluster.facts;
+    let layout = pools::layout(facts, precompiled);
+    let split_by_os = !precompiled && layout.len() > 1;
+    let mut resolved = Vec::with_capacity(layout.len());
+    for (name, os, kernel) in layout {
+        let tag = os_tag(&os);
+        check_os_paths(spec, &os.id, precompiled)?;
+        let driver_image = match &kernel {
+            Some(kernel) => with_os(&format!("{base}-{kernel}"), &tag),
+            None => with_os(&base, &tag),
+        };
+        resolved.push(Pool {
+            node_selector: pools::node_selector(&os, kernel.as_deref(), split_by_os),
+            name,
+            driver_image,
+            gds_image: gds_base.as_deref().map(|i| with_os(i, &tag)),
+            gdrcopy_image: gdrcopy_base.as_deref().map(|i| with_os(i, &tag)),
+            os,
+            kernel,
+        });
+    }
+    Ok(Some(Input {
+        spec: spec.clone(),
+        namespace: cluster.namespace.to_owned(),
+        manager_image,
+        runtime: runtime_class::detect(spec, facts),
+        pools: resolved,
+        unserved: pools::unserved(facts, precompiled),
+    }))
+}
+
+/// `<image>-<os tag>`, unless the image is pinned by digest.
+fn with_os(image: &str, tag: &str) -> String {
+    if image.contains("sha256:") {
+        image.to_owned()
+    } else {
+        format!("{image}-{tag}")
+    }
+}
+
+/// The precompiled image without kernel and OS: `repository/image:<branch>`, or `image` alone.
+fn precompiled_base(spec: &ImageSpec) -> Result<String, Error> {
+    let missing = || {
+        Error::InvalidSpec(
+            "driver.usePrecompiled needs driver.repository, driver.image and driver.version (a \
+             driver branch such as \"570\"), or driver.image alone; the operator's DRIVER_IMAGE \
+             names a full driver version, not a branch"
+                .to_owned(),
+        )
+    };
+    match (spec.repository(), spec.name(), spec.version()) {
+        (None, Some(image), None) => Ok(image.to_owned()),
+        (Some(_), Some(_), Some(version)) if version.starts_with("sha256:") => {
+            Err(Error::InvalidSpec(
+                "driver.version is a digest; precompiled drivers are tagged per kernel, so set \
+                 a driver branch such as \"570\""
+                    .to_owned(),
+            ))
+        }
+        (Some(repository), Some(image), Some(version)) => Ok(format!(
+            "{}/{image}:{version}",
+            repository.trim_end_matches('/')
+        )),
+        _ => Err(missing()),
+    }
+}
+
+/// The repository and certificate ConfigMaps are mounted at OS-specific paths: the OS must have
+/// them (only when compiling: precompiled drivers need no packages).
+fn check_os_paths(spec: &ClusterPolicySpec, os_id: &str, precompiled: bool) -> Result<(), Error> {
+    let driver = &spec.driver;
+    let repo = driver
+        .repo_config
+        .as_ref()
+        .and_then(|r| r.config_map_name.as_deref())
+        .is_some_and(|n| !n.is_empty());
+    let cert = driver
+        .cert_config
+        .as_ref()
+        .and_then(|c| c.name.as_deref())
+        .is_some_and(|n| !n.is_empty());
+    if precompiled {
+        return Ok(());
+    }
+    if repo && crate::render::repo_config_dir(os_id).is_none() {
+        return Err(Error::InvalidSpec(format!(
+            "driver.repoConfig.configMapName: GPU nodes run {os_id}, which has no known package \
+             repository directory; remove driver.repoConfig"
+        )));
+    }
+    if cert && crate::render::cert_config_dir(os_id).is_none() {
+        return Err(Error::InvalidSpec(format!(
+            "driver.certConfig.name: GPU nodes run {os_id}, which has no known certificate \
+             directory; remove driver.certConfig"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use gpu_operator_core::{facts::ClusterFacts, fixtures};
+
+    use super::*;
+
+    const ENV: &[(&str, &str)] = &[
+        ("DRIVER_IMAGE", "nvcr.io/nvidia/driver:595.91.07"),
+        (
+            "DRIVER_MANAGER_IMAGE",
+            "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0",
+        ),
+    ];
+
+    fn run(spec: &ClusterPolicySpec, facts: &ClusterFacts) -> Result<Option<Input>, Error> {
+        let image_env = |name: &str| {
+            ENV.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| (*v).to_owned())
+        };
+        let cluster = Cluster {
+            namespace: "gpu-operator",
+            facts,
+            image_env: &image_env,
+        };
+        validate(spec, &cluster)
+    }
+
+    fn profile(name: &str) -> ClusterFacts {
+        fixtures::profiles()
+            .into_iter()
+            .find(|p| p.name == name)
+            .unwrap()
+            .facts
+    }
+
+    fn images(input: &Input) -> Vec<&str> {
+        input
+            .pools
+            .iter()
+            .map(|p| p.driver_image.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn the_driver_tag_gets_the_os_suffix_with_rhel_major_only() {
+        let spec = ClusterPolicySpec::default();
+        let ubuntu = run(&spec, &profile("h100-ubuntu22.04-containerd"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            images(&ubuntu),
+            ["nvcr.io/nvidia/driver:595.91.07-ubuntu22.04"]
+        );
+        let rhel = run(&spec, &profile("a100-rhel9.4-crio")).unwrap().unwrap();
+        assert_eq!(images(&rhel), ["nvcr.io/nvidia/driver:595.91.07-rhel9"]);
+    }
+
+    #[test]
+    fn a_digest_gets_no_os_suffix() {
+        let mut spec = ClusterPolicySpec::default();
+        spec.driver.image.name = Some("registry.local/driver@sha256:abc".into());
+        let input = run(&spec, &profile("a100-rhel9.4-crio")).unwrap().unwrap();
+        assert_eq!(images(&input), ["registry.local/driver@sha256:abc"]);
+    }
+
+    #[test]
+    fn precompiled_tags_are_branch_kernel_and_os_and_need_a_branch() {
+        let mut spec = ClusterPolicySpec::default();
+        spec.driver.use_precompiled = Some(true);
+        let error = run(&spec, &profile("ubuntu22.04-two-kernels"))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("driver.usePrecompiled"), "{error}");
+        spec.driver.image.repository = Some("nvcr.io/nvidia".into());
+        spec.driver.image.name = Some("driver".into());
+        spec.driver.image.version = Some("570".into());
+        let input = run(&spec, &profile("ubuntu22.04-two-kernels"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            images(&input),
+            [
+                "nvcr.io/nvidia/driver:570-6.8.0-1021-aws-ubuntu22.04",
+                "nvcr.io/nvidia/driver:570-6.8.0-1024-aws-ubuntu22.04"
+            ]
+        );
+    }
+
+    #[test]
+    fn disabled_renders_nothing_and_nvidia_driver_crd_mode_is_refused() {
+        let mut spec = ClusterPolicySpec::default();
+        spec.driver.enabled = Some(false);
+        assert!(run(&spec, &ClusterFacts::default()).unwrap().is_none());
+        spec.driver.enabled = None;
+        spec.driver.use_nvidia_driver_crd = Some(true);
+        let error = run(&spec, &ClusterFacts::default())
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("driver.useNvidiaDriverCRD"), "{error}");
+    }
+}

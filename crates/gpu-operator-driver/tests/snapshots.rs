@@ -1,0 +1,118 @@
+//! Snapshots of the driver's rendered objects for every example ClusterPolicy × node profile, with
+//! precompiled drivers on the two-kernel fleet, and the default ClusterPolicy on the local
+//! cluster's mixed fleet (one DaemonSet per OS).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use gpu_operator_api::ClusterPolicySpec;
+use gpu_operator_core::{
+    facts::ClusterFacts,
+    fixtures,
+    operand::{Children, Cluster, Operand as _},
+};
+use gpu_operator_driver::Driver;
+
+fn render(spec: &ClusterPolicySpec, facts: &ClusterFacts) -> Children {
+    let image_env = |name: &str| match name {
+        "DRIVER_IMAGE" => Some("nvcr.io/nvidia/driver:595.91.07".to_owned()),
+        "DRIVER_MANAGER_IMAGE" => {
+            Some("nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0".to_owned())
+        }
+        _ => None,
+    };
+    let cluster = Cluster {
+        namespace: "gpu-operator",
+        facts,
+        image_env: &image_env,
+    };
+    Driver::validate(spec, &cluster)
+        .unwrap()
+        .map(|input| Driver::render(&input))
+        .unwrap_or_default()
+}
+
+fn yaml(children: &Children) -> serde_yaml::Value {
+    serde_yaml::to_value(serde_yaml::Mapping::from_iter([
+        (
+            "serviceAccounts".into(),
+            serde_yaml::to_value(&children.service_accounts).unwrap(),
+        ),
+        (
+            "roles".into(),
+            serde_yaml::to_value(&children.roles).unwrap(),
+        ),
+        (
+            "roleBindings".into(),
+            serde_yaml::to_value(&children.role_bindings).unwrap(),
+        ),
+        (
+            "clusterRoles".into(),
+            serde_yaml::to_value(&children.cluster_roles).unwrap(),
+        ),
+        (
+            "clusterRoleBindings".into(),
+            serde_yaml::to_value(&children.cluster_role_bindings).unwrap(),
+        ),
+        (
+            "configMaps".into(),
+            serde_yaml::to_value(&children.config_maps).unwrap(),
+        ),
+        (
+            "daemonSets".into(),
+            serde_yaml::to_value(&children.daemonsets).unwrap(),
+        ),
+    ]))
+    .unwrap()
+}
+
+#[test]
+fn examples_by_profile() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for (example, spec) in fixtures::examples(&root).unwrap() {
+        for profile in fixtures::profiles() {
+            let children = render(&spec, &profile.facts);
+            insta::assert_yaml_snapshot!(format!("{example}-{}", profile.name), yaml(&children));
+        }
+    }
+}
+
+#[test]
+fn precompiled_on_two_kernels_and_the_local_mixed_fleet() {
+    let two_kernels = fixtures::profiles()
+        .into_iter()
+        .find(|p| p.name == "ubuntu22.04-two-kernels")
+        .unwrap();
+    let mut spec = ClusterPolicySpec::default();
+    spec.driver.use_precompiled = Some(true);
+    spec.driver.image.repository = Some("nvcr.io/nvidia".into());
+    spec.driver.image.name = Some("driver".into());
+    spec.driver.image.version = Some("570".into());
+    let names = |c: &Children| -> Vec<String> {
+        c.daemonsets
+            .iter()
+            .map(|d| d.metadata.name.clone().unwrap())
+            .collect()
+    };
+    let precompiled = render(&spec, &two_kernels.facts);
+    assert_eq!(names(&precompiled).len(), 2);
+    insta::assert_yaml_snapshot!("precompiled-two-kernels", yaml(&precompiled));
+
+    let mut mixed = ClusterFacts::default();
+    for profile in fixtures::profiles().into_iter().take(3) {
+        let f = profile.facts;
+        mixed.gpu_nodes += f.gpu_nodes;
+        mixed.os_releases.extend(f.os_releases);
+        mixed.kernels.extend(f.kernels);
+        mixed.os_kernels.extend(f.os_kernels);
+        mixed.runtimes.extend(f.runtimes);
+    }
+    let children = render(&ClusterPolicySpec::default(), &mixed);
+    assert_eq!(
+        names(&children),
+        [
+            "nvidia-driver-daemonset-rhel9.4",
+            "nvidia-driver-daemonset-ubuntu22.04",
+            "nvidia-driver-daemonset-ubuntu24.04"
+        ]
+    );
+    insta::assert_yaml_snapshot!("default-mixed-fleet", yaml(&children));
+}
