@@ -10,6 +10,7 @@ use gpu_operator_core::{Context, controller, metrics::Metrics, operand::Operand,
 use gpu_operator_device_plugin::DevicePlugin;
 use gpu_operator_driver::Driver;
 use gpu_operator_runtime::{admin, config::RunArgs, leader, shutdown::Shutdown, telemetry};
+use gpu_operator_toolkit::Toolkit;
 use gpu_operator_validation::Validation;
 
 /// The operand conditions the status reconciler waits for: one per operand reconciler run below.
@@ -17,6 +18,7 @@ const OPERAND_CONDITIONS: &[&str] = &[
     operand::DEVICE_PLUGIN_READY,
     operand::VALIDATOR_READY,
     operand::DRIVER_READY,
+    operand::TOOLKIT_READY,
 ];
 
 /// The reconciler of operand `O`, ready to be polled with the others.
@@ -92,6 +94,7 @@ async fn run(args: &RunArgs, namespace: String) -> anyhow::Result<()> {
         operand::<Validation>(&ctx, &subs, stop()),
         operand::<DevicePlugin>(&ctx, &subs, stop()),
         operand::<Driver>(&ctx, &subs, stop()),
+        operand::<Toolkit>(&ctx, &subs, stop()),
         controller::run_status(ctx.clone(), subs.clone(), OPERAND_CONDITIONS, stop()).boxed(),
         controller::run_node_validation(ctx.clone(), subs.clone(), stop()).boxed(),
     ];

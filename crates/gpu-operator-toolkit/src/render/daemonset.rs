@@ -1,0 +1,279 @@
+//! `nvidia-container-toolkit-daemonset`: the `driver-validation` init container (the barrier on
+//! the driver), then `nvidia-container-toolkit-ctr` with NVIDIA's env (install dir, CDI mode, the
+//! CRI-O hook fallback), the user's `toolkit.env` over it, and the runtime wiring (which reads the
+//! user's host paths). Runs without a RuntimeClass: it installs the runtime the others use.
+
+use gpu_operator_api::{ClusterPolicySpec, labels::operand};
+use gpu_operator_core::{
+    barrier,
+    daemonset::{self, Identity, merge_env},
+    image,
+    operand::Operand as _,
+    runtime_class::{self, ContainerRuntime},
+};
+use k8s_openapi::api::{
+    apps::v1::DaemonSet,
+    core::v1::{
+        ConfigMapVolumeSource, Container, EnvVar, EnvVarSource, HostPathVolumeSource,
+        LocalObjectReference, ObjectFieldSelector, PodSpec, SELinuxOptions, SecurityContext,
+        Volume, VolumeMount,
+    },
+};
+
+use super::config_map::SCRIPT_KEY;
+use crate::{DAEMONSET, ENTRYPOINT_CONFIG_MAP, Input, SERVICE_ACCOUNT, Toolkit, runtime};
+
+/// Where the toolkit is installed unless `toolkit.installDir` says otherwise.
+pub const DEFAULT_INSTALL_DIR: &str = "/usr/local/nvidia";
+const CONTAINER: &str = "nvidia-container-toolkit-ctr";
+
+/// The operator's env before the user's.
+fn defaults(spec: &ClusterPolicySpec, runtime: ContainerRuntime) -> Vec<(&'static str, String)> {
+    let install_dir = install_dir(spec);
+    let mut env = vec![
+        ("ROOT", install_dir.to_owned()),
+        (
+            "NVIDIA_CONTAINER_RUNTIME_MODES_CDI_DEFAULT_KIND",
+            "management.nvidia.com/gpu".to_owned(),
+        ),
+        ("NVIDIA_VISIBLE_DEVICES", "void".to_owned()),
+        (
+            "TOOLKIT_PID_FILE",
+            "/run/nvidia/toolkit/toolkit.pid".to_owned(),
+        ),
+    ];
+    if runtime_class::cdi_enabled(spec) {
+        env.extend([
+            ("CDI_ENABLED", "true".to_owned()),
+            ("NVIDIA_RUNTIME_SET_AS_DEFAULT", "false".to_owned()),
+            ("NVIDIA_CONTAINER_RUNTIME_MODE", "cdi".to_owned()),
+            ("CRIO_CONFIG_MODE", "config".to_owned()),
+        ]);
+        if runtime_class::nri_plugin_enabled(spec) {
+            env.push(("ENABLE_NRI_PLUGIN", "true".to_owned()));
+        }
+    } else if runtime == ContainerRuntime::CriO {
+        // Without CDI, CRI-O gets the OCI prestart hook rather than a runtime handler.
+        env.push(("CRIO_CONFIG_MODE", "hook".to_owned()));
+    }
+    env
+}
+
+fn install_dir(spec: &ClusterPolicySpec) -> &str {
+    spec.toolkit
+        .install_dir
+        .as_deref()
+        .filter(|d| !d.is_empty())
+        .unwrap_or(DEFAULT_INSTALL_DIR)
+}
+
+/// The toolkit container's env: NVIDIA's, the user's over it, then the runtime wiring.
+fn env(
+    spec: &ClusterPolicySpec,
+    wiring: &runtime::Wiring,
+    runtime: ContainerRuntime,
+) -> Vec<EnvVar> {
+    let user = spec.toolkit.container.env();
+    let mut env = merge_env(&defaults(spec, runtime), user);
+    for (name, value) in &wiring.env {
+        env.retain(|e| e.name != *name);
+        env.push(EnvVar {
+            name: (*name).to_owned(),
+            value: Some(value.clone()),
+            value_from: None,
+        });
+    }
+    env.push(EnvVar {
+        name: "NRI_NAMESPACE".to_owned(),
+        value: None,
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: "metadata.namespace".to_owned(),
+                api_version: None,
+            }),
+            ..EnvVarSource::default()
+        }),
+    });
+    env
+}
+
+fn mount(name: &str, path: &str) -> VolumeMount {
+    VolumeMount {
+        name: name.to_owned(),
+        mount_path: path.to_owned(),
+        ..VolumeMount::default()
+    }
+}
+
+fn host_path(name: &str, path: &str, create: bool) -> Volume {
+    Volume {
+        name: name.to_owned(),
+        host_path: Some(HostPathVolumeSource {
+            path: path.to_owned(),
+            type_: create.then(|| "DirectoryOrCreate".to_owned()),
+        }),
+        ..Volume::default()
+    }
+}
+
+/// The DaemonSet.
+pub fn build(input: &Input) -> DaemonSet {
+    let spec = &input.spec;
+    let toolkit = &spec.toolkit;
+    let wiring = runtime::wiring(
+        input.runtime,
+        toolkit.container.env(),
+        runtime_class::configured_name(spec),
+        runtime_class::nri_plugin_enabled(spec),
+    );
+    let install_dir = install_dir(spec);
+    let mut mounts = vec![
+        VolumeMount {
+            read_only: Some(true),
+            sub_path: Some(SCRIPT_KEY.to_owned()),
+            ..mount(ENTRYPOINT_CONFIG_MAP, "/bin/entrypoint.sh")
+        },
+        mount("toolkit-root", "/run/nvidia/toolkit"),
+        mount(barrier::VALIDATIONS_VOLUME, barrier::VALIDATIONS_DIR),
+        mount("toolkit-install-dir", install_dir),
+        mount("crio-hooks", "/usr/share/containers/oci/hooks.d"),
+        VolumeMount {
+            mount_propagation: Some("HostToContainer".to_owned()),
+            ..mount("driver-install-dir", "/driver-root")
+        },
+        VolumeMount {
+            read_only: Some(true),
+            mount_propagation: Some("HostToContainer".to_owned()),
+            ..mount("host-root", "/host")
+        },
+        mount("cdi-root", "/var/run/cdi"),
+    ];
+    mounts.extend(wiring.mounts.iter().cloned());
+    let mut volumes = volumes(input, install_dir);
+    volumes.extend(wiring.volumes.iter().cloned());
+    let main = Container {
+        name: CONTAINER.to_owned(),
+        image: Some(input.image.clone()),
+        command: Some(vec!["/bin/sh".to_owned(), "-c".to_owned()]),
+        args: Some(vec!["/bin/entrypoint.sh".to_owned()]),
+        env: Some(env(spec, &wiring, input.runtime)),
+        security_context: Some(SecurityContext {
+            privileged: Some(true),
+            se_linux_options: Some(SELinuxOptions {
+                level: Some("s0".to_owned()),
+                ..SELinuxOptions::default()
+            }),
+            ..SecurityContext::default()
+        }),
+        volume_mounts: Some(mounts),
+        ..Container::default()
+    };
+    let mut pod = PodSpec {
+        service_account_name: Some(SERVICE_ACCOUNT.to_owned()),
+        host_pid: Some(true),
+        init_containers: Some(vec![driver_validation(input)]),
+        containers: vec![main],
+        volumes: Some(volumes),
+        ..PodSpec::default()
+    };
+    daemonset::apply_component(
+        &mut pod,
+        &toolkit.image,
+        &toolkit.container,
+        toolkit.host_network,
+    );
+    validator_image_settings(spec, &mut pod);
+    let id = Identity {
+        name: DAEMONSET,
+        component: Toolkit::NAME,
+        deploy_label: operand::CONTAINER_TOOLKIT,
+        always_on_delete: false,
+    };
+    daemonset::build(id, pod, &spec.daemonsets)
+}
+
+/// The pod's volumes before the runtime wiring's: host paths with `hostPaths.rootFS`,
+/// `hostPaths.driverInstallDir` and `toolkit.installDir` applied, and the entrypoint.
+fn volumes(input: &Input, install_dir: &str) -> Vec<Volume> {
+    let spec = &input.spec;
+    let host_paths = spec.host_paths.clone().unwrap_or_default();
+    let root = host_paths
+        .root_fs
+        .as_deref()
+        .filter(|r| !r.is_empty())
+        .unwrap_or("/");
+    let driver_dir = host_paths
+        .driver_install_dir
+        .as_deref()
+        .filter(|d| !d.is_empty())
+        .unwrap_or("/run/nvidia/driver");
+    let hooks = if input.runtime == ContainerRuntime::CriO {
+        "/usr/share/containers/oci/hooks.d"
+    } else {
+        "/run/containers/oci/hooks.d"
+    };
+    vec![
+        Volume {
+            name: ENTRYPOINT_CONFIG_MAP.to_owned(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: ENTRYPOINT_CONFIG_MAP.to_owned(),
+                default_mode: Some(0o700),
+                ..ConfigMapVolumeSource::default()
+            }),
+            ..Volume::default()
+        },
+        host_path("toolkit-root", "/run/nvidia/toolkit", true),
+        barrier::volume(),
+        host_path("driver-install-dir", driver_dir, true),
+        host_path("host-root", root, false),
+        host_path("toolkit-install-dir", install_dir, false),
+        host_path("crio-hooks", hooks, false),
+        host_path(
+            "host-dev-char",
+            &format!("{}/dev/char", root.trim_end_matches('/')),
+            false,
+        ),
+        host_path("cdi-root", "/var/run/cdi", true),
+    ]
+}
+
+/// The barrier: wait for the validator's `driver-ready`, with `validator.driver.env`.
+fn driver_validation(input: &Input) -> Container {
+    let mut init = barrier::wait_for("driver", &input.validator_image);
+    let user = input
+        .spec
+        .validator
+        .as_ref()
+        .and_then(|v| v.driver.as_ref())
+        .and_then(|d| d.env.as_deref())
+        .unwrap_or_default();
+    if !user.is_empty() {
+        init.env = Some(merge_env(&[], user));
+    }
+    init
+}
+
+/// The init container runs the validator image: its pull policy and pull secrets apply to it.
+fn validator_image_settings(spec: &ClusterPolicySpec, pod: &mut PodSpec) {
+    let validator = spec.validator.clone().unwrap_or_default();
+    if validator.image.pull_policy().is_some() {
+        for init in pod.init_containers.iter_mut().flatten() {
+            init.image_pull_policy = Some(image::pull_policy(&validator.image).to_owned());
+        }
+    }
+    let secrets = pod.image_pull_secrets.get_or_insert_with(Vec::new);
+    for secret in validator.image.pull_secrets() {
+        if !secrets.iter().any(|s| &s.name == secret) {
+            secrets.push(LocalObjectReference {
+                name: secret.clone(),
+            });
+        }
+    }
+    if secrets.is_empty() {
+        pod.image_pull_secrets = None;
+    }
+}
+
+#[cfg(test)]
+#[path = "daemonset_tests.rs"]
+mod tests;

@@ -1,0 +1,85 @@
+//! The NVIDIA RuntimeClasses, as NVIDIA's `pre-requisites` creates them: `nvidia` (name and handler
+//! from `operator.runtimeClass`) always, `nvidia-cdi` and `nvidia-legacy` while CDI is enabled;
+//! none with the NRI plugin, which injects GPUs without a runtime handler. The handlers are the
+//! ones the toolkit registers in the runtime's configuration.
+
+use gpu_operator_api::ClusterPolicySpec;
+use gpu_operator_core::{
+    meta,
+    operand::Operand as _,
+    runtime_class::{self, CDI_RUNTIME_CLASS, LEGACY_RUNTIME_CLASS},
+};
+use k8s_openapi::{api::node::v1::RuntimeClass, apimachinery::pkg::apis::meta::v1::ObjectMeta};
+
+use crate::Toolkit;
+
+fn runtime_class(name: &str) -> RuntimeClass {
+    RuntimeClass {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            labels: Some(meta::labels(name, Toolkit::NAME)),
+            ..ObjectMeta::default()
+        },
+        handler: name.to_owned(),
+        ..RuntimeClass::default()
+    }
+}
+
+/// The RuntimeClasses `spec` asks for.
+pub fn runtime_classes(spec: &ClusterPolicySpec) -> Vec<RuntimeClass> {
+    if runtime_class::nri_plugin_enabled(spec) {
+        return Vec::new();
+    }
+    let mut names = vec![runtime_class::configured_name(spec)];
+    if runtime_class::cdi_enabled(spec) {
+        for extra in [CDI_RUNTIME_CLASS, LEGACY_RUNTIME_CLASS] {
+            if !names.contains(&extra) {
+                names.push(extra);
+            }
+        }
+    }
+    names.into_iter().map(runtime_class).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use gpu_operator_api::spec::CdiSpec;
+
+    use super::*;
+
+    fn names(spec: &ClusterPolicySpec) -> Vec<(String, String)> {
+        runtime_classes(spec)
+            .into_iter()
+            .map(|r| (r.metadata.name.unwrap(), r.handler))
+            .collect()
+    }
+
+    #[test]
+    fn runtime_class_names_and_handlers_follow_nvidia() {
+        let mut spec = ClusterPolicySpec::default();
+        let pairs = |list: &[&str]| -> Vec<(String, String)> {
+            list.iter()
+                .map(|n| ((*n).to_owned(), (*n).to_owned()))
+                .collect()
+        };
+        assert_eq!(
+            names(&spec),
+            pairs(&["nvidia", "nvidia-cdi", "nvidia-legacy"])
+        );
+        spec.operator.runtime_class = Some("nvidia-gpu".into());
+        assert_eq!(
+            names(&spec),
+            pairs(&["nvidia-gpu", "nvidia-cdi", "nvidia-legacy"])
+        );
+        spec.cdi = Some(CdiSpec {
+            enabled: Some(false),
+            ..CdiSpec::default()
+        });
+        assert_eq!(names(&spec), pairs(&["nvidia-gpu"]));
+        spec.cdi = Some(CdiSpec {
+            nri_plugin_enabled: Some(true),
+            ..CdiSpec::default()
+        });
+        assert!(names(&spec).is_empty());
+    }
+}

@@ -1,0 +1,76 @@
+//! Checks the ClusterPolicy for the toolkit, resolves its image (`CONTAINER_TOOLKIT_IMAGE` as
+//! fallback) and the validator image of its `driver-validation` init container
+//! (`VALIDATOR_IMAGE`), and picks the container runtime to configure. Pure.
+
+use gpu_operator_api::ClusterPolicySpec;
+use gpu_operator_core::{
+    Error, image,
+    operand::Cluster,
+    runtime_class::{self, ContainerRuntime},
+};
+
+/// What rendering the toolkit needs.
+#[derive(Clone, Debug)]
+pub struct Input {
+    /// The ClusterPolicy spec it was validated from.
+    pub spec: ClusterPolicySpec,
+    /// The operator namespace (subject of the role binding).
+    pub namespace: String,
+    /// The toolkit image.
+    pub image: String,
+    /// The validator image, run by the init container that waits for the driver.
+    pub validator_image: String,
+    /// The runtime to configure: the user's `RUNTIME` in `toolkit.env`, else the detected one.
+    pub runtime: ContainerRuntime,
+}
+
+/// `Ok(None)` when `toolkit.enabled` is false (it defaults to true).
+pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
+    if spec.toolkit.enabled == Some(false) {
+        return Ok(None);
+    }
+    if runtime_class::nri_plugin_enabled(spec) && !runtime_class::cdi_enabled(spec) {
+        return Err(Error::InvalidSpec(
+            "cdi.nriPluginEnabled needs cdi.enabled: the NRI plugin injects GPUs through CDI; \
+             enable CDI or turn the NRI plugin off"
+                .to_owned(),
+        ));
+    }
+    let env = |name: &str| (cluster.image_env)(name);
+    let image = image::resolve(
+        "toolkit",
+        &spec.toolkit.image,
+        "CONTAINER_TOOLKIT_IMAGE",
+        env("CONTAINER_TOOLKIT_IMAGE").as_deref(),
+    )?;
+    let validator = spec.validator.clone().unwrap_or_default();
+    let validator_image = image::resolve(
+        "validator",
+        &validator.image,
+        "VALIDATOR_IMAGE",
+        env("VALIDATOR_IMAGE").as_deref(),
+    )?;
+    let user_runtime = spec
+        .toolkit
+        .container
+        .env()
+        .iter()
+        .find(|e| e.name == "RUNTIME")
+        .and_then(|e| e.value.as_deref());
+    let runtime = match user_runtime {
+        None => runtime_class::detect(spec, cluster.facts),
+        Some(name) => ContainerRuntime::from_name(name).ok_or_else(|| {
+            Error::InvalidSpec(format!(
+                "toolkit.env RUNTIME={name:?}: use containerd, crio or docker, or remove it to \
+                 detect the runtime from the nodes"
+            ))
+        })?,
+    };
+    Ok(Some(Input {
+        spec: spec.clone(),
+        namespace: cluster.namespace.to_owned(),
+        image,
+        validator_image,
+        runtime,
+    }))
+}
