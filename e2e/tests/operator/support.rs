@@ -26,12 +26,21 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 pub const TIMEOUT: Duration = Duration::from_secs(120);
 pub const PLUGIN: &str = "nvidia-device-plugin-daemonset";
 pub const VALIDATOR: &str = "nvidia-operator-validator";
-pub const IMAGES: [(&str, &str); 2] = [
+pub const IMAGES: [(&str, &str); 5] = [
     (
         "DEVICE_PLUGIN_IMAGE",
         "nvcr.io/nvidia/k8s-device-plugin:v0.17.0",
     ),
     ("VALIDATOR_IMAGE", "ghcr.io/example/gpu-operator:e2e"),
+    ("DRIVER_IMAGE", "nvcr.io/nvidia/driver:595.91.07"),
+    (
+        "DRIVER_MANAGER_IMAGE",
+        "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0",
+    ),
+    (
+        "CONTAINER_TOOLKIT_IMAGE",
+        "nvcr.io/nvidia/k8s/container-toolkit:v1.20.0",
+    ),
 ];
 
 pub struct Env {
