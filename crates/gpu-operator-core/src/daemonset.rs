@@ -176,18 +176,19 @@ pub fn apply_component(
 }
 
 /// The operator's env for a container, then the user's: a user variable replaces the operator's
-/// variable of the same name, new ones are appended.
+/// variable of the same name, new ones are appended. An empty value is left out, as the API
+/// server stores it, so the rendered env compares equal to the live one.
 pub fn merge_env(defaults: &[(&str, String)], user: &[SpecEnvVar]) -> Vec<EnvVar> {
     let mut env: Vec<EnvVar> = defaults
         .iter()
         .map(|(name, value)| EnvVar {
             name: (*name).to_owned(),
-            value: Some(value.clone()),
+            value: Some(value.clone()).filter(|v| !v.is_empty()),
             value_from: None,
         })
         .collect();
     for variable in user {
-        let value = variable.value.clone();
+        let value = variable.value.clone().filter(|v| !v.is_empty());
         match env.iter_mut().find(|e| e.name == variable.name) {
             Some(existing) => existing.value = value,
             None => env.push(EnvVar {
@@ -333,6 +334,12 @@ mod tests {
             strategy.rolling_update.unwrap().max_unavailable,
             Some(IntOrString::Int(2))
         );
+    }
+
+    #[test]
+    fn empty_values_are_left_out_as_the_api_server_stores_them() {
+        let env = merge_env(&[("A", String::new())], &[SpecEnvVar::new("B", "")]);
+        assert!(env.iter().all(|e| e.value.is_none()), "{env:?}");
     }
 
     #[test]
