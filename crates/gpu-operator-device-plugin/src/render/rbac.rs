@@ -51,16 +51,16 @@ mod tests {
 
     #[test]
     fn both_identities_only_read_nodes() {
-        let roles = cluster_roles();
-        assert_eq!(roles.len(), 2);
-        for role in roles {
-            let rules = role.rules.unwrap();
-            assert_eq!(rules.len(), 1);
+        let all = cluster_all();
+        assert_eq!(all.len(), 2);
+        for role in all {
+            let granted = role.granted.unwrap();
+            assert_eq!(granted.len(), 1);
             assert_eq!(
-                rules[0].resources.as_deref(),
+                granted[0].resources.as_deref(),
                 Some(&["nodes".to_owned()][..])
             );
-            assert_eq!(rules[0].verbs, ["get", "list", "watch"]);
+            assert_eq!(granted[0].verbs, ["get", "list", "watch"]);
         }
         let bindings = cluster_role_bindings("gpu-operator");
         assert_eq!(
