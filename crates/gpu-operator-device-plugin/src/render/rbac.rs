@@ -51,10 +51,10 @@ mod tests {
 
     #[test]
     fn both_identities_only_read_nodes() {
-        let all = cluster_all();
+        let all = cluster_roles();
         assert_eq!(all.len(), 2);
         for role in all {
-            let granted = role.granted.unwrap();
+            let granted = role.rules.unwrap();
             assert_eq!(granted.len(), 1);
             assert_eq!(
                 granted[0].resources.as_deref(),
