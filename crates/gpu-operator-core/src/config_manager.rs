@@ -9,9 +9,11 @@
 
 use gpu_operator_api::{labels::DEVICE_PLUGIN_CONFIG, spec::DevicePluginConfig};
 use k8s_openapi::api::core::v1::{
-    ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, EnvVarSource,
-    ObjectFieldSelector, PodSpec, SecurityContext, Volume, VolumeMount,
+    ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, PodSpec, SecurityContext,
+    Volume, VolumeMount,
 };
+
+use crate::daemonset::field_env;
 
 /// Where the ConfigMap of configurations is mounted.
 pub const AVAILABLE_CONFIGS_DIR: &str = "/available-configs";
@@ -90,17 +92,7 @@ fn container(name: &str, wiring: &Wiring<'_>, default: &str, signal: Option<&str
     let env = vec![
         value("ONESHOT", if signal.is_some() { "false" } else { "true" }),
         value("KUBECONFIG", ""),
-        EnvVar {
-            name: "NODE_NAME".to_owned(),
-            value: None,
-            value_from: Some(EnvVarSource {
-                field_ref: Some(ObjectFieldSelector {
-                    field_path: "spec.nodeName".to_owned(),
-                    api_version: None,
-                }),
-                ..EnvVarSource::default()
-            }),
-        },
+        field_env("NODE_NAME", "spec.nodeName"),
         value("NODE_LABEL", DEVICE_PLUGIN_CONFIG),
         value("CONFIG_FILE_SRCDIR", AVAILABLE_CONFIGS_DIR),
         value("CONFIG_FILE_DST", CONFIG_FILE),

@@ -13,8 +13,8 @@ use k8s_openapi::{
     api::{
         apps::v1::{DaemonSet, DaemonSetSpec, DaemonSetUpdateStrategy, RollingUpdateDaemonSet},
         core::v1::{
-            EnvVar, LocalObjectReference, PodSpec, PodTemplateSpec, ResourceRequirements,
-            Toleration,
+            EnvVar, EnvVarSource, LocalObjectReference, ObjectFieldSelector, PodSpec,
+            PodTemplateSpec, ResourceRequirements, Toleration,
         },
     },
     apimachinery::pkg::{
@@ -192,6 +192,22 @@ pub fn apply_args(pod: &mut PodSpec, main: &str, container: &ContainerSpec) {
     }
     if let Some(c) = pod.containers.iter_mut().find(|c| c.name == main) {
         c.args = Some(container.args().to_vec());
+    }
+}
+
+/// An env variable from the pod's own fields (downward API), such as `NODE_NAME` from
+/// `spec.nodeName`.
+pub fn field_env(name: &str, field_path: &str) -> EnvVar {
+    EnvVar {
+        name: name.to_owned(),
+        value: None,
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: field_path.to_owned(),
+                api_version: None,
+            }),
+            ..EnvVarSource::default()
+        }),
     }
 }
 

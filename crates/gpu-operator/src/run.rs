@@ -8,11 +8,16 @@ use futures::{FutureExt as _, future::BoxFuture};
 use gpu_operator_api::conditions::operand;
 use gpu_operator_core::{Context, controller, metrics::Metrics, operand::Operand, stores};
 use gpu_operator_device_plugin::DevicePlugin;
+use gpu_operator_gfd::GpuFeatureDiscovery;
 use gpu_operator_runtime::{admin, config::RunArgs, leader, shutdown::Shutdown, telemetry};
 use gpu_operator_validation::Validation;
 
 /// The operand conditions the status reconciler waits for: one per operand reconciler run below.
-const OPERAND_CONDITIONS: &[&str] = &[operand::DEVICE_PLUGIN_READY, operand::VALIDATOR_READY];
+const OPERAND_CONDITIONS: &[&str] = &[
+    operand::DEVICE_PLUGIN_READY,
+    operand::VALIDATOR_READY,
+    operand::GFD_READY,
+];
 
 /// The reconciler of operand `O`, ready to be polled with the others.
 fn operand<O: Operand>(
@@ -86,6 +91,7 @@ async fn run(args: &RunArgs, namespace: String) -> anyhow::Result<()> {
         gpu_operator_node_labels::controller(ctx.clone(), &subs, stop()).boxed(),
         operand::<Validation>(&ctx, &subs, stop()),
         operand::<DevicePlugin>(&ctx, &subs, stop()),
+        operand::<GpuFeatureDiscovery>(&ctx, &subs, stop()),
         controller::run_status(ctx.clone(), subs.clone(), OPERAND_CONDITIONS, stop()).boxed(),
         controller::run_node_validation(ctx.clone(), subs.clone(), stop()).boxed(),
     ];

@@ -12,7 +12,7 @@ use gpu_operator_core::{
 };
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
-    core::v1::{Container, EnvVar, EnvVarSource, ObjectFieldSelector, PodSpec, VolumeMount},
+    core::v1::{Container, PodSpec, VolumeMount},
 };
 
 use super::{finish, mount, mps_root, mps_volumes, privileged};
@@ -30,20 +30,7 @@ pub fn build(input: &Input) -> DaemonSet {
     ];
     defaults.extend(mig::strategy_env(spec));
     let mut env = daemonset::merge_env(&defaults, &[]);
-    env.insert(
-        0,
-        EnvVar {
-            name: "NODE_NAME".to_owned(),
-            value: None,
-            value_from: Some(EnvVarSource {
-                field_ref: Some(ObjectFieldSelector {
-                    field_path: "spec.nodeName".to_owned(),
-                    api_version: None,
-                }),
-                ..EnvVarSource::default()
-            }),
-        },
-    );
+    env.insert(0, daemonset::field_env("NODE_NAME", "spec.nodeName"));
     let mounts = Container {
         name: "mps-control-daemon-mounts".to_owned(),
         image: Some(input.image.clone()),
