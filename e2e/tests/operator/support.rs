@@ -26,12 +26,14 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 pub const TIMEOUT: Duration = Duration::from_secs(120);
 pub const PLUGIN: &str = "nvidia-device-plugin-daemonset";
 pub const VALIDATOR: &str = "nvidia-operator-validator";
-pub const IMAGES: [(&str, &str); 2] = [
+/// The operator's image environment; the device plugin's comes first (one step drops it).
+pub const IMAGES: [(&str, &str); 3] = [
     (
         "DEVICE_PLUGIN_IMAGE",
         "nvcr.io/nvidia/k8s-device-plugin:v0.17.0",
     ),
     ("VALIDATOR_IMAGE", "ghcr.io/example/gpu-operator:e2e"),
+    ("GFD_IMAGE", "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"),
 ];
 
 pub struct Env {
