@@ -57,6 +57,15 @@ async fn patch_policy(env: &Env, name: &str, patch: serde_json::Value) {
         .unwrap();
 }
 
+/// Sets (or with `None` removes) `nvidia.com/mps.capable` on `node`, as GFD would.
+pub async fn mps_capable(env: &Env, node: &str, value: Option<&str>) {
+    let patch = json!({"metadata": {"labels": {"nvidia.com/mps.capable": value}}});
+    Api::<Node>::all(env.client.clone())
+        .patch(node, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+}
+
 /// Every operand Ready on the GPU nodes, the MPS daemon on an `mps.capable` node, the common
 /// label on every pod, GFDReady true.
 pub async fn operands_become_ready_with_the_common_labels(env: &Env, name: &str) {
@@ -65,11 +74,7 @@ pub async fn operands_become_ready_with_the_common_labels(env: &Env, name: &str)
     assert_eq!(gfd.status, "True", "{gfd:?}");
     let gpus = gpu_nodes(&simulated_nodes(&env.client).await);
     let mps_node = gpus.first().unwrap().clone();
-    let capable = json!({"metadata": {"labels": {"nvidia.com/mps.capable": "true"}}});
-    Api::<Node>::all(env.client.clone())
-        .patch(&mps_node, &PatchParams::default(), &Patch::Merge(&capable))
-        .await
-        .unwrap();
+    mps_capable(env, &mps_node, Some("true")).await;
     for app in [PLUGIN, GFD, VALIDATOR] {
         wait_ds_ready(env, app, None).await;
         let pods = pods_of(env, app).await;
@@ -242,4 +247,7 @@ pub async fn a_no_op_change_restarts_nothing(env: &Env, name: &str) {
         now.push(pods_of(env, app).await);
     }
     assert_eq!(now, pods, "no operand pod restarted");
+    for node in pods[2].keys() {
+        mps_capable(env, node, None).await;
+    }
 }
