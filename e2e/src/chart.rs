@@ -142,6 +142,17 @@ pub async fn token_kubeconfig(
     name: &str,
     dir: &Path,
 ) -> anyhow::Result<(PathBuf, String)> {
+    token_kubeconfig_from(&kubeconfig_path()?, client, namespace, name, dir).await
+}
+
+/// [`token_kubeconfig`] for the cluster of the admin kubeconfig `admin`.
+pub async fn token_kubeconfig_from(
+    admin: &Path,
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    dir: &Path,
+) -> anyhow::Result<(PathBuf, String)> {
     let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
     let request =
         serde_json::from_value(json!({"spec": {"audiences": [], "expirationSeconds": 7200}}))?;
@@ -152,8 +163,7 @@ pub async fn token_kubeconfig(
         .status
         .context("TokenRequest returned no token")?
         .token;
-    let mut config =
-        serde_json::to_value(kube::config::Kubeconfig::read_from(kubeconfig_path()?)?)?;
+    let mut config = serde_json::to_value(kube::config::Kubeconfig::read_from(admin)?)?;
     if let Some(users) = config.get_mut("users").and_then(|u| u.as_array_mut()) {
         for user in users {
             user["user"] = json!({ "token": token });
