@@ -5,11 +5,12 @@ use std::{collections::BTreeMap, time::Duration};
 
 use gpu_operator_api::{ClusterPolicy, State, conditions};
 use gpu_operator_e2e::{
+    chart::{operator_kubeconfig, remove_operator_rbac},
     client,
     crd::ensure_crd,
     fleet::{KWOK_LABEL, NFD_NVIDIA_PCI},
     harness::kubectl_ok,
-    operator::{Operator, service_account_kubeconfig},
+    operator::Operator,
     unique_name, wait_until,
 };
 use k8s_openapi::api::{
@@ -170,11 +171,11 @@ pub async fn setup() -> Env {
         .unwrap();
     let dir = std::env::temp_dir().join(&namespace);
     std::fs::create_dir_all(&dir).unwrap();
-    // Broad rights for now; the chart's least-privilege RBAC replaces this binding.
-    let (kubeconfig, user) =
-        service_account_kubeconfig(&client, &namespace, "gpu-operator", "cluster-admin", &dir)
-            .await
-            .unwrap();
+    // Exactly the chart's RBAC: its ServiceAccount, Role and ClusterRole, release named after the
+    // namespace.
+    let (kubeconfig, user) = operator_kubeconfig(&client, &namespace, &namespace, &dir)
+        .await
+        .unwrap();
     Env {
         client,
         namespace,
@@ -185,7 +186,7 @@ pub async fn setup() -> Env {
 }
 
 /// Deletes what the scenario created when dropped, also when a step panics: the ClusterPolicies
-/// `policies`, the operator namespace and its ClusterRoleBinding.
+/// `policies`, the operator namespace and the chart's cluster-scoped RBAC.
 pub struct Cleanup {
     /// The operator namespace.
     pub namespace: String,
@@ -204,13 +205,7 @@ impl Drop for Cleanup {
                 "--wait=false",
             ]);
         }
-        let binding = format!("{}-gpu-operator", self.namespace);
-        let _ = kubectl_ok(&[
-            "delete",
-            "clusterrolebinding",
-            &binding,
-            "--ignore-not-found",
-        ]);
+        remove_operator_rbac(&self.namespace);
         let _ = kubectl_ok(&[
             "delete",
             "namespace",

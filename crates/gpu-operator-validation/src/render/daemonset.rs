@@ -99,7 +99,13 @@ fn checks(input: &Input, section: &ValidatorSpec) -> Vec<Container> {
             input,
             component::DRIVER,
             section.driver.as_ref(),
-            &[(names::WITH_WAIT, "true".to_owned())],
+            &[
+                (names::WITH_WAIT, "true".to_owned()),
+                (
+                    names::DRIVER_MANAGED_BY_OPERATOR,
+                    (spec.driver.enabled != Some(false)).to_string(),
+                ),
+            ],
         ),
         check(
             input,
@@ -456,5 +462,23 @@ mod tests {
             .command
             .unwrap();
         assert_eq!(pre_stop, ["gpu-operator-validator", "cleanup"]);
+    }
+
+    #[test]
+    fn the_driver_check_waits_for_the_driver_container_only_when_the_operator_deploys_it() {
+        let pod = render(ClusterPolicySpec::default());
+        let driver = &pod.init_containers.clone().unwrap()[0];
+        assert_eq!(
+            env(driver, "DRIVER_MANAGED_BY_OPERATOR").as_deref(),
+            Some("true")
+        );
+        let mut spec = ClusterPolicySpec::default();
+        spec.driver.enabled = Some(false);
+        let pod = render(spec);
+        let driver = &pod.init_containers.clone().unwrap()[0];
+        assert_eq!(
+            env(driver, "DRIVER_MANAGED_BY_OPERATOR").as_deref(),
+            Some("false")
+        );
     }
 }
