@@ -8,15 +8,15 @@ use gpu_operator_api::{
     validator::{component, env as names},
 };
 use gpu_operator_core::{
-    daemonset::{self, Identity},
+    daemonset::{self, Identity, field_env},
     host_paths,
     operand::Operand as _,
 };
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
     core::v1::{
-        Container, EnvVar, EnvVarSource, ExecAction, HostPathVolumeSource, Lifecycle,
-        LifecycleHandler, ObjectFieldSelector, PodSpec, SecurityContext, Volume, VolumeMount,
+        Container, EnvVar, ExecAction, HostPathVolumeSource, Lifecycle, LifecycleHandler, PodSpec,
+        SecurityContext, Volume, VolumeMount,
     },
 };
 
@@ -226,20 +226,6 @@ fn check(
             },
         ]),
         ..Container::default()
-    }
-}
-
-fn field_env(name: &str, path: &str) -> EnvVar {
-    EnvVar {
-        name: name.to_owned(),
-        value: None,
-        value_from: Some(EnvVarSource {
-            field_ref: Some(ObjectFieldSelector {
-                field_path: path.to_owned(),
-                api_version: None,
-            }),
-            ..EnvVarSource::default()
-        }),
     }
 }
 
