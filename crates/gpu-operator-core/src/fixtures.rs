@@ -4,7 +4,10 @@
 
 use std::collections::BTreeSet;
 
-use crate::facts::{ClusterFacts, OsRelease};
+use crate::{
+    children::Children,
+    facts::{ClusterFacts, OsRelease},
+};
 
 /// A named set of GPU-node facts.
 #[derive(Clone, Debug)]
@@ -105,6 +108,73 @@ pub fn examples(
         }
     }
     Ok(examples)
+}
+
+/// The image the fixtures' operator environment gives for variable `env` (such as
+/// `DEVICE_PLUGIN_IMAGE` → `registry.example.com/device-plugin:v1`).
+pub fn image_env(env: &str) -> Option<String> {
+    let name = env
+        .trim_end_matches("_IMAGE")
+        .to_lowercase()
+        .replace('_', "-");
+    Some(format!("registry.example.com/{name}:v1"))
+}
+
+/// Operand `O` rendered for every example ClusterPolicy × every profile, for snapshots: the
+/// name `<example>-<profile>` and the rendered objects in apply order, or `disabled`, or the
+/// validation error. `root` is the repository root.
+pub fn snapshots<O: crate::operand::Operand>(
+    root: &std::path::Path,
+) -> Result<Vec<(String, serde_json::Value)>, Box<dyn std::error::Error>> {
+    let mut out = Vec::new();
+    for (example, spec) in examples(root)? {
+        for profile in profiles() {
+            let cluster = crate::operand::Cluster {
+                namespace: "gpu-operator",
+                facts: &profile.facts,
+                image_env: &image_env,
+            };
+            let value = match O::validate(&spec, &cluster) {
+                Ok(Some(input)) => children_values(&O::render(&input))?,
+                Ok(None) => serde_json::json!("disabled"),
+                Err(error) => serde_json::json!({ "error": error.to_string() }),
+            };
+            out.push((format!("{example}-{}", profile.name), value));
+        }
+    }
+    Ok(out)
+}
+
+/// Every rendered object as JSON, in apply order.
+fn children_values(children: &Children) -> Result<serde_json::Value, serde_json::Error> {
+    let Children {
+        service_accounts,
+        roles,
+        role_bindings,
+        cluster_roles,
+        cluster_role_bindings,
+        config_maps,
+        services,
+        runtime_classes,
+        daemonsets,
+    } = children;
+    let mut all = Vec::new();
+    for value in [
+        serde_json::to_value(service_accounts)?,
+        serde_json::to_value(roles)?,
+        serde_json::to_value(role_bindings)?,
+        serde_json::to_value(cluster_roles)?,
+        serde_json::to_value(cluster_role_bindings)?,
+        serde_json::to_value(config_maps)?,
+        serde_json::to_value(services)?,
+        serde_json::to_value(runtime_classes)?,
+        serde_json::to_value(daemonsets)?,
+    ] {
+        if let serde_json::Value::Array(items) = value {
+            all.extend(items);
+        }
+    }
+    Ok(serde_json::Value::Array(all))
 }
 
 #[cfg(test)]

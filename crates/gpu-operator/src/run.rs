@@ -9,6 +9,7 @@ use gpu_operator_api::conditions::operand;
 use gpu_operator_core::{Context, controller, metrics::Metrics, operand::Operand, stores};
 use gpu_operator_device_plugin::DevicePlugin;
 use gpu_operator_driver::Driver;
+use gpu_operator_gfd::GpuFeatureDiscovery;
 use gpu_operator_runtime::{admin, config::RunArgs, leader, shutdown::Shutdown, telemetry};
 use gpu_operator_toolkit::Toolkit;
 use gpu_operator_validation::Validation;
@@ -19,6 +20,7 @@ const OPERAND_CONDITIONS: &[&str] = &[
     operand::VALIDATOR_READY,
     operand::DRIVER_READY,
     operand::TOOLKIT_READY,
+    operand::GFD_READY,
 ];
 
 /// The reconciler of operand `O`, ready to be polled with the others.
@@ -95,6 +97,7 @@ async fn run(args: &RunArgs, namespace: String) -> anyhow::Result<()> {
         operand::<DevicePlugin>(&ctx, &subs, stop()),
         operand::<Driver>(&ctx, &subs, stop()),
         operand::<Toolkit>(&ctx, &subs, stop()),
+        operand::<GpuFeatureDiscovery>(&ctx, &subs, stop()),
         controller::run_status(ctx.clone(), subs.clone(), OPERAND_CONDITIONS, stop()).boxed(),
         controller::run_node_validation(ctx.clone(), subs.clone(), stop()).boxed(),
     ];

@@ -128,14 +128,14 @@ pub async fn a_new_node_is_covered_and_an_opt_out_is_kept(env: &Env) {
         .delete(&extra, &DeleteParams::default())
         .await
         .unwrap();
-    // The pod garbage collector would remove the gone node's pods only after ~40 s, changing the
-    // DaemonSets' status (and so the operand conditions) in the middle of a later quiet period.
+    // Without a kubelet nobody removes the pods bound to the deleted node until the pod garbage
+    // collector does, about a minute later, in the middle of a later step: remove them now.
     let on_extra = ListParams::default().fields(&format!("spec.nodeName={extra}"));
     env.pods()
         .delete_collection(&DeleteParams::default().grace_period(0), &on_extra)
         .await
         .unwrap();
-    wait_until("the removed node's pods to go", TIMEOUT, || async {
+    wait_until("the deleted node's pods to be gone", TIMEOUT, || async {
         Ok(env
             .pods()
             .list(&on_extra)
