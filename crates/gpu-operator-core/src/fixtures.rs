@@ -31,6 +31,7 @@ fn facts(nodes: &[(&str, &str, &str, &str)]) -> ClusterFacts {
             .iter()
             .map(|(_, _, _, r)| (*r).to_owned())
             .collect::<BTreeSet<_>>(),
+        service_monitor_crd: false,
     }
 }
 
