@@ -3,9 +3,13 @@
 //! an operand's init container (`toolkit-validation`, `driver-validation`, …, named as NVIDIA's)
 //! runs the validator image's `gpu-operator-validator wait <component>` until its file is there.
 
+use gpu_operator_api::spec::ValidatorSpec;
 use k8s_openapi::api::core::v1::{
-    Container, HostPathVolumeSource, SecurityContext, Volume, VolumeMount,
+    Container, HostPathVolumeSource, LocalObjectReference, PodSpec, ResourceRequirements,
+    SecurityContext, Volume, VolumeMount,
 };
+
+use crate::{daemonset, image};
 
 /// The host directory of the status files.
 pub const VALIDATIONS_DIR: &str = "/run/nvidia/validations";
@@ -48,9 +52,84 @@ pub fn volume() -> Volume {
     }
 }
 
+/// Puts the barrier in front of `pod`: a [`wait_for`] init container per component, in order,
+/// with the `validator` section's settings as NVIDIA applies them to every operand (its
+/// `imagePullPolicy`, `resources` and pull secrets; `validator.driver.env` on `driver-validation`
+/// and `validator.toolkit.env` on `toolkit-validation`), and the status-file volume. Call it after
+/// [`daemonset::apply_component`], whose settings are the operand's, not the validator's.
+pub fn gate(
+    pod: &mut PodSpec,
+    components: &[&str],
+    validator_image: &str,
+    validator: &ValidatorSpec,
+) {
+    let policy = image::pull_policy(&validator.image);
+    let resources = validator
+        .container
+        .resources
+        .as_ref()
+        .map(|r| ResourceRequirements {
+            limits: r.limits.clone(),
+            requests: r.requests.clone(),
+            ..ResourceRequirements::default()
+        });
+    for component in components {
+        let mut init = wait_for(component, validator_image);
+        init.image_pull_policy = Some(policy.to_owned());
+        init.resources.clone_from(&resources);
+        let env = match *component {
+            "driver" => validator.driver.as_ref(),
+            "toolkit" => validator.toolkit.as_ref(),
+            _ => None,
+        }
+        .and_then(|c| c.env.as_deref())
+        .unwrap_or_default();
+        if !env.is_empty() {
+            init.env = Some(daemonset::merge_env(&[], env));
+        }
+        pod.init_containers.get_or_insert_with(Vec::new).push(init);
+    }
+    pod.volumes.get_or_insert_with(Vec::new).push(volume());
+    for secret in validator.image.pull_secrets() {
+        let secrets = pod.image_pull_secrets.get_or_insert_with(Vec::new);
+        if !secrets.iter().any(|s| &s.name == secret) {
+            secrets.push(LocalObjectReference {
+                name: secret.clone(),
+            });
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use gpu_operator_api::spec::{EnvVar, ValidatorComponentSpec};
+
     use super::*;
+
+    #[test]
+    fn the_gate_carries_the_validator_settings_and_its_components_env() {
+        let validator = ValidatorSpec {
+            toolkit: Some(ValidatorComponentSpec {
+                env: Some(vec![EnvVar::new("X", "1")]),
+            }),
+            image: gpu_operator_api::spec::ImageSpec {
+                pull_policy: Some("Always".into()),
+                pull_secrets: Some(vec!["regcred".into()]),
+                ..Default::default()
+            },
+            ..ValidatorSpec::default()
+        };
+        let mut pod = PodSpec::default();
+        gate(&mut pod, &["toolkit", "driver"], "v:1", &validator);
+        let inits = pod.init_containers.unwrap();
+        assert_eq!(inits[0].name, "toolkit-validation");
+        assert_eq!(inits[0].env.as_ref().unwrap()[0].name, "X");
+        assert_eq!(inits[1].name, "driver-validation");
+        assert_eq!(inits[1].env, None);
+        assert_eq!(inits[1].image_pull_policy.as_deref(), Some("Always"));
+        assert_eq!(pod.image_pull_secrets.unwrap()[0].name, "regcred");
+        assert_eq!(pod.volumes.unwrap()[0].name, VALIDATIONS_VOLUME);
+    }
 
     #[test]
     fn the_barrier_waits_on_the_components_file_from_the_host_directory() {

@@ -13,8 +13,8 @@ use k8s_openapi::{
     api::{
         apps::v1::{DaemonSet, DaemonSetSpec, DaemonSetUpdateStrategy, RollingUpdateDaemonSet},
         core::v1::{
-            EnvVar, LocalObjectReference, PodSpec, PodTemplateSpec, ResourceRequirements,
-            Toleration,
+            EnvVar, EnvVarSource, LocalObjectReference, ObjectFieldSelector, PodSpec,
+            PodTemplateSpec, ResourceRequirements, Toleration,
         },
     },
     apimachinery::pkg::{
@@ -178,7 +178,7 @@ pub fn apply_component(
 /// The operator's env for a container, then the user's: a user variable replaces the operator's
 /// variable of the same name, new ones are appended.
 pub fn merge_env(defaults: &[(&str, String)], user: &[SpecEnvVar]) -> Vec<EnvVar> {
-    let mut env: Vec<EnvVar> = defaults
+    let env: Vec<EnvVar> = defaults
         .iter()
         .map(|(name, value)| EnvVar {
             name: (*name).to_owned(),
@@ -186,10 +186,34 @@ pub fn merge_env(defaults: &[(&str, String)], user: &[SpecEnvVar]) -> Vec<EnvVar
             value_from: None,
         })
         .collect();
+    override_env(env, user)
+}
+
+/// An env variable read from the pod's own fields, such as `spec.nodeName`.
+pub fn field_env(name: &str, field_path: &str) -> EnvVar {
+    EnvVar {
+        name: name.to_owned(),
+        value: None,
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: field_path.to_owned(),
+                ..ObjectFieldSelector::default()
+            }),
+            ..EnvVarSource::default()
+        }),
+    }
+}
+
+/// [`merge_env`] over env the operator built itself (which may read pod fields): a user variable
+/// replaces the one of the same name, new ones are appended.
+pub fn override_env(mut env: Vec<EnvVar>, user: &[SpecEnvVar]) -> Vec<EnvVar> {
     for variable in user {
         let value = variable.value.clone();
         match env.iter_mut().find(|e| e.name == variable.name) {
-            Some(existing) => existing.value = value,
+            Some(existing) => {
+                existing.value = value;
+                existing.value_from = None;
+            }
             None => env.push(EnvVar {
                 name: variable.name.clone(),
                 value,

@@ -4,7 +4,14 @@
 
 use std::collections::BTreeSet;
 
-use crate::facts::{ClusterFacts, OsRelease};
+use crate::{
+    children::Children,
+    facts::{ClusterFacts, OsRelease},
+    operand::{Cluster, Operand},
+};
+
+/// Namespace of the render tests.
+pub const NAMESPACE: &str = "gpu-operator";
 
 /// A named set of GPU-node facts.
 #[derive(Clone, Debug)]
@@ -92,6 +99,71 @@ pub fn examples(
         }
     }
     Ok(examples)
+}
+
+/// The image of every `*_IMAGE` variable in render tests: `registry.example/<variable>:test`.
+pub fn image_env(name: &str) -> Option<String> {
+    Some(format!("registry.example/{}:test", name.to_lowercase()))
+}
+
+/// Operand `O` rendered for every example ClusterPolicy × profile, named `<example>-<profile>`:
+/// the children by kind, `null` when the operand is disabled, or the error message.
+pub fn render_matrix<O: Operand>(
+    root: &std::path::Path,
+) -> Result<Vec<(String, serde_json::Value)>, Box<dyn std::error::Error>> {
+    let mut rendered = Vec::new();
+    for (example, spec) in examples(root)? {
+        for profile in profiles() {
+            let cluster = Cluster {
+                namespace: NAMESPACE,
+                facts: &profile.facts,
+                image_env: &image_env,
+            };
+            let value = match O::validate(&spec, &cluster) {
+                Ok(Some(input)) => children_json(&O::render(&input))?,
+                Ok(None) => serde_json::Value::Null,
+                Err(error) => serde_json::Value::String(error.to_string()),
+            };
+            rendered.push((format!("{example}-{}", profile.name), value));
+        }
+    }
+    Ok(rendered)
+}
+
+/// Every rendered object, by kind (empty kinds left out).
+pub fn children_json(children: &Children) -> Result<serde_json::Value, serde_json::Error> {
+    let Children {
+        service_accounts,
+        roles,
+        role_bindings,
+        cluster_roles,
+        cluster_role_bindings,
+        config_maps,
+        services,
+        runtime_classes,
+        daemonsets,
+        service_monitors,
+    } = children;
+    let mut kinds = serde_json::Map::new();
+    let mut add = |kind: &str, value: serde_json::Value| {
+        if value.as_array().is_some_and(|a| !a.is_empty()) {
+            kinds.insert(kind.to_owned(), value);
+        }
+    };
+    add("serviceAccounts", serde_json::to_value(service_accounts)?);
+    add("roles", serde_json::to_value(roles)?);
+    add("roleBindings", serde_json::to_value(role_bindings)?);
+    add("clusterRoles", serde_json::to_value(cluster_roles)?);
+    add(
+        "clusterRoleBindings",
+        serde_json::to_value(cluster_role_bindings)?,
+    );
+    add("configMaps", serde_json::to_value(config_maps)?);
+    add("services", serde_json::to_value(services)?);
+    add("runtimeClasses", serde_json::to_value(runtime_classes)?);
+    add("daemonSets", serde_json::to_value(daemonsets)?);
+    add("serviceMonitors", serde_json::to_value(service_monitors)?);
+    Ok(serde_json::Value::Object(kinds))
 }
 
 #[cfg(test)]

@@ -8,9 +8,10 @@
 use std::collections::BTreeMap;
 
 use gpu_operator_api::ClusterPolicy;
+pub use kube::api::DynamicObject;
 use kube::{
     Api, ResourceExt as _,
-    api::{ApiResource, DeleteParams, DynamicObject, ListParams, ObjectMeta, Patch, PatchParams},
+    api::{ApiResource, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams},
 };
 use serde_json::Value;
 

@@ -12,7 +12,14 @@ use gpu_operator_runtime::{admin, config::RunArgs, leader, shutdown::Shutdown, t
 use gpu_operator_validation::Validation;
 
 /// The operand conditions the status reconciler waits for: one per operand reconciler run below.
-const OPERAND_CONDITIONS: &[&str] = &[operand::DEVICE_PLUGIN_READY, operand::VALIDATOR_READY];
+const OPERAND_CONDITIONS: &[&str] = &[
+    operand::DEVICE_PLUGIN_READY,
+    operand::VALIDATOR_READY,
+    operand::DCGM_READY,
+    operand::DCGM_EXPORTER_READY,
+    operand::MIG_MANAGER_READY,
+    operand::NODE_STATUS_EXPORTER_READY,
+];
 
 /// The reconciler of operand `O`, ready to be polled with the others.
 fn operand<O: Operand>(
@@ -86,6 +93,10 @@ async fn run(args: &RunArgs, namespace: String) -> anyhow::Result<()> {
         gpu_operator_node_labels::controller(ctx.clone(), &subs, stop()).boxed(),
         operand::<Validation>(&ctx, &subs, stop()),
         operand::<DevicePlugin>(&ctx, &subs, stop()),
+        operand::<gpu_operator_dcgm::Dcgm>(&ctx, &subs, stop()),
+        operand::<gpu_operator_dcgm_exporter::DcgmExporter>(&ctx, &subs, stop()),
+        operand::<gpu_operator_mig_manager::MigManager>(&ctx, &subs, stop()),
+        operand::<gpu_operator_node_status_exporter::NodeStatusExporter>(&ctx, &subs, stop()),
         controller::run_status(ctx.clone(), subs.clone(), OPERAND_CONDITIONS, stop()).boxed(),
         controller::run_node_validation(ctx.clone(), subs.clone(), stop()).boxed(),
     ];
