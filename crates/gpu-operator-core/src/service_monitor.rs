@@ -56,9 +56,8 @@ pub fn build(
 ) -> DynamicObject {
     let mut labels = meta::labels(app, component);
     labels.extend(extra_labels.iter().map(|(k, v)| (k.clone(), v.clone())));
-    let mut object = DynamicObject::new(name, &api_resource()).data(serde_json::json!({
-        "spec": spec
-    }));
+    let data = serde_json::Map::from_iter([("spec".to_owned(), spec)]);
+    let mut object = DynamicObject::new(name, &api_resource()).data(Value::Object(data));
     object.metadata = ObjectMeta {
         name: Some(name.to_owned()),
         labels: Some(labels),

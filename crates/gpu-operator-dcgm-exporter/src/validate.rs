@@ -98,36 +98,36 @@ mod tests {
 
     use super::*;
 
-    fn input(spec: ClusterPolicySpec) -> Option<Input> {
+    fn input(spec: &ClusterPolicySpec) -> Option<Input> {
         let facts = ClusterFacts::default();
         let cluster = Cluster {
             namespace: "gpu-operator",
             facts: &facts,
             image_env: &|name: &str| Some(format!("x/{name}:1")),
         };
-        validate(&spec, &cluster).unwrap()
+        validate(spec, &cluster).unwrap()
     }
 
     #[test]
     fn disabled_renders_nothing() {
         let mut spec = ClusterPolicySpec::default();
         spec.dcgm_exporter.enabled = Some(false);
-        assert!(input(spec).is_none());
+        assert!(input(&spec).is_none());
     }
 
     #[test]
     fn pods_are_read_only_with_enrichment_by_switch_or_env() {
         let mut spec = ClusterPolicySpec::default();
-        assert!(!input(spec.clone()).unwrap().reads_pods());
+        assert!(!input(&spec).unwrap().reads_pods());
         spec.dcgm_exporter.enable_pod_uid = Some(true);
-        assert!(input(spec.clone()).unwrap().reads_pods());
+        assert!(input(&spec).unwrap().reads_pods());
         spec.dcgm_exporter.enable_pod_uid = None;
         spec.dcgm_exporter.container.env = Some(vec![EnvVar::new(POD_LABELS_ENV, "TRUE")]);
-        assert!(input(spec.clone()).unwrap().reads_pods());
+        assert!(input(&spec).unwrap().reads_pods());
         spec.dcgm_exporter.container.env = Some(vec![EnvVar::new(CONFIGMAP_DATA_ENV, "none")]);
-        let plain = input(spec.clone()).unwrap();
+        let plain = input(&spec).unwrap();
         assert!(!plain.reads_pods() && !plain.uses_api());
         spec.dcgm_exporter.container.env = Some(vec![EnvVar::new(CONFIGMAP_DATA_ENV, "ns:cm")]);
-        assert!(input(spec).unwrap().uses_api());
+        assert!(input(&spec).unwrap().uses_api());
     }
 }

@@ -111,7 +111,7 @@ fn layout_name(profile: &str) -> String {
 fn filter(devices: &[u32]) -> Vec<String> {
     devices
         .iter()
-        .map(|d| format!("0x{:04X}{NVIDIA_VENDOR:04X}", d))
+        .map(|d| format!("0x{d:04X}{NVIDIA_VENDOR:04X}"))
         .collect()
 }
 

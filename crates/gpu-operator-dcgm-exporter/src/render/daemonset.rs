@@ -40,10 +40,15 @@ const DCGM_PORT: i32 = 5555;
 /// Default HPC job-mapping directory on the host.
 const JOB_MAPPING_DIR: &str = "/var/lib/dcgm-exporter/job-mapping";
 
-/// The DaemonSet.
-pub fn build(input: &Input) -> DaemonSet {
-    let spec = &input.spec;
-    let exporter = &spec.dcgm_exporter;
+/// The exporter container's env, mounts and the pod's volumes, before the user's env.
+struct Parts {
+    env: Vec<EnvVar>,
+    mounts: Vec<VolumeMount>,
+    volumes: Vec<Volume>,
+}
+
+fn parts(input: &Input) -> Parts {
+    let exporter = &input.spec.dcgm_exporter;
     let mut volumes = vec![host_path(
         "pod-gpu-resources",
         &format!("{}/pod-resources", kubelet_root(input)),
@@ -112,6 +117,22 @@ pub fn build(input: &Input) -> DaemonSet {
             ..Volume::default()
         });
     }
+    Parts {
+        env,
+        mounts,
+        volumes,
+    }
+}
+
+/// The DaemonSet.
+pub fn build(input: &Input) -> DaemonSet {
+    let spec = &input.spec;
+    let exporter = &spec.dcgm_exporter;
+    let Parts {
+        env,
+        mounts,
+        volumes,
+    } = parts(input);
     let probe = |period: Option<i32>| Probe {
         http_get: Some(HTTPGetAction {
             port: IntOrString::Int(PORT),

@@ -27,86 +27,6 @@ const CONFIG_DIR: &str = "/mig-parted-config";
 pub fn build(input: &Input) -> DaemonSet {
     let spec = &input.spec;
     let section = input.section();
-    let custom = input.custom_config();
-    let mut env = vec![
-        daemonset::field_env("NODE_NAME", "spec.nodeName"),
-        daemonset::field_env("POD_NAME", "metadata.name"),
-        daemonset::field_env("POD_NAMESPACE", "metadata.namespace"),
-        literal("GPU_CLIENTS_FILE", "/gpu-clients/clients.yaml"),
-        daemonset::field_env("DEFAULT_GPU_CLIENTS_NAMESPACE", "metadata.namespace"),
-    ];
-    let (config_map, items) = match &custom {
-        Some(name) => {
-            env.push(literal("CONFIG_FILE", &format!("{CONFIG_DIR}/config.yaml")));
-            (name.clone(), None)
-        }
-        None => {
-            env.push(literal(
-                "DEFAULT_CONFIG_FILE",
-                &format!("{CONFIG_DIR}/config-default.yaml"),
-            ));
-            let remap = KeyToPath {
-                key: "config.yaml".to_owned(),
-                path: "config-default.yaml".to_owned(),
-                mode: None,
-            };
-            (DEFAULT_CONFIG.to_owned(), Some(vec![remap]))
-        }
-    };
-    if spec.cdi.as_ref().and_then(|c| c.enabled).unwrap_or(true) {
-        env.push(literal("CDI_ENABLED", "true"));
-        if spec.toolkit.enabled != Some(false) {
-            let install_dir = spec
-                .toolkit
-                .install_dir
-                .as_deref()
-                .unwrap_or("/usr/local/nvidia");
-            env.push(literal(
-                "NVIDIA_CDI_HOOK_PATH",
-                &format!(
-                    "{}/toolkit/nvidia-cdi-hook",
-                    install_dir.trim_end_matches('/')
-                ),
-            ));
-        }
-    }
-    let gpu_clients = input
-        .custom_gpu_clients()
-        .unwrap_or_else(|| DEFAULT_GPU_CLIENTS.to_owned());
-    let mounts = vec![
-        VolumeMount {
-            read_only: Some(true),
-            sub_path: Some("entrypoint.sh".to_owned()),
-            ..mount(ENTRYPOINT, "/bin/entrypoint.sh")
-        },
-        mount("run-nvidia-validations", "/run/nvidia/validations"),
-        mount("host-sys", "/sys"),
-        propagated(mount("host-root", "/host")),
-        mount("gpu-clients", "/gpu-clients"),
-        mount("mig-parted-config", CONFIG_DIR),
-        propagated(mount("driver-install-dir", "/driver-root")),
-        mount("cdi-root", "/var/run/cdi"),
-    ];
-    let volumes = vec![
-        Volume {
-            config_map: Some(ConfigMapVolumeSource {
-                name: ENTRYPOINT.to_owned(),
-                default_mode: Some(0o700),
-                ..ConfigMapVolumeSource::default()
-            }),
-            ..volume(ENTRYPOINT)
-        },
-        host_path("host-sys", "/sys", Some("Directory")),
-        host_path(
-            "driver-install-dir",
-            "/run/nvidia/driver",
-            Some("DirectoryOrCreate"),
-        ),
-        host_path("host-root", "/", None),
-        config_map_volume("gpu-clients", &gpu_clients, None),
-        config_map_volume("mig-parted-config", &config_map, items),
-        host_path("cdi-root", "/var/run/cdi", Some("DirectoryOrCreate")),
-    ];
     let mut pod = PodSpec {
         service_account_name: Some(NAME.to_owned()),
         runtime_class_name: input.runtime_class.clone(),
@@ -120,15 +40,15 @@ pub fn build(input: &Input) -> DaemonSet {
                 [] => vec!["/bin/entrypoint.sh".to_owned()],
                 user => user.to_vec(),
             }),
-            env: Some(daemonset::override_env(env, section.container.env())),
+            env: Some(daemonset::override_env(env(input), section.container.env())),
             security_context: Some(SecurityContext {
                 privileged: Some(true),
                 ..SecurityContext::default()
             }),
-            volume_mounts: Some(mounts),
+            volume_mounts: Some(mounts()),
             ..Container::default()
         }],
-        volumes: Some(volumes),
+        volumes: Some(volumes(input)),
         ..PodSpec::default()
     };
     daemonset::apply_component(
@@ -146,6 +66,99 @@ pub fn build(input: &Input) -> DaemonSet {
         always_on_delete: false,
     };
     daemonset::build(id, pod, &spec.daemonsets)
+}
+
+/// The operator's env of the container (the user's is merged over it).
+fn env(input: &Input) -> Vec<EnvVar> {
+    let spec = &input.spec;
+    let mut env = vec![
+        daemonset::field_env("NODE_NAME", "spec.nodeName"),
+        daemonset::field_env("POD_NAME", "metadata.name"),
+        daemonset::field_env("POD_NAMESPACE", "metadata.namespace"),
+        literal("GPU_CLIENTS_FILE", "/gpu-clients/clients.yaml"),
+        daemonset::field_env("DEFAULT_GPU_CLIENTS_NAMESPACE", "metadata.namespace"),
+    ];
+    if input.custom_config().is_some() {
+        env.push(literal("CONFIG_FILE", &format!("{CONFIG_DIR}/config.yaml")));
+    } else {
+        env.push(literal(
+            "DEFAULT_CONFIG_FILE",
+            &format!("{CONFIG_DIR}/config-default.yaml"),
+        ));
+    }
+    if spec.cdi.as_ref().and_then(|c| c.enabled).unwrap_or(true) {
+        env.push(literal("CDI_ENABLED", "true"));
+        if spec.toolkit.enabled != Some(false) {
+            let install_dir = spec
+                .toolkit
+                .install_dir
+                .as_deref()
+                .unwrap_or("/usr/local/nvidia");
+            env.push(literal(
+                "NVIDIA_CDI_HOOK_PATH",
+                &format!(
+                    "{}/toolkit/nvidia-cdi-hook",
+                    install_dir.trim_end_matches('/')
+                ),
+            ));
+        }
+    }
+    env
+}
+
+fn mounts() -> Vec<VolumeMount> {
+    vec![
+        VolumeMount {
+            read_only: Some(true),
+            sub_path: Some("entrypoint.sh".to_owned()),
+            ..mount(ENTRYPOINT, "/bin/entrypoint.sh")
+        },
+        mount("run-nvidia-validations", "/run/nvidia/validations"),
+        mount("host-sys", "/sys"),
+        propagated(mount("host-root", "/host")),
+        mount("gpu-clients", "/gpu-clients"),
+        mount("mig-parted-config", CONFIG_DIR),
+        propagated(mount("driver-install-dir", "/driver-root")),
+        mount("cdi-root", "/var/run/cdi"),
+    ]
+}
+
+fn volumes(input: &Input) -> Vec<Volume> {
+    // The default layouts are mounted as `config-default.yaml`, telling the manager they are a
+    // fallback; a user's as they are.
+    let layouts = if let Some(name) = input.custom_config() {
+        config_map_volume("mig-parted-config", &name, None)
+    } else {
+        let remap = KeyToPath {
+            key: "config.yaml".to_owned(),
+            path: "config-default.yaml".to_owned(),
+            mode: None,
+        };
+        config_map_volume("mig-parted-config", DEFAULT_CONFIG, Some(vec![remap]))
+    };
+    let gpu_clients = input
+        .custom_gpu_clients()
+        .unwrap_or_else(|| DEFAULT_GPU_CLIENTS.to_owned());
+    vec![
+        Volume {
+            config_map: Some(ConfigMapVolumeSource {
+                name: ENTRYPOINT.to_owned(),
+                default_mode: Some(0o700),
+                ..ConfigMapVolumeSource::default()
+            }),
+            ..volume(ENTRYPOINT)
+        },
+        host_path("host-sys", "/sys", Some("Directory")),
+        host_path(
+            "driver-install-dir",
+            "/run/nvidia/driver",
+            Some("DirectoryOrCreate"),
+        ),
+        host_path("host-root", "/", None),
+        config_map_volume("gpu-clients", &gpu_clients, None),
+        layouts,
+        host_path("cdi-root", "/var/run/cdi", Some("DirectoryOrCreate")),
+    ]
 }
 
 fn literal(name: &str, value: &str) -> EnvVar {

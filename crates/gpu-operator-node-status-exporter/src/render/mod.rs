@@ -22,7 +22,7 @@ pub fn children(input: &Input) -> Children {
             NAME,
             NAME,
             NodeStatusExporter::NAME,
-            &Default::default(),
+            &std::collections::BTreeMap::new(),
             spec,
         )
     });
