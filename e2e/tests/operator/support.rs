@@ -26,12 +26,25 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 pub const TIMEOUT: Duration = Duration::from_secs(120);
 pub const PLUGIN: &str = "nvidia-device-plugin-daemonset";
 pub const VALIDATOR: &str = "nvidia-operator-validator";
-pub const IMAGES: [(&str, &str); 2] = [
+/// The operand images (the device plugin's first: a step leaves it out).
+pub const IMAGES: [(&str, &str); 5] = [
     (
         "DEVICE_PLUGIN_IMAGE",
         "nvcr.io/nvidia/k8s-device-plugin:v0.17.0",
     ),
     ("VALIDATOR_IMAGE", "ghcr.io/example/gpu-operator:e2e"),
+    (
+        "DCGM_IMAGE",
+        "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04",
+    ),
+    (
+        "DCGM_EXPORTER_IMAGE",
+        "nvcr.io/nvidia/k8s/dcgm-exporter:4.6.0-4.8.3-distroless",
+    ),
+    (
+        "MIG_MANAGER_IMAGE",
+        "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.15.0",
+    ),
 ];
 
 pub struct Env {
