@@ -138,7 +138,7 @@ async fn mig_manager_runs_only_on_mig_capable_nodes(env: &Env) {
                 .get(labels::MIG_CAPABLE)
                 .is_some_and(|v| v == "true")
         })
-        .map(ResourceExt::name_any)
+        .map(kube::ResourceExt::name_any)
         .collect();
     assert!(!capable.is_empty(), "the fleet has MIG-capable nodes");
     let pods = pods_of(env, MIG_MANAGER).await;

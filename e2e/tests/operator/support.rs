@@ -170,9 +170,19 @@ pub async fn wait_ds_ready(env: &Env, name: &str, node: Option<&str>) {
     .unwrap();
 }
 
+/// RuntimeClass `nvidia`, which operand pods name (the toolkit's reconciler owns it once it runs;
+/// until then pods naming a missing RuntimeClass are refused).
+const RUNTIME_CLASS: &str =
+    "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata:\n  name: nvidia\nhandler: nvidia\n";
+
 pub async fn setup() -> Env {
     let client = client().await.unwrap();
     ensure_crd().await.unwrap();
+    if kubectl_ok(&["get", "runtimeclass", "nvidia"]).is_err() {
+        let file = std::env::temp_dir().join(unique_name("runtimeclass"));
+        std::fs::write(&file, RUNTIME_CLASS).unwrap();
+        let _ = kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
+    }
     let namespace = unique_name("gpu-operator");
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": namespace}})).unwrap();
     Api::<Namespace>::all(client.clone())
