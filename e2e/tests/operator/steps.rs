@@ -128,6 +128,22 @@ pub async fn a_new_node_is_covered_and_an_opt_out_is_kept(env: &Env) {
         .delete(&extra, &DeleteParams::default())
         .await
         .unwrap();
+    // Pods of a deleted node go only when the pod garbage collector gets to them (tens of
+    // seconds); until then DaemonSet statuses, and the conditions made from them, still change.
+    wait_until(
+        "every operand pod to leave the deleted node",
+        TIMEOUT,
+        || async {
+            let pods = env.pods().list(&ListParams::default()).await?;
+            let left = pods
+                .items
+                .iter()
+                .any(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(&extra));
+            Ok((!left).then_some(()))
+        },
+    )
+    .await
+    .unwrap();
     wait_ds_ready(env, PLUGIN, None).await;
 }
 
