@@ -3,6 +3,7 @@
 //! The tests under `tests/` only compile with the `e2e` feature and expect a cluster started by
 //! `cargo xtask cluster up` (or `cargo xtask e2e`, which starts one when none is up).
 
+pub mod chart;
 pub mod crd;
 pub mod fleet;
 pub mod harness;

@@ -1,5 +1,6 @@
 //! Running the operator binary as a host process against the test cluster, under a ServiceAccount
-//! token (so its requests are its own in the API server's audit log), and reading that log.
+//! token (the chart's: see [`crate::chart::operator_kubeconfig`]), so its requests are its own in
+//! the API server's audit log and RBAC applies to them; and reading that log.
 
 use std::{
     fs,
@@ -11,9 +12,7 @@ use std::{
 };
 
 use anyhow::{Context as _, bail};
-use k8s_openapi::{api::core::v1::ServiceAccount, jiff::Timestamp};
-use kube::{Api, api::PostParams};
-use serde_json::json;
+use k8s_openapi::jiff::Timestamp;
 
 use crate::harness::kubeconfig_path;
 
@@ -30,68 +29,6 @@ pub fn workspace_binary(name: &str) -> PathBuf {
 /// A free port on 127.0.0.1 (bound and released; good enough for a test).
 pub fn free_port() -> anyhow::Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
-/// Creates ServiceAccount `name` in `namespace`, binds it to `cluster_role` and writes a kubeconfig
-/// that authenticates with a fresh token of it. Returns the kubeconfig path and the user name the
-/// audit log shows.
-pub async fn service_account_kubeconfig(
-    client: &kube::Client,
-    namespace: &str,
-    name: &str,
-    cluster_role: &str,
-    dir: &Path,
-) -> anyhow::Result<(PathBuf, String)> {
-    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
-    let account: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": name}}))?;
-    accounts
-        .create(&PostParams::default(), &account)
-        .await
-        .context("creating the operator's ServiceAccount")?;
-    let binding = json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": {"name": format!("{namespace}-{name}")},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_role},
-        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
-    });
-    let bindings: Api<k8s_openapi::api::rbac::v1::ClusterRoleBinding> = Api::all(client.clone());
-    bindings
-        .create(&PostParams::default(), &serde_json::from_value(binding)?)
-        .await
-        .context("binding the operator's ServiceAccount")?;
-    let path = token_kubeconfig(client, namespace, name, dir).await?;
-    Ok((path, format!("system:serviceaccount:{namespace}:{name}")))
-}
-
-/// Writes a kubeconfig for the cluster that authenticates with a fresh token of the existing
-/// ServiceAccount `name` in `namespace` (TokenRequest), so a process runs with exactly its RBAC.
-pub async fn token_kubeconfig(
-    client: &kube::Client,
-    namespace: &str,
-    name: &str,
-    dir: &Path,
-) -> anyhow::Result<PathBuf> {
-    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
-    let request =
-        serde_json::from_value(json!({"spec": {"audiences": [], "expirationSeconds": 7200}}))?;
-    let token = accounts
-        .create_token_request(name, &PostParams::default(), &request)
-        .await?
-        .status
-        .context("TokenRequest returned no token")?
-        .token;
-    let admin: serde_json::Value =
-        serde_json::to_value(kube::config::Kubeconfig::read_from(kubeconfig_path()?)?)?;
-    let mut config = admin;
-    if let Some(users) = config.get_mut("users").and_then(|u| u.as_array_mut()) {
-        for user in users {
-            user["user"] = json!({ "token": token });
-        }
-    }
-    let path = dir.join(format!("{name}.kubeconfig"));
-    fs::write(&path, serde_json::to_vec_pretty(&config)?)?;
-    Ok(path)
 }
 
 /// A running `gpu-operator run` process; stopped (SIGTERM, then kill) when dropped.

@@ -19,10 +19,11 @@ use gpu_operator_api::{
     ClusterPolicy, ClusterPolicySpec, conditions::NODES_VALIDATED, validator::reason,
 };
 use gpu_operator_e2e::{
+    chart::{operator_kubeconfig, remove_operator_rbac, token_kubeconfig},
     client,
     crd::ensure_crd,
     harness::kubectl_ok,
-    operator::{Operator, service_account_kubeconfig, token_kubeconfig},
+    operator::Operator,
     unique_name, wait_until,
 };
 use k8s_openapi::api::{
@@ -89,10 +90,9 @@ async fn the_cluster_policy_counts_validated_nodes_and_names_the_failing_one() {
         .unwrap();
     let dir = std::env::temp_dir().join(&namespace);
     std::fs::create_dir_all(&dir).unwrap();
-    let (kubeconfig, _) =
-        service_account_kubeconfig(&client, &namespace, "gpu-operator", "cluster-admin", &dir)
-            .await
-            .unwrap();
+    let (kubeconfig, _) = operator_kubeconfig(&client, &namespace, &namespace, &dir)
+        .await
+        .unwrap();
     let operator =
         Operator::start(&kubeconfig, &namespace, &IMAGES, &dir.join("operator.log")).unwrap();
     let policies: Api<ClusterPolicy> = Api::all(client.clone());
@@ -122,7 +122,7 @@ async fn the_cluster_policy_counts_validated_nodes_and_names_the_failing_one() {
     })
     .await
     .unwrap();
-    let validator_config = token_kubeconfig(&client, &namespace, validator_sa, &dir)
+    let (validator_config, _) = token_kubeconfig(&client, &namespace, validator_sa, &dir)
         .await
         .unwrap();
     let as_validator = [("KUBECONFIG", validator_config.to_str().unwrap())];
@@ -164,12 +164,7 @@ async fn the_cluster_policy_counts_validated_nodes_and_names_the_failing_one() {
         .delete(&name, &DeleteParams::default())
         .await
         .unwrap();
-    let _ = kubectl_ok(&[
-        "delete",
-        "clusterrolebinding",
-        &format!("{namespace}-gpu-operator"),
-        "--ignore-not-found",
-    ]);
+    remove_operator_rbac(&namespace);
     Api::<Namespace>::all(client.clone())
         .delete(&namespace, &DeleteParams::default())
         .await

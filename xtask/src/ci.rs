@@ -1,8 +1,13 @@
-//! `cargo xtask ci`: exactly what CI runs — fmt check, clippy with `-D warnings`, unit tests, e2e.
+//! `cargo xtask ci`: exactly what CI runs — the harness binaries (helm among them) built if
+//! missing, fmt check, clippy with `-D warnings`, `helm lint` of the chart, unit tests, e2e.
 
 use std::{process::Command, time::Instant};
 
-use crate::{e2e, process};
+use crate::{
+    chart,
+    cluster::{self, Layout},
+    codegen, e2e, process,
+};
 
 /// Runs every check in order and stops at the first failure.
 pub fn run() -> anyhow::Result<()> {
@@ -24,11 +29,17 @@ pub fn run() -> anyhow::Result<()> {
         ("unit tests", &["test", "--workspace"]),
     ];
     let started = Instant::now();
+    // The chart tests and the static-manifest drift check render with the harness's helm.
+    cluster::ensure_built(&Layout::from_env()?)?;
     for (name, args) in steps {
         let step = Instant::now();
         eprintln!("==> ci: {name} (cargo {})", args.join(" "));
         process::run(Command::new(cargo).args(args))?;
         eprintln!("    {name} passed in {}", process::minutes(step.elapsed()));
+        if name == "clippy" {
+            eprintln!("==> ci: helm lint --strict {}", chart::CHART_DIR);
+            chart::lint(&codegen::workspace_root().join(chart::CHART_DIR))?;
+        }
     }
     eprintln!("==> ci: e2e tests");
     e2e::run(&e2e::Args::default())?;

@@ -1,5 +1,6 @@
 //! `cargo xtask <task>`: the project's automation, in Rust, so every task works the same on any machine.
 
+mod chart;
 mod ci;
 mod cluster;
 mod codegen;

@@ -2,6 +2,8 @@
 //! on. The validator leaves `<component>-ready` files in `/run/nvidia/validations` on the host;
 //! an operand's init container (`toolkit-validation`, `driver-validation`, …, named as NVIDIA's)
 //! runs the validator image's `gpu-operator-validator wait <component>` until its file is there.
+//! Those init containers follow `spec.validator` (pull policy, pull secrets, resources, and the
+//! `driver`/`toolkit` env), as NVIDIA's do: [`apply_validator`].
 
 use gpu_operator_api::spec::ValidatorSpec;
 use k8s_openapi::api::core::v1::{
@@ -9,7 +11,7 @@ use k8s_openapi::api::core::v1::{
     SecurityContext, Volume, VolumeMount,
 };
 
-use crate::{daemonset, image};
+use crate::daemonset::merge_env;
 
 /// The host directory of the status files.
 pub const VALIDATIONS_DIR: &str = "/run/nvidia/validations";
@@ -52,18 +54,13 @@ pub fn volume() -> Volume {
     }
 }
 
-/// Puts the barrier in front of `pod`: a [`wait_for`] init container per component, in order,
-/// with the `validator` section's settings as NVIDIA applies them to every operand (its
-/// `imagePullPolicy`, `resources` and pull secrets; `validator.driver.env` on `driver-validation`
-/// and `validator.toolkit.env` on `toolkit-validation`), and the status-file volume. Call it after
-/// [`daemonset::apply_component`], whose settings are the operand's, not the validator's.
-pub fn gate(
-    pod: &mut PodSpec,
-    components: &[&str],
-    validator_image: &str,
-    validator: &ValidatorSpec,
-) {
-    let policy = image::pull_policy(&validator.image);
+/// Applies `spec.validator`'s pull policy, pull secrets and resources to the pod's `*-validation`
+/// init containers (after the operand's own component settings, which must not reach them), and
+/// the `validator.driver` / `validator.toolkit` env to `driver-validation` / `toolkit-validation`.
+pub fn apply_validator(pod: &mut PodSpec, validator: Option<&ValidatorSpec>) {
+    let default = ValidatorSpec::default();
+    let validator = validator.unwrap_or(&default);
+    let policy = crate::image::pull_policy(&validator.image);
     let resources = validator
         .container
         .resources
@@ -73,62 +70,71 @@ pub fn gate(
             requests: r.requests.clone(),
             ..ResourceRequirements::default()
         });
-    for component in components {
-        let mut init = wait_for(component, validator_image);
-        init.image_pull_policy = Some(policy.to_owned());
-        init.resources.clone_from(&resources);
-        let env = match *component {
-            "driver" => validator.driver.as_ref(),
-            "toolkit" => validator.toolkit.as_ref(),
+    let checks = pod
+        .init_containers
+        .iter_mut()
+        .flatten()
+        .filter(|c| c.name.ends_with("-validation"));
+    for check in checks {
+        check.image_pull_policy = Some(policy.to_owned());
+        check.resources.clone_from(&resources);
+        let user = match check.name.as_str() {
+            "driver-validation" => validator.driver.as_ref(),
+            "toolkit-validation" => validator.toolkit.as_ref(),
             _ => None,
+        };
+        if let Some(env) = user.and_then(|u| u.env.as_deref()) {
+            check.env = Some(merge_env(&[], env)).filter(|e| !e.is_empty());
         }
-        .and_then(|c| c.env.as_deref())
-        .unwrap_or_default();
-        if !env.is_empty() {
-            init.env = Some(daemonset::merge_env(&[], env));
-        }
-        pod.init_containers.get_or_insert_with(Vec::new).push(init);
     }
-    pod.volumes.get_or_insert_with(Vec::new).push(volume());
-    for secret in validator.image.pull_secrets() {
-        let secrets = pod.image_pull_secrets.get_or_insert_with(Vec::new);
-        if !secrets.iter().any(|s| &s.name == secret) {
-            secrets.push(LocalObjectReference {
-                name: secret.clone(),
-            });
+    let secrets = pod.image_pull_secrets.get_or_insert_with(Vec::new);
+    for name in validator.image.pull_secrets() {
+        if !secrets.iter().any(|s| &s.name == name) {
+            secrets.push(LocalObjectReference { name: name.clone() });
         }
+    }
+    if secrets.is_empty() {
+        pod.image_pull_secrets = None;
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use gpu_operator_api::spec::{EnvVar, ValidatorComponentSpec};
+    use gpu_operator_api::spec::{EnvVar, ImageSpec, ValidatorComponentSpec};
 
     use super::*;
 
     #[test]
-    fn the_gate_carries_the_validator_settings_and_its_components_env() {
+    fn barrier_containers_follow_the_validator_settings_not_the_operands() {
+        let mut pod = PodSpec {
+            init_containers: Some(vec![wait_for("toolkit", "v:1")]),
+            image_pull_secrets: Some(vec![LocalObjectReference {
+                name: "plugin-secret".into(),
+            }]),
+            ..PodSpec::default()
+        };
+        pod.init_containers.as_mut().unwrap()[0].image_pull_policy = Some("Always".into());
         let validator = ValidatorSpec {
-            toolkit: Some(ValidatorComponentSpec {
-                env: Some(vec![EnvVar::new("X", "1")]),
-            }),
-            image: gpu_operator_api::spec::ImageSpec {
-                pull_policy: Some("Always".into()),
-                pull_secrets: Some(vec!["regcred".into()]),
-                ..Default::default()
+            image: ImageSpec {
+                pull_secrets: Some(vec!["validator-secret".into()]),
+                ..ImageSpec::default()
             },
+            toolkit: Some(ValidatorComponentSpec {
+                env: Some(vec![EnvVar::new("DEBUG", "1")]),
+            }),
             ..ValidatorSpec::default()
         };
-        let mut pod = PodSpec::default();
-        gate(&mut pod, &["toolkit", "driver"], "v:1", &validator);
-        let inits = pod.init_containers.unwrap();
-        assert_eq!(inits[0].name, "toolkit-validation");
-        assert_eq!(inits[0].env.as_ref().unwrap()[0].name, "X");
-        assert_eq!(inits[1].name, "driver-validation");
-        assert_eq!(inits[1].env, None);
-        assert_eq!(inits[1].image_pull_policy.as_deref(), Some("Always"));
-        assert_eq!(pod.image_pull_secrets.unwrap()[0].name, "regcred");
-        assert_eq!(pod.volumes.unwrap()[0].name, VALIDATIONS_VOLUME);
+        apply_validator(&mut pod, Some(&validator));
+        let check = &pod.init_containers.as_ref().unwrap()[0];
+        assert_eq!(check.image_pull_policy.as_deref(), Some("IfNotPresent"));
+        assert_eq!(check.env.as_ref().unwrap()[0].name, "DEBUG");
+        let secrets: Vec<_> = pod
+            .image_pull_secrets
+            .unwrap()
+            .into_iter()
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(secrets, ["plugin-secret", "validator-secret"]);
     }
 
     #[test]

@@ -109,78 +109,62 @@ pub async fn apply_all(
         service_monitors,
     } = children;
     let stores = &ctx.stores;
-    let (client, ns) = (&ctx.client, ctx.namespace.as_str());
     let mut w = Writer {
         policy,
         component,
         written: 0,
     };
+    w.kind(namespaced(ctx), service_accounts, &stores.service_accounts)
+        .await?;
+    w.kind(namespaced(ctx), roles, &stores.roles).await?;
+    w.kind(namespaced(ctx), role_bindings, &stores.role_bindings)
+        .await?;
+    w.kind(cluster_wide(ctx), cluster_roles, &stores.cluster_roles)
+        .await?;
     w.kind(
-        Api::namespaced(client.clone(), ns),
-        Some(ns),
-        service_accounts,
-        &stores.service_accounts,
-    )
-    .await?;
-    w.kind(
-        Api::namespaced(client.clone(), ns),
-        Some(ns),
-        roles,
-        &stores.roles,
-    )
-    .await?;
-    w.kind(
-        Api::namespaced(client.clone(), ns),
-        Some(ns),
-        role_bindings,
-        &stores.role_bindings,
-    )
-    .await?;
-    w.kind(
-        Api::all(client.clone()),
-        None,
-        cluster_roles,
-        &stores.cluster_roles,
-    )
-    .await?;
-    w.kind(
-        Api::all(client.clone()),
-        None,
+        cluster_wide(ctx),
         cluster_role_bindings,
         &stores.cluster_role_bindings,
     )
     .await?;
-    w.kind(
-        Api::namespaced(client.clone(), ns),
-        Some(ns),
-        config_maps,
-        &stores.config_maps,
-    )
-    .await?;
-    w.kind(
-        Api::namespaced(client.clone(), ns),
-        Some(ns),
-        services,
-        &stores.services,
-    )
-    .await?;
-    w.kind(
-        Api::all(client.clone()),
-        None,
-        runtime_classes,
-        &stores.runtime_classes,
-    )
-    .await?;
-    w.kind(
-        Api::namespaced(client.clone(), ns),
-        Some(ns),
-        daemonsets,
-        &stores.daemonsets,
-    )
-    .await?;
+    w.kind(namespaced(ctx), config_maps, &stores.config_maps)
+        .await?;
+    w.kind(namespaced(ctx), services, &stores.services).await?;
+    w.kind(cluster_wide(ctx), runtime_classes, &stores.runtime_classes)
+        .await?;
+    w.kind(namespaced(ctx), daemonsets, &stores.daemonsets)
+        .await?;
     w.written +=
         service_monitor::apply_all(ctx, policy, component, service_monitors, monitored).await?;
     Ok(w.written)
+}
+
+/// Where objects of one kind live: their API and namespace (`None`: cluster-scoped).
+struct Target<'a, K> {
+    api: Api<K>,
+    namespace: Option<&'a str>,
+}
+
+/// Objects in the operator namespace.
+fn namespaced<K>(ctx: &Context) -> Target<'_, K>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+{
+    Target {
+        api: Api::namespaced(ctx.client.clone(), &ctx.namespace),
+        namespace: Some(&ctx.namespace),
+    }
+}
+
+/// Cluster-scoped objects.
+fn cluster_wide<K>(ctx: &Context) -> Target<'_, K>
+where
+    K: Resource<Scope = k8s_openapi::ClusterResourceScope, DynamicType = ()>,
+{
+    Target {
+        api: Api::all(ctx.client.clone()),
+        namespace: None,
+    }
 }
 
 /// Writes one reconciler's objects, counting its writes.
@@ -191,12 +175,11 @@ struct Writer<'a> {
 }
 
 impl Writer<'_> {
-    /// Applies `objects` of one kind (namespaced in `namespace`, or cluster-scoped when `None`)
-    /// and deletes the cached ones of this reconciler that are not among them.
+    /// Applies `objects` of one kind and deletes the cached ones of this reconciler that are not
+    /// among them.
     async fn kind<K>(
         &mut self,
-        api: Api<K>,
-        namespace: Option<&str>,
+        Target { api, namespace }: Target<'_, K>,
         objects: &[K],
         cache: &Store<K>,
     ) -> Result<(), Error>

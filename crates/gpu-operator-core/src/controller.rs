@@ -18,8 +18,7 @@ use kube::{
     ResourceExt as _,
     core::PartialObjectMeta,
     runtime::{
-        Controller,
-        controller::{self, Action},
+        Controller, controller,
         reflector::{ObjectRef, Store},
     },
 };
@@ -89,13 +88,7 @@ pub fn run_status(
         .graceful_shutdown_on(shutdown)
         .run(
             move |policy, ctx| policy_status::reconcile(policy, ctx, operands),
-            |_, error: &Error, _| {
-                if error.is_transient() {
-                    Action::requeue(Duration::from_secs(10))
-                } else {
-                    Action::await_change()
-                }
-            },
+            |_, error: &Error, _| operand::retry_transient(error),
             ctx,
         )
         .for_each(|result| log(policy_status::NAME, result))
@@ -163,13 +156,7 @@ pub fn run_node_validation(
         .graceful_shutdown_on(shutdown)
         .run(
             node_validation::reconcile,
-            |_, error: &Error, _| {
-                if error.is_transient() {
-                    Action::requeue(Duration::from_secs(10))
-                } else {
-                    Action::await_change()
-                }
-            },
+            |_, error: &Error, _| operand::retry_transient(error),
             ctx,
         )
         .for_each(|result| log(node_validation::NAME, result))

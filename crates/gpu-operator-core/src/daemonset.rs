@@ -1,13 +1,13 @@
 //! Building an operand DaemonSet: an operand supplies its pod spec; this module adds what every
 //! operand shares (NVIDIA's common transforms): the `nvidia.com/gpu.deploy.<operand>=true` node
 //! selector, `daemonsets.{labels, annotations, tolerations (replace), priorityClassName,
-//! podSecurityContext, updateStrategy, rollingUpdate.maxUnavailable}`, and labels.
+//! podSecurityContext, updateStrategy, rollingUpdate.maxUnavailable}`, our `daemonsets.{nodeSelector,
+//! affinity}` added to every operand's placement, and labels.
 
 use std::collections::BTreeMap;
 
-use gpu_operator_api::{
-    labels::GPU_DEPLOY_PREFIX,
-    spec::{ContainerSpec, DaemonsetsSpec, EnvVar as SpecEnvVar, ImageSpec, UpdateStrategy},
+use gpu_operator_api::spec::{
+    ContainerSpec, DaemonsetsSpec, EnvVar as SpecEnvVar, ImageSpec, UpdateStrategy,
 };
 use k8s_openapi::{
     api::{
@@ -23,10 +23,17 @@ use k8s_openapi::{
     },
 };
 
-use crate::meta;
+use crate::{meta, placement};
 
-/// Pod labels users may not set through `daemonsets.labels`: DaemonSet selectors use them.
-const RESERVED_POD_LABELS: [&str; 2] = [meta::APP_LABEL, "app.kubernetes.io/part-of"];
+/// Keys users may not set through `daemonsets.labels` or `daemonsets.annotations`: DaemonSet
+/// selectors use `app` and `app.kubernetes.io/part-of` (immutable), and our caches and pruning
+/// find our objects by `app.kubernetes.io/{managed-by,component}`.
+const RESERVED_KEYS: [&str; 4] = [
+    meta::APP_LABEL,
+    "app.kubernetes.io/part-of",
+    meta::MANAGED_BY_LABEL,
+    meta::COMPONENT_LABEL,
+];
 /// Priority class of operand pods unless `daemonsets.priorityClassName` says otherwise.
 pub const DEFAULT_PRIORITY_CLASS: &str = "system-node-critical";
 
@@ -45,12 +52,7 @@ pub struct Identity<'a> {
 
 /// The DaemonSet for `pod`, with every shared setting applied.
 pub fn build(id: Identity<'_>, mut pod: PodSpec, common: &DaemonsetsSpec) -> DaemonSet {
-    let mut node_selector = pod.node_selector.take().unwrap_or_default();
-    node_selector.insert(
-        format!("{GPU_DEPLOY_PREFIX}{}", id.deploy_label),
-        "true".to_owned(),
-    );
-    pod.node_selector = Some(node_selector);
+    placement::apply(&mut pod, common, id.deploy_label);
     pod.tolerations = Some(match &common.tolerations {
         Some(tolerations) if !tolerations.is_empty() => tolerations.clone(),
         _ => vec![Toleration {
@@ -74,12 +76,19 @@ pub fn build(id: Identity<'_>, mut pod: PodSpec, common: &DaemonsetsSpec) -> Dae
     let user_labels = common.labels.clone().unwrap_or_default();
     let mut pod_labels = labels.clone();
     for (key, value) in &user_labels {
-        if !RESERVED_POD_LABELS.contains(&key.as_str()) {
+        if !RESERVED_KEYS.contains(&key.as_str()) {
             pod_labels.insert(key.clone(), value.clone());
             labels.insert(key.clone(), value.clone());
         }
     }
-    let annotations = common.annotations.clone().filter(|a| !a.is_empty());
+    let annotations = common
+        .annotations
+        .iter()
+        .flatten()
+        .filter(|(key, _)| !RESERVED_KEYS.contains(&key.as_str()))
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect::<BTreeMap<_, _>>();
+    let annotations = Some(annotations).filter(|a| !a.is_empty());
     DaemonSet {
         metadata: ObjectMeta {
             name: Some(id.name.to_owned()),
@@ -175,6 +184,33 @@ pub fn apply_component(
     }
 }
 
+/// Replaces the arguments of the operand's main container `main` with the component's `args`
+/// when the user set any (NVIDIA's rule: `<component>.args` replace the defaults).
+pub fn apply_args(pod: &mut PodSpec, main: &str, container: &ContainerSpec) {
+    if container.args().is_empty() {
+        return;
+    }
+    if let Some(c) = pod.containers.iter_mut().find(|c| c.name == main) {
+        c.args = Some(container.args().to_vec());
+    }
+}
+
+/// An env variable from the pod's own fields (downward API), such as `NODE_NAME` from
+/// `spec.nodeName`.
+pub fn field_env(name: &str, field_path: &str) -> EnvVar {
+    EnvVar {
+        name: name.to_owned(),
+        value: None,
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: field_path.to_owned(),
+                api_version: None,
+            }),
+            ..EnvVarSource::default()
+        }),
+    }
+}
+
 /// The operator's env for a container, then the user's: a user variable replaces the operator's
 /// variable of the same name, new ones are appended.
 pub fn merge_env(defaults: &[(&str, String)], user: &[SpecEnvVar]) -> Vec<EnvVar> {
@@ -187,21 +223,6 @@ pub fn merge_env(defaults: &[(&str, String)], user: &[SpecEnvVar]) -> Vec<EnvVar
         })
         .collect();
     override_env(env, user)
-}
-
-/// An env variable read from the pod's own fields, such as `spec.nodeName`.
-pub fn field_env(name: &str, field_path: &str) -> EnvVar {
-    EnvVar {
-        name: name.to_owned(),
-        value: None,
-        value_from: Some(EnvVarSource {
-            field_ref: Some(ObjectFieldSelector {
-                field_path: field_path.to_owned(),
-                ..ObjectFieldSelector::default()
-            }),
-            ..EnvVarSource::default()
-        }),
-    }
 }
 
 /// [`merge_env`] over env the operator built itself (which may read pod fields): a user variable
@@ -357,6 +378,59 @@ mod tests {
             strategy.rolling_update.unwrap().max_unavailable,
             Some(IntOrString::Int(2))
         );
+    }
+
+    #[test]
+    fn annotations_and_labels_never_override_selector_or_ownership_keys() {
+        let reserved = BTreeMap::from([
+            ("app".into(), "x".into()),
+            ("app.kubernetes.io/part-of".into(), "x".into()),
+            ("app.kubernetes.io/managed-by".into(), "x".into()),
+            ("note".into(), "kept".into()),
+        ]);
+        let common = DaemonsetsSpec {
+            labels: Some(reserved.clone()),
+            annotations: Some(reserved),
+            ..DaemonsetsSpec::default()
+        };
+        let ds = build(ID, PodSpec::default(), &common);
+        let template = spec(&ds).template.metadata.clone().unwrap();
+        let annotations = template.annotations.unwrap();
+        assert_eq!(annotations.keys().collect::<Vec<_>>(), ["note"]);
+        let labels = ds.metadata.labels.unwrap();
+        assert_eq!(labels["app"], "nvidia-x");
+        assert_eq!(labels["app.kubernetes.io/managed-by"], "gpu-operator");
+        assert_eq!(labels["note"], "kept");
+    }
+
+    #[test]
+    fn component_args_replace_the_main_containers_args_only_when_set() {
+        let mut pod = PodSpec {
+            containers: vec![
+                k8s_openapi::api::core::v1::Container {
+                    name: "main".into(),
+                    args: Some(vec!["default".into()]),
+                    ..Default::default()
+                },
+                k8s_openapi::api::core::v1::Container {
+                    name: "sidecar".into(),
+                    ..Default::default()
+                },
+            ],
+            ..PodSpec::default()
+        };
+        apply_args(&mut pod, "main", &ContainerSpec::default());
+        assert_eq!(
+            pod.containers[0].args.as_deref(),
+            Some(&["default".to_owned()][..])
+        );
+        let user = ContainerSpec {
+            args: Some(vec!["--fail-on-init-error=false".into()]),
+            ..ContainerSpec::default()
+        };
+        apply_args(&mut pod, "main", &user);
+        assert_eq!(pod.containers[0].args, user.args);
+        assert_eq!(pod.containers[1].args, None);
     }
 
     #[test]

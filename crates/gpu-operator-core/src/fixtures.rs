@@ -7,11 +7,7 @@ use std::collections::BTreeSet;
 use crate::{
     children::Children,
     facts::{ClusterFacts, OsRelease},
-    operand::{Cluster, Operand},
 };
-
-/// Namespace of the render tests.
-pub const NAMESPACE: &str = "gpu-operator";
 
 /// A named set of GPU-node facts.
 #[derive(Clone, Debug)]
@@ -101,37 +97,43 @@ pub fn examples(
     Ok(examples)
 }
 
-/// The image of every `*_IMAGE` variable in render tests: `registry.example/<variable>:test`.
-pub fn image_env(name: &str) -> Option<String> {
-    Some(format!("registry.example/{}:test", name.to_lowercase()))
+/// The image the fixtures' operator environment gives for variable `env` (such as
+/// `DEVICE_PLUGIN_IMAGE` → `registry.example.com/device-plugin:v1`).
+pub fn image_env(env: &str) -> Option<String> {
+    let name = env
+        .trim_end_matches("_IMAGE")
+        .to_lowercase()
+        .replace('_', "-");
+    Some(format!("registry.example.com/{name}:v1"))
 }
 
-/// Operand `O` rendered for every example ClusterPolicy × profile, named `<example>-<profile>`:
-/// the children by kind, `null` when the operand is disabled, or the error message.
-pub fn render_matrix<O: Operand>(
+/// Operand `O` rendered for every example ClusterPolicy × every profile, for snapshots: the
+/// name `<example>-<profile>` and the rendered objects in apply order, or `disabled`, or the
+/// validation error. `root` is the repository root.
+pub fn snapshots<O: crate::operand::Operand>(
     root: &std::path::Path,
 ) -> Result<Vec<(String, serde_json::Value)>, Box<dyn std::error::Error>> {
-    let mut rendered = Vec::new();
+    let mut out = Vec::new();
     for (example, spec) in examples(root)? {
         for profile in profiles() {
-            let cluster = Cluster {
-                namespace: NAMESPACE,
+            let cluster = crate::operand::Cluster {
+                namespace: "gpu-operator",
                 facts: &profile.facts,
                 image_env: &image_env,
             };
             let value = match O::validate(&spec, &cluster) {
-                Ok(Some(input)) => children_json(&O::render(&input))?,
-                Ok(None) => serde_json::Value::Null,
-                Err(error) => serde_json::Value::String(error.to_string()),
+                Ok(Some(input)) => children_values(&O::render(&input))?,
+                Ok(None) => serde_json::json!("disabled"),
+                Err(error) => serde_json::json!({ "error": error.to_string() }),
             };
-            rendered.push((format!("{example}-{}", profile.name), value));
+            out.push((format!("{example}-{}", profile.name), value));
         }
     }
-    Ok(rendered)
+    Ok(out)
 }
 
-/// Every rendered object, by kind (empty kinds left out).
-pub fn children_json(children: &Children) -> Result<serde_json::Value, serde_json::Error> {
+/// Every rendered object as JSON, in apply order.
+fn children_values(children: &Children) -> Result<serde_json::Value, serde_json::Error> {
     let Children {
         service_accounts,
         roles,
@@ -144,26 +146,24 @@ pub fn children_json(children: &Children) -> Result<serde_json::Value, serde_jso
         daemonsets,
         service_monitors,
     } = children;
-    let mut kinds = serde_json::Map::new();
-    let mut add = |kind: &str, value: serde_json::Value| {
-        if value.as_array().is_some_and(|a| !a.is_empty()) {
-            kinds.insert(kind.to_owned(), value);
-        }
-    };
-    add("serviceAccounts", serde_json::to_value(service_accounts)?);
-    add("roles", serde_json::to_value(roles)?);
-    add("roleBindings", serde_json::to_value(role_bindings)?);
-    add("clusterRoles", serde_json::to_value(cluster_roles)?);
-    add(
-        "clusterRoleBindings",
+    let mut all = Vec::new();
+    for value in [
+        serde_json::to_value(service_accounts)?,
+        serde_json::to_value(roles)?,
+        serde_json::to_value(role_bindings)?,
+        serde_json::to_value(cluster_roles)?,
         serde_json::to_value(cluster_role_bindings)?,
-    );
-    add("configMaps", serde_json::to_value(config_maps)?);
-    add("services", serde_json::to_value(services)?);
-    add("runtimeClasses", serde_json::to_value(runtime_classes)?);
-    add("daemonSets", serde_json::to_value(daemonsets)?);
-    add("serviceMonitors", serde_json::to_value(service_monitors)?);
-    Ok(serde_json::Value::Object(kinds))
+        serde_json::to_value(config_maps)?,
+        serde_json::to_value(services)?,
+        serde_json::to_value(runtime_classes)?,
+        serde_json::to_value(daemonsets)?,
+        serde_json::to_value(service_monitors)?,
+    ] {
+        if let serde_json::Value::Array(items) = value {
+            all.extend(items);
+        }
+    }
+    Ok(serde_json::Value::Array(all))
 }
 
 #[cfg(test)]

@@ -154,12 +154,18 @@ pub async fn reconcile<O: Operand>(
     result
 }
 
-/// The decision table for errors: a spec problem waits for a change, the rest retry.
+/// The error policy of operand `O` (see [`retry_transient`]).
 pub fn error_policy<O: Operand>(
     _policy: Arc<ClusterPolicy>,
     error: &Error,
     _ctx: Arc<Context>,
 ) -> Action {
+    retry_transient(error)
+}
+
+/// The decision table for errors of every reconciler: a spec problem waits for a change, the
+/// rest retry.
+pub fn retry_transient(error: &Error) -> Action {
     if error.is_transient() {
         Action::requeue(Duration::from_secs(10))
     } else {

@@ -7,7 +7,7 @@ use gpu_operator_dcgm_exporter::DcgmExporter;
 #[test]
 fn every_example_on_every_profile() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    for (name, rendered) in fixtures::render_matrix::<DcgmExporter>(&root).unwrap() {
+    for (name, rendered) in fixtures::snapshots::<DcgmExporter>(&root).unwrap() {
         insta::assert_yaml_snapshot!(name, rendered);
     }
 }

@@ -1,6 +1,9 @@
-//! The device plugin operand: `nvidia-device-plugin-daemonset` and its ServiceAccount, on nodes
-//! labelled `nvidia.com/gpu.deploy.device-plugin=true`. Pure validate and render steps; the
-//! shared pipeline in `gpu_operator_core::operand` does the rest.
+//! The device plugin operand, NVIDIA's `state-device-plugin` and `state-mps-control-daemon` (one
+//! reconciler: both follow `spec.devicePlugin` and share the `DevicePluginReady` condition):
+//! `nvidia-device-plugin-daemonset` on nodes labelled `nvidia.com/gpu.deploy.device-plugin=true`,
+//! `nvidia-device-plugin-mps-control-daemon` on those of them that are also
+//! `nvidia.com/mps.capable=true`, their entrypoint ConfigMap, ServiceAccounts and RBAC. Pure
+//! validate and render steps; the shared pipeline in `gpu_operator_core::operand` does the rest.
 
 mod render;
 mod validate;
@@ -13,10 +16,14 @@ use gpu_operator_core::{
 
 pub use validate::Input;
 
-/// Name of the DaemonSet, as NVIDIA names it.
+/// Name of the device plugin DaemonSet, as NVIDIA names it.
 pub const DAEMONSET: &str = "nvidia-device-plugin-daemonset";
-/// Name of the ServiceAccount, as NVIDIA names it.
+/// Name of the device plugin's ServiceAccount and RBAC, as NVIDIA names them.
 pub const SERVICE_ACCOUNT: &str = "nvidia-device-plugin";
+/// Name of the MPS control daemon DaemonSet, its ServiceAccount and RBAC, as NVIDIA names them.
+pub const MPS_DAEMONSET: &str = "nvidia-device-plugin-mps-control-daemon";
+/// The ConfigMap with the device plugin's entrypoint script, as NVIDIA names it.
+pub const ENTRYPOINT_CONFIG_MAP: &str = "nvidia-device-plugin-entrypoint";
 
 /// The device plugin operand.
 pub struct DevicePlugin;
@@ -28,7 +35,7 @@ impl Operand for DevicePlugin {
     type Input = Input;
 
     fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
-        validate::validate(spec, cluster.image_env)
+        validate::validate(spec, cluster.namespace, cluster.image_env)
     }
 
     fn render(input: &Input) -> Children {

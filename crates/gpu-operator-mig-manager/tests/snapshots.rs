@@ -8,7 +8,7 @@ use gpu_operator_mig_manager::{MigManager, default_config, layouts};
 #[test]
 fn every_example_on_every_profile() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    for (name, rendered) in fixtures::render_matrix::<MigManager>(&root).unwrap() {
+    for (name, rendered) in fixtures::snapshots::<MigManager>(&root).unwrap() {
         insta::assert_yaml_snapshot!(name, rendered);
     }
 }

@@ -7,7 +7,7 @@ use gpu_operator_node_status_exporter::NodeStatusExporter;
 #[test]
 fn every_example_on_every_profile() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    for (name, rendered) in fixtures::render_matrix::<NodeStatusExporter>(&root).unwrap() {
+    for (name, rendered) in fixtures::snapshots::<NodeStatusExporter>(&root).unwrap() {
         insta::assert_yaml_snapshot!(name, rendered);
     }
 }

@@ -155,23 +155,27 @@ impl RunArgs {
 
     /// A client from `--kubeconfig`, else `KUBECONFIG`/`~/.kube/config`, else in-cluster.
     pub async fn client(&self) -> Result<kube::Client, Error> {
-        let config = match &self.kubeconfig {
-            Some(path) => {
-                let kubeconfig =
-                    Kubeconfig::read_from(path).map_err(|source| Error::Kubeconfig {
-                        path: path.clone(),
-                        source,
-                    })?;
-                kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-                    .await
-                    .map_err(|error| Error::ClientConfig(error.to_string()))?
-            }
-            None => kube::Config::infer()
-                .await
-                .map_err(|error| Error::ClientConfig(error.to_string()))?,
-        };
-        kube::Client::try_from(config).map_err(Error::Client)
+        client(self.kubeconfig.as_deref()).await
     }
+}
+
+/// A client from the kubeconfig at `path`, else `KUBECONFIG`/`~/.kube/config`, else in-cluster.
+pub async fn client(path: Option<&std::path::Path>) -> Result<kube::Client, Error> {
+    let config = match path {
+        Some(path) => {
+            let kubeconfig = Kubeconfig::read_from(path).map_err(|source| Error::Kubeconfig {
+                path: path.to_owned(),
+                source,
+            })?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .map_err(|error| Error::ClientConfig(error.to_string()))?
+        }
+        None => kube::Config::infer()
+            .await
+            .map_err(|error| Error::ClientConfig(error.to_string()))?,
+    };
+    kube::Client::try_from(config).map_err(Error::Client)
 }
 
 /// The kernel's hostname (a pod's is its name), else `HOSTNAME`, else a fixed fallback.

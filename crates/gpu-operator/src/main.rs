@@ -1,8 +1,10 @@
 //! `gpu-operator`: the operator binary. Wiring only; the work lives in the library crates.
 
+mod cleanup;
+mod crds;
 mod run;
 
-use std::io::Write as _;
+use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
@@ -18,14 +20,28 @@ struct Cli {
 enum Command {
     /// Run the operator: reconcile the ClusterPolicy into the GPU software stack.
     Run(Box<gpu_operator_runtime::config::RunArgs>),
-    /// Print the CustomResourceDefinitions this operator serves (ClusterPolicy, nvidia.com/v1).
-    Crds,
+    /// The CustomResourceDefinitions this operator serves (ClusterPolicy, nvidia.com/v1): print
+    /// (the default), apply or delete them.
+    Crds {
+        #[command(subcommand)]
+        action: Option<crds::Action>,
+        /// Kubeconfig file; else KUBECONFIG, else the in-cluster ServiceAccount.
+        #[arg(long, global = true)]
+        kubeconfig: Option<PathBuf>,
+    },
+    /// Remove the node labels the operator wrote (the chart's uninstall hook).
+    CleanupNodeLabels {
+        /// Kubeconfig file; else KUBECONFIG, else the in-cluster ServiceAccount.
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
+    },
 }
 
 fn main() -> std::process::ExitCode {
     let result = match Cli::parse().command {
         Command::Run(args) => run::main(&args),
-        Command::Crds => print_crds(),
+        Command::Crds { action, kubeconfig } => crds::main(action, kubeconfig.as_deref()),
+        Command::CleanupNodeLabels { kubeconfig } => cleanup::main(kubeconfig.as_deref()),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -34,10 +50,4 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::FAILURE
         }
     }
-}
-
-fn print_crds() -> anyhow::Result<()> {
-    let yaml = gpu_operator_api::crd_yaml()?;
-    std::io::stdout().lock().write_all(yaml.as_bytes())?;
-    Ok(())
 }

@@ -8,6 +8,7 @@ use futures::{FutureExt as _, future::BoxFuture};
 use gpu_operator_api::conditions::operand;
 use gpu_operator_core::{Context, controller, metrics::Metrics, operand::Operand, stores};
 use gpu_operator_device_plugin::DevicePlugin;
+use gpu_operator_gfd::GpuFeatureDiscovery;
 use gpu_operator_runtime::{admin, config::RunArgs, leader, shutdown::Shutdown, telemetry};
 use gpu_operator_validation::Validation;
 
@@ -19,6 +20,7 @@ const OPERAND_CONDITIONS: &[&str] = &[
     operand::DCGM_EXPORTER_READY,
     operand::MIG_MANAGER_READY,
     operand::NODE_STATUS_EXPORTER_READY,
+    operand::GFD_READY,
 ];
 
 /// The reconciler of operand `O`, ready to be polled with the others.
@@ -97,6 +99,7 @@ async fn run(args: &RunArgs, namespace: String) -> anyhow::Result<()> {
         operand::<gpu_operator_dcgm_exporter::DcgmExporter>(&ctx, &subs, stop()),
         operand::<gpu_operator_mig_manager::MigManager>(&ctx, &subs, stop()),
         operand::<gpu_operator_node_status_exporter::NodeStatusExporter>(&ctx, &subs, stop()),
+        operand::<GpuFeatureDiscovery>(&ctx, &subs, stop()),
         controller::run_status(ctx.clone(), subs.clone(), OPERAND_CONDITIONS, stop()).boxed(),
         controller::run_node_validation(ctx.clone(), subs.clone(), stop()).boxed(),
     ];

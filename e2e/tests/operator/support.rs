@@ -5,11 +5,12 @@ use std::{collections::BTreeMap, time::Duration};
 
 use gpu_operator_api::{ClusterPolicy, State, conditions};
 use gpu_operator_e2e::{
+    chart::{operator_kubeconfig, remove_operator_rbac},
     client,
     crd::ensure_crd,
     fleet::{KWOK_LABEL, NFD_NVIDIA_PCI},
     harness::kubectl_ok,
-    operator::{Operator, service_account_kubeconfig},
+    operator::Operator,
     unique_name, wait_until,
 };
 use k8s_openapi::api::{
@@ -26,8 +27,8 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 pub const TIMEOUT: Duration = Duration::from_secs(120);
 pub const PLUGIN: &str = "nvidia-device-plugin-daemonset";
 pub const VALIDATOR: &str = "nvidia-operator-validator";
-/// The operand images (the device plugin's first: a step leaves it out).
-pub const IMAGES: [(&str, &str); 5] = [
+/// The operator's image environment; the device plugin's comes first (one step drops it).
+pub const IMAGES: [(&str, &str); 6] = [
     (
         "DEVICE_PLUGIN_IMAGE",
         "nvcr.io/nvidia/k8s-device-plugin:v0.17.0",
@@ -45,6 +46,7 @@ pub const IMAGES: [(&str, &str); 5] = [
         "MIG_MANAGER_IMAGE",
         "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.15.0",
     ),
+    ("GFD_IMAGE", "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"),
 ];
 
 pub struct Env {
@@ -191,11 +193,11 @@ pub async fn setup() -> Env {
         .unwrap();
     let dir = std::env::temp_dir().join(&namespace);
     std::fs::create_dir_all(&dir).unwrap();
-    // Broad rights for now; the chart's least-privilege RBAC replaces this binding.
-    let (kubeconfig, user) =
-        service_account_kubeconfig(&client, &namespace, "gpu-operator", "cluster-admin", &dir)
-            .await
-            .unwrap();
+    // Exactly the chart's RBAC: its ServiceAccount, Role and ClusterRole, release named after the
+    // namespace.
+    let (kubeconfig, user) = operator_kubeconfig(&client, &namespace, &namespace, &dir)
+        .await
+        .unwrap();
     Env {
         client,
         namespace,
@@ -206,7 +208,7 @@ pub async fn setup() -> Env {
 }
 
 /// Deletes what the scenario created when dropped, also when a step panics: the ClusterPolicies
-/// `policies`, the operator namespace and its ClusterRoleBinding.
+/// `policies`, the operator namespace and the chart's cluster-scoped RBAC.
 pub struct Cleanup {
     /// The operator namespace.
     pub namespace: String,
@@ -225,13 +227,7 @@ impl Drop for Cleanup {
                 "--wait=false",
             ]);
         }
-        let binding = format!("{}-gpu-operator", self.namespace);
-        let _ = kubectl_ok(&[
-            "delete",
-            "clusterrolebinding",
-            &binding,
-            "--ignore-not-found",
-        ]);
+        remove_operator_rbac(&self.namespace);
         let _ = kubectl_ok(&[
             "delete",
             "namespace",

@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use clap::Subcommand;
 
-pub use layout::Layout;
+pub use build::ensure as ensure_built;
+pub use layout::{Layout, display as display_path};
 pub use nodes::is_ready as node_is_ready;
 pub use up::UpArgs;
 

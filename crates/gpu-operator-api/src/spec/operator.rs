@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{PodSecurityContext, Toleration};
+use k8s_openapi::api::core::v1::{Affinity, PodSecurityContext, Toleration};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -98,6 +98,17 @@ pub struct DaemonsetsSpec {
     /// Pod-level security context of the operand pods.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pod_security_context: Option<PodSecurityContext>,
+    /// Ours, not in NVIDIA's API (asked for in NVIDIA/gpu-operator#2626): node labels every
+    /// operand pod also requires, added to each operand's own selector (such as
+    /// `nvidia.com/gpu.deploy.device-plugin=true`), for example `node-pool: gpu` to keep the
+    /// operands on one pool. An operand's own keys win over the same keys here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<BTreeMap<String, String>>,
+    /// Ours, not in NVIDIA's API (asked for in NVIDIA/gpu-operator#2626): scheduling affinity of
+    /// every operand pod, for example a required node affinity on `topology.kubernetes.io/zone`.
+    /// It adds to the operand's node selector; it cannot widen it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Affinity>,
 }
 
 /// Update strategy of the operand DaemonSets.

@@ -8,6 +8,7 @@ use gpu_operator_api::labels::operand;
 use gpu_operator_core::{
     barrier,
     daemonset::{self, Identity},
+    host_paths,
     operand::Operand as _,
 };
 use k8s_openapi::{
@@ -51,7 +52,7 @@ fn parts(input: &Input) -> Parts {
     let exporter = &input.spec.dcgm_exporter;
     let mut volumes = vec![host_path(
         "pod-gpu-resources",
-        &format!("{}/pod-resources", kubelet_root(input)),
+        "/var/lib/kubelet/pod-resources",
         None,
     )];
     let mut mounts = vec![mount("pod-gpu-resources", "/var/lib/kubelet/pod-resources")];
@@ -176,8 +177,12 @@ pub fn build(input: &Input) -> DaemonSet {
         && user_env(exporter, REMOTE_ENGINE_ENV).is_some_and(|v| v.starts_with("localhost"));
     let host_network = (host_engine || exporter.host_network == Some(true)).then_some(true);
     daemonset::apply_component(&mut pod, &exporter.image, &exporter.container, host_network);
-    let validator = spec.validator.clone().unwrap_or_default();
-    barrier::gate(&mut pod, &["toolkit"], &input.validator_image, &validator);
+    pod.init_containers = Some(vec![barrier::wait_for("toolkit", &input.validator_image)]);
+    pod.volumes
+        .get_or_insert_with(Vec::new)
+        .push(barrier::volume());
+    barrier::apply_validator(&mut pod, spec.validator.as_ref());
+    host_paths::apply(&mut pod, spec.host_paths.as_ref());
     let id = Identity {
         name: NAME,
         component: DcgmExporter::NAME,
@@ -194,18 +199,6 @@ pub fn build(input: &Input) -> DaemonSet {
             .extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
     }
     ds
-}
-
-fn kubelet_root(input: &Input) -> String {
-    input
-        .spec
-        .host_paths
-        .as_ref()
-        .and_then(|h| h.kubelet_root_dir.as_deref())
-        .filter(|d| !d.is_empty())
-        .unwrap_or("/var/lib/kubelet")
-        .trim_end_matches('/')
-        .to_owned()
 }
 
 fn job_mapping_dir(input: &Input) -> Option<String> {

@@ -5,6 +5,7 @@ use gpu_operator_api::labels::operand;
 use gpu_operator_core::{
     barrier,
     daemonset::{self, Identity},
+    host_paths,
     operand::Operand as _,
 };
 use k8s_openapi::{
@@ -53,8 +54,12 @@ pub fn build(input: &Input) -> DaemonSet {
         ..PodSpec::default()
     };
     daemonset::apply_component(&mut pod, &dcgm.image, &dcgm.container, dcgm.host_network);
-    let validator = spec.validator.clone().unwrap_or_default();
-    barrier::gate(&mut pod, &["toolkit"], &input.validator_image, &validator);
+    pod.init_containers = Some(vec![barrier::wait_for("toolkit", &input.validator_image)]);
+    pod.volumes
+        .get_or_insert_with(Vec::new)
+        .push(barrier::volume());
+    barrier::apply_validator(&mut pod, spec.validator.as_ref());
+    host_paths::apply(&mut pod, spec.host_paths.as_ref());
     let id = Identity {
         name: NAME,
         component: Dcgm::NAME,

@@ -1,82 +1,89 @@
-//! `nvidia-device-plugin-daemonset`: the device plugin container with its MIG strategy and
-//! CDI settings, and the host paths it needs.
+//! `nvidia-device-plugin-daemonset`: the `toolkit-validation` barrier, the plugin container
+//! started by its entrypoint ConfigMap with NVIDIA's env (MIG strategy, CDI, GDS/GDRCopy, MPS
+//! root), the host paths it needs, and the config manager when `devicePlugin.config` is set.
 
-use gpu_operator_api::{labels::operand, spec::MigStrategy};
+use gpu_operator_api::labels::operand;
 use gpu_operator_core::{
+    barrier,
     daemonset::{self, Identity},
+    mig,
     operand::Operand as _,
 };
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
-    core::v1::{Container, HostPathVolumeSource, PodSpec, SecurityContext, Volume, VolumeMount},
+    core::v1::{ConfigMapVolumeSource, Container, PodSpec, Volume, VolumeMount},
 };
 
-use crate::{DAEMONSET, DevicePlugin, Input, SERVICE_ACCOUNT};
+use super::{config_map, finish, host_path, mount, mps_root, mps_volumes, privileged};
+use crate::{DAEMONSET, DevicePlugin, ENTRYPOINT_CONFIG_MAP, Input, SERVICE_ACCOUNT};
 
-/// Host paths the plugin mounts: (volume name, host path, mount path).
-const HOST_PATHS: [(&str, &str, &str); 4] = [
-    (
-        "device-plugin",
-        "/var/lib/kubelet/device-plugins",
-        "/var/lib/kubelet/device-plugins",
-    ),
-    (
-        "run-nvidia-validations",
-        "/run/nvidia/validations",
-        "/run/nvidia/validations",
-    ),
-    ("driver-install-dir", "/run/nvidia/driver", "/driver-root"),
-    ("cdi-root", "/var/run/cdi", "/var/run/cdi"),
-];
+/// The plugin container, also the process the config manager signals.
+const CONTAINER: &str = "nvidia-device-plugin";
 
 /// The DaemonSet.
 pub fn build(input: &Input) -> DaemonSet {
     let spec = &input.spec;
     let plugin = &spec.device_plugin;
+    let entrypoint = VolumeMount {
+        read_only: Some(true),
+        sub_path: Some(config_map::KEY.to_owned()),
+        ..mount("nvidia-device-plugin-entrypoint", "/bin/entrypoint.sh")
+    };
+    let host_to_container = |m: VolumeMount| VolumeMount {
+        mount_propagation: Some("HostToContainer".to_owned()),
+        ..m
+    };
+    let main = Container {
+        name: CONTAINER.to_owned(),
+        image: Some(input.image.clone()),
+        command: Some(vec!["/bin/sh".to_owned(), "-c".to_owned()]),
+        args: Some(vec!["/bin/entrypoint.sh".to_owned()]),
+        env: Some(daemonset::merge_env(&env(input), plugin.container.env())),
+        security_context: Some(privileged()),
+        volume_mounts: Some(vec![
+            entrypoint,
+            mount("device-plugin", "/var/lib/kubelet/device-plugins"),
+            mount(barrier::VALIDATIONS_VOLUME, barrier::VALIDATIONS_DIR),
+            host_to_container(mount("driver-install-dir", "/driver-root")),
+            host_to_container(VolumeMount {
+                read_only: Some(true),
+                ..mount("host-root", "/host")
+            }),
+            mount("cdi-root", "/var/run/cdi"),
+            mount("mps-shm", "/dev/shm"),
+            mount("mps-root", "/mps"),
+        ]),
+        ..Container::default()
+    };
+    let mut volumes = vec![
+        Volume {
+            name: "nvidia-device-plugin-entrypoint".to_owned(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: ENTRYPOINT_CONFIG_MAP.to_owned(),
+                default_mode: Some(0o700),
+                ..ConfigMapVolumeSource::default()
+            }),
+            ..Volume::default()
+        },
+        host_path("device-plugin", "/var/lib/kubelet/device-plugins", None),
+        barrier::volume(),
+        host_path(
+            "driver-install-dir",
+            "/run/nvidia/driver",
+            Some("DirectoryOrCreate"),
+        ),
+        host_path("host-root", "/", None),
+        host_path("cdi-root", "/var/run/cdi", Some("DirectoryOrCreate")),
+    ];
+    volumes.extend(mps_volumes(&mps_root(input)));
     let mut pod = PodSpec {
         service_account_name: Some(SERVICE_ACCOUNT.to_owned()),
-        containers: vec![Container {
-            name: "nvidia-device-plugin".to_owned(),
-            image: Some(input.image.clone()),
-            args: Some(plugin.container.args().to_vec()).filter(|a| !a.is_empty()),
-            env: Some(daemonset::merge_env(&env(input), plugin.container.env())),
-            security_context: Some(SecurityContext {
-                privileged: Some(true),
-                ..SecurityContext::default()
-            }),
-            volume_mounts: Some(
-                HOST_PATHS
-                    .iter()
-                    .map(|(name, _, path)| VolumeMount {
-                        name: (*name).to_owned(),
-                        mount_path: (*path).to_owned(),
-                        ..VolumeMount::default()
-                    })
-                    .collect(),
-            ),
-            ..Container::default()
-        }],
-        volumes: Some(
-            HOST_PATHS
-                .iter()
-                .map(|(name, host, _)| Volume {
-                    name: (*name).to_owned(),
-                    host_path: Some(HostPathVolumeSource {
-                        path: (*host).to_owned(),
-                        type_: None,
-                    }),
-                    ..Volume::default()
-                })
-                .collect(),
-        ),
+        init_containers: Some(vec![barrier::wait_for("toolkit", &input.validator_image)]),
+        containers: vec![main],
+        volumes: Some(volumes),
         ..PodSpec::default()
     };
-    daemonset::apply_component(
-        &mut pod,
-        &plugin.image,
-        &plugin.container,
-        plugin.host_network,
-    );
+    finish(&mut pod, input, CONTAINER, CONTAINER, true);
     let id = Identity {
         name: DAEMONSET,
         component: DevicePlugin::NAME,
@@ -89,140 +96,50 @@ pub fn build(input: &Input) -> DaemonSet {
 /// The operator's env of the plugin container (the user's env is merged over it).
 fn env(input: &Input) -> Vec<(&'static str, String)> {
     let spec = &input.spec;
+    let on = || "true".to_owned();
     let mut env = vec![
-        ("PASS_DEVICE_SPECS", "true".to_owned()),
-        ("FAIL_ON_INIT_ERROR", "true".to_owned()),
+        ("PASS_DEVICE_SPECS", on()),
+        ("FAIL_ON_INIT_ERROR", on()),
+        ("DEVICE_LIST_STRATEGY", "envvar".to_owned()),
         ("DEVICE_ID_STRATEGY", "uuid".to_owned()),
         ("NVIDIA_VISIBLE_DEVICES", "all".to_owned()),
         ("NVIDIA_DRIVER_CAPABILITIES", "all".to_owned()),
+        ("MPS_ROOT", mps_root(input)),
     ];
-    match spec.mig.as_ref().and_then(|m| m.strategy) {
-        None => env.push(("NVIDIA_MIG_MONITOR_DEVICES", "all".to_owned())),
-        Some(strategy) => {
-            env.push(("MIG_STRATEGY", strategy.as_str().to_owned()));
-            if strategy != MigStrategy::None {
-                env.push(("NVIDIA_MIG_MONITOR_DEVICES", "all".to_owned()));
-            }
-        }
+    if spec.gds.as_ref().and_then(|g| g.enabled) == Some(true) {
+        env.extend([("GDS_ENABLED", on()), ("MOFED_ENABLED", on())]);
     }
-    let cdi = spec.cdi.as_ref().and_then(|c| c.enabled).unwrap_or(true);
-    if cdi {
-        let install_dir = spec
-            .toolkit
-            .install_dir
-            .clone()
-            .unwrap_or_else(|| "/usr/local/nvidia".to_owned());
+    if spec.gdrcopy.as_ref().and_then(|g| g.enabled) == Some(true) {
+        env.push(("GDRCOPY_ENABLED", on()));
+    }
+    env.extend(mig::strategy_env(spec));
+    if spec.cdi.as_ref().and_then(|c| c.enabled).unwrap_or(true) {
+        if let Some(strategy) = env.iter_mut().find(|(n, _)| *n == "DEVICE_LIST_STRATEGY") {
+            "cdi-annotations,cdi-cri".clone_into(&mut strategy.1);
+        }
         env.extend([
-            ("CDI_ENABLED", "true".to_owned()),
-            ("DEVICE_LIST_STRATEGY", "cdi-annotations,cdi-cri".to_owned()),
+            ("CDI_ENABLED", on()),
             ("CDI_ANNOTATION_PREFIX", "cdi.k8s.io/".to_owned()),
-            (
-                "NVIDIA_CDI_HOOK_PATH",
-                format!("{install_dir}/toolkit/nvidia-cdi-hook"),
-            ),
         ]);
-    } else {
-        env.push(("DEVICE_LIST_STRATEGY", "envvar".to_owned()));
+        if spec.toolkit.enabled != Some(false) {
+            let install_dir = spec
+                .toolkit
+                .install_dir
+                .clone()
+                .filter(|d| !d.is_empty())
+                .unwrap_or_else(|| "/usr/local/nvidia".to_owned());
+            env.push((
+                "NVIDIA_CDI_HOOK_PATH",
+                format!(
+                    "{}/toolkit/nvidia-cdi-hook",
+                    install_dir.trim_end_matches('/')
+                ),
+            ));
+        }
     }
     env
 }
 
 #[cfg(test)]
-mod tests {
-    use gpu_operator_api::{
-        ClusterPolicySpec,
-        spec::{EnvVar, MigSpec},
-    };
-
-    use super::*;
-
-    fn render(spec: ClusterPolicySpec) -> DaemonSet {
-        build(&Input {
-            image: "nvcr.io/nvidia/k8s-device-plugin:v0.17.0".into(),
-            spec,
-        })
-    }
-
-    fn env_of(ds: &DaemonSet) -> Vec<(String, String)> {
-        let pod = ds.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
-        pod.containers[0]
-            .env
-            .clone()
-            .unwrap()
-            .into_iter()
-            .map(|e| (e.name, e.value.unwrap_or_default()))
-            .collect()
-    }
-
-    fn value(ds: &DaemonSet, name: &str) -> Option<String> {
-        env_of(ds)
-            .into_iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v)
-    }
-
-    #[test]
-    fn names_selector_and_image_follow_nvidia() {
-        let ds = render(ClusterPolicySpec::default());
-        assert_eq!(ds.metadata.name.as_deref(), Some(DAEMONSET));
-        let pod = ds.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
-        assert_eq!(
-            pod.node_selector.as_ref().unwrap()["nvidia.com/gpu.deploy.device-plugin"],
-            "true"
-        );
-        assert_eq!(pod.service_account_name.as_deref(), Some(SERVICE_ACCOUNT));
-        assert_eq!(
-            pod.containers[0].image.as_deref(),
-            Some("nvcr.io/nvidia/k8s-device-plugin:v0.17.0")
-        );
-        assert_eq!(ds.metadata.labels.as_ref().unwrap()["app"], DAEMONSET);
-    }
-
-    #[test]
-    fn mig_strategy_env_follows_nvidia() {
-        assert_eq!(
-            value(&render(ClusterPolicySpec::default()), "MIG_STRATEGY"),
-            None
-        );
-        assert_eq!(
-            value(
-                &render(ClusterPolicySpec::default()),
-                "NVIDIA_MIG_MONITOR_DEVICES"
-            )
-            .as_deref(),
-            Some("all")
-        );
-        let mixed = ClusterPolicySpec {
-            mig: Some(MigSpec {
-                strategy: Some(MigStrategy::Mixed),
-            }),
-            ..ClusterPolicySpec::default()
-        };
-        assert_eq!(
-            value(&render(mixed), "MIG_STRATEGY").as_deref(),
-            Some("mixed")
-        );
-        let none = ClusterPolicySpec {
-            mig: Some(MigSpec {
-                strategy: Some(MigStrategy::None),
-            }),
-            ..ClusterPolicySpec::default()
-        };
-        let none = render(none);
-        assert_eq!(value(&none, "MIG_STRATEGY").as_deref(), Some("none"));
-        assert_eq!(value(&none, "NVIDIA_MIG_MONITOR_DEVICES"), None);
-    }
-
-    #[test]
-    fn cdi_is_on_by_default_and_user_env_wins() {
-        let mut spec = ClusterPolicySpec::default();
-        spec.device_plugin.container.env = Some(vec![EnvVar::new("DEVICE_ID_STRATEGY", "index")]);
-        let ds = render(spec);
-        assert_eq!(value(&ds, "CDI_ENABLED").as_deref(), Some("true"));
-        assert_eq!(
-            value(&ds, "NVIDIA_CDI_HOOK_PATH").as_deref(),
-            Some("/usr/local/nvidia/toolkit/nvidia-cdi-hook")
-        );
-        assert_eq!(value(&ds, "DEVICE_ID_STRATEGY").as_deref(), Some("index"));
-    }
-}
+#[path = "daemonset_tests.rs"]
+mod tests;

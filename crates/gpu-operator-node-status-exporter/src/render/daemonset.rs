@@ -5,6 +5,7 @@
 use gpu_operator_api::labels::operand;
 use gpu_operator_core::{
     daemonset::{self, Identity},
+    host_paths,
     operand::Operand as _,
 };
 use k8s_openapi::api::{
@@ -84,6 +85,7 @@ pub fn build(input: &Input) -> DaemonSet {
         &section.container,
         section.host_network,
     );
+    host_paths::apply(&mut pod, spec.host_paths.as_ref());
     let id = Identity {
         name: NAME,
         component: NodeStatusExporter::NAME,

@@ -4,18 +4,19 @@
 
 use gpu_operator_api::{
     labels::operand,
-    spec::{EnvVar as SpecEnvVar, MigStrategy, ValidatorComponentSpec},
+    spec::{EnvVar as SpecEnvVar, MigStrategy, ValidatorComponentSpec, ValidatorSpec},
     validator::{component, env as names},
 };
 use gpu_operator_core::{
-    daemonset::{self, Identity},
+    daemonset::{self, Identity, field_env},
+    host_paths,
     operand::Operand as _,
 };
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
     core::v1::{
-        Container, EnvVar, EnvVarSource, ExecAction, HostPathVolumeSource, Lifecycle,
-        LifecycleHandler, ObjectFieldSelector, PodSpec, SecurityContext, Volume, VolumeMount,
+        Container, EnvVar, ExecAction, HostPathVolumeSource, Lifecycle, LifecycleHandler, PodSpec,
+        SecurityContext, Volume, VolumeMount,
     },
 };
 
@@ -30,44 +31,7 @@ const VALIDATIONS: &str = "/run/nvidia/validations";
 pub fn build(input: &Input) -> DaemonSet {
     let spec = &input.spec;
     let section = spec.validator.clone().unwrap_or_default();
-    let plugin_enabled = spec.device_plugin.enabled != Some(false);
-    let mig_strategy = spec
-        .mig
-        .as_ref()
-        .and_then(|m| m.strategy)
-        .unwrap_or(MigStrategy::Single);
-    let mut checks = vec![
-        check(
-            input,
-            component::DRIVER,
-            section.driver.as_ref(),
-            &[(names::WITH_WAIT, "true".to_owned())],
-        ),
-        check(
-            input,
-            component::TOOLKIT,
-            section.toolkit.as_ref(),
-            &[(names::WITH_WAIT, "false".to_owned())],
-        ),
-        check(
-            input,
-            component::CUDA,
-            section.cuda.as_ref(),
-            &[(names::WITH_WAIT, "false".to_owned())],
-        ),
-    ];
-    if plugin_enabled {
-        checks.push(check(
-            input,
-            component::PLUGIN,
-            section.plugin.as_ref(),
-            &[
-                (names::WITH_WAIT, "false".to_owned()),
-                (names::WITH_WORKLOAD, "false".to_owned()),
-                (names::MIG_STRATEGY, mig_strategy.as_str().to_owned()),
-            ],
-        ));
-    }
+    let checks = checks(input, &section);
     let main = Container {
         name: DAEMONSET.to_owned(),
         image: Some(input.image.clone()),
@@ -99,6 +63,7 @@ pub fn build(input: &Input) -> DaemonSet {
             ),
             host_path("driver-install-dir", "/run/nvidia/driver", None),
             host_path("host-root", "/", None),
+            host_path(host_paths::HOST_DEV_CHAR_VOLUME, "/dev/char", None),
         ]),
         ..PodSpec::default()
     };
@@ -108,6 +73,8 @@ pub fn build(input: &Input) -> DaemonSet {
         &section.container,
         section.host_network,
     );
+    host_paths::apply(&mut pod, spec.host_paths.as_ref());
+    daemonset::apply_args(&mut pod, DAEMONSET, &section.container);
     let id = Identity {
         name: DAEMONSET,
         component: Validation::NAME,
@@ -115,6 +82,91 @@ pub fn build(input: &Input) -> DaemonSet {
         always_on_delete: false,
     };
     daemonset::build(id, pod, &spec.daemonsets)
+}
+
+/// The init containers, in NVIDIA's order: driver, toolkit, cuda, and plugin unless the device
+/// plugin is disabled.
+fn checks(input: &Input, section: &ValidatorSpec) -> Vec<Container> {
+    let spec = &input.spec;
+    let plugin_enabled = spec.device_plugin.enabled != Some(false);
+    let mig_strategy = spec
+        .mig
+        .as_ref()
+        .and_then(|m| m.strategy)
+        .unwrap_or(MigStrategy::Single);
+    let mut checks = vec![
+        check(
+            input,
+            component::DRIVER,
+            section.driver.as_ref(),
+            &[
+                (names::WITH_WAIT, "true".to_owned()),
+                (
+                    names::DRIVER_MANAGED_BY_OPERATOR,
+                    (spec.driver.enabled != Some(false)).to_string(),
+                ),
+            ],
+        ),
+        check(
+            input,
+            component::TOOLKIT,
+            section.toolkit.as_ref(),
+            &[
+                ("NVIDIA_VISIBLE_DEVICES", "all".to_owned()),
+                (names::WITH_WAIT, "false".to_owned()),
+            ],
+        ),
+        check(
+            input,
+            component::CUDA,
+            section.cuda.as_ref(),
+            &workload_env(section, &[(names::WITH_WAIT, "false".to_owned())]),
+        ),
+    ];
+    if plugin_enabled {
+        checks.push(check(
+            input,
+            component::PLUGIN,
+            section.plugin.as_ref(),
+            &workload_env(
+                section,
+                &[
+                    (names::WITH_WAIT, "false".to_owned()),
+                    (names::WITH_WORKLOAD, "false".to_owned()),
+                    (names::MIG_STRATEGY, mig_strategy.as_str().to_owned()),
+                ],
+            ),
+        ));
+    }
+    if let Some(driver) = checks.first_mut() {
+        driver
+            .volume_mounts
+            .get_or_insert_with(Vec::new)
+            .push(VolumeMount {
+                name: host_paths::HOST_DEV_CHAR_VOLUME.to_owned(),
+                mount_path: "/host-dev-char".to_owned(),
+                ..VolumeMount::default()
+            });
+    }
+    checks
+}
+
+/// `extra` plus what the `cuda` and `plugin` checks give their workload pods: the validator's
+/// pull policy and pull secrets.
+fn workload_env(
+    section: &ValidatorSpec,
+    extra: &[(&'static str, String)],
+) -> Vec<(&'static str, String)> {
+    let mut env = extra.to_vec();
+    env.push((
+        names::VALIDATOR_IMAGE_PULL_POLICY,
+        gpu_operator_core::image::pull_policy(&section.image).to_owned(),
+    ));
+    let secrets = section.image.pull_secrets();
+    if !secrets.is_empty() {
+        env.push((names::VALIDATOR_IMAGE_PULL_SECRETS, secrets.join(",")));
+    }
+    env
 }
 
 /// One `<component>-validation` init container.
@@ -162,30 +214,18 @@ fn check(
             VolumeMount {
                 name: "driver-install-dir".to_owned(),
                 mount_path: "/run/nvidia/driver".to_owned(),
+                mount_propagation: Some("HostToContainer".to_owned()),
                 ..VolumeMount::default()
             },
             VolumeMount {
                 name: "host-root".to_owned(),
                 mount_path: "/host".to_owned(),
                 read_only: Some(true),
+                mount_propagation: Some("HostToContainer".to_owned()),
                 ..VolumeMount::default()
             },
         ]),
         ..Container::default()
-    }
-}
-
-fn field_env(name: &str, path: &str) -> EnvVar {
-    EnvVar {
-        name: name.to_owned(),
-        value: None,
-        value_from: Some(EnvVarSource {
-            field_ref: Some(ObjectFieldSelector {
-                field_path: path.to_owned(),
-                api_version: None,
-            }),
-            ..EnvVarSource::default()
-        }),
     }
 }
 
@@ -220,10 +260,7 @@ fn host_path(name: &str, path: &str, type_: Option<&str>) -> Volume {
 
 #[cfg(test)]
 mod tests {
-    use gpu_operator_api::{
-        ClusterPolicySpec,
-        spec::{MigSpec, ValidatorSpec},
-    };
+    use gpu_operator_api::{ClusterPolicySpec, spec::MigSpec};
 
     use super::*;
 
@@ -302,6 +339,73 @@ mod tests {
     }
 
     #[test]
+    fn workload_checks_get_the_pull_settings_and_the_driver_check_the_dev_char_link_dir() {
+        let spec = ClusterPolicySpec {
+            validator: Some(ValidatorSpec {
+                image: gpu_operator_api::spec::ImageSpec {
+                    pull_policy: Some("Always".into()),
+                    pull_secrets: Some(vec!["a".into(), "b".into()]),
+                    ..Default::default()
+                },
+                ..ValidatorSpec::default()
+            }),
+            ..ClusterPolicySpec::default()
+        };
+        let pod = render(spec);
+        let inits = pod.init_containers.unwrap();
+        for workload in &inits[2..] {
+            assert_eq!(
+                env(workload, "VALIDATOR_IMAGE_PULL_POLICY").as_deref(),
+                Some("Always")
+            );
+            assert_eq!(
+                env(workload, "VALIDATOR_IMAGE_PULL_SECRETS").as_deref(),
+                Some("a,b")
+            );
+        }
+        assert_eq!(
+            env(&inits[1], "NVIDIA_VISIBLE_DEVICES").as_deref(),
+            Some("all")
+        );
+        assert!(
+            inits[0]
+                .volume_mounts
+                .iter()
+                .flatten()
+                .any(|m| m.name == "host-dev-char" && m.mount_path == "/host-dev-char")
+        );
+    }
+
+    #[test]
+    fn root_fs_and_driver_install_dir_are_rewritten() {
+        let spec = ClusterPolicySpec {
+            host_paths: Some(gpu_operator_api::spec::HostPathsSpec {
+                root_fs: Some("/hostfs".into()),
+                driver_install_dir: Some("/opt/driver".into()),
+                ..Default::default()
+            }),
+            ..ClusterPolicySpec::default()
+        };
+        let pod = render(spec);
+        let driver = &pod.init_containers.as_ref().unwrap()[0];
+        assert_eq!(env(driver, "HOST_ROOT").as_deref(), Some("/hostfs"));
+        assert_eq!(
+            env(driver, "DRIVER_INSTALL_DIR").as_deref(),
+            Some("/opt/driver")
+        );
+        let dev_char = pod
+            .volumes
+            .iter()
+            .flatten()
+            .find(|v| v.name == "host-dev-char")
+            .unwrap();
+        assert_eq!(
+            dev_char.host_path.as_ref().unwrap().path,
+            "/hostfs/dev/char"
+        );
+    }
+
+    #[test]
     fn the_startup_taint_is_lifted_only_when_asked() {
         let pod = render(ClusterPolicySpec::default());
         assert!(
@@ -344,5 +448,23 @@ mod tests {
             .command
             .unwrap();
         assert_eq!(pre_stop, ["gpu-operator-validator", "cleanup"]);
+    }
+
+    #[test]
+    fn the_driver_check_waits_for_the_driver_container_only_when_the_operator_deploys_it() {
+        let pod = render(ClusterPolicySpec::default());
+        let driver = &pod.init_containers.clone().unwrap()[0];
+        assert_eq!(
+            env(driver, "DRIVER_MANAGED_BY_OPERATOR").as_deref(),
+            Some("true")
+        );
+        let mut spec = ClusterPolicySpec::default();
+        spec.driver.enabled = Some(false);
+        let pod = render(spec);
+        let driver = &pod.init_containers.clone().unwrap()[0];
+        assert_eq!(
+            env(driver, "DRIVER_MANAGED_BY_OPERATOR").as_deref(),
+            Some("false")
+        );
     }
 }

@@ -1,0 +1,232 @@
+{{/*
+Names and labels shared by the templates.
+*/}}
+
+{{/* The release's base name: the release name when it already contains the chart name, else
+"<release>-gpu-operator". `helm install gpu-operator …` gives NVIDIA's object names. */}}
+{{- define "gpu-operator.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "gpu-operator.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Labels of every object the chart renders. */}}
+{{- define "gpu-operator.labels" -}}
+helm.sh/chart: {{ include "gpu-operator.chart" . }}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{/* Selector labels of the operator's pods (NVIDIA's `app` label included). */}}
+{{- define "gpu-operator.selectorLabels" -}}
+app: gpu-operator
+app.kubernetes.io/component: gpu-operator
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* An image reference from a values section: repository/image:version, the version defaulting
+to the chart's appVersion; a sha256 digest is joined with "@". */}}
+{{- define "gpu-operator.image" -}}
+{{- $section := index . 0 -}}
+{{- $appVersion := index . 1 -}}
+{{- $version := $section.version | default $appVersion | toString -}}
+{{- $separator := ternary "@" ":" (hasPrefix "sha256:" $version) -}}
+{{- if $section.repository -}}
+{{- printf "%s/%s%s%s" $section.repository $section.image $separator $version -}}
+{{- else -}}
+{{- printf "%s%s%s" $section.image $separator $version -}}
+{{- end -}}
+{{- end -}}
+
+{{/* A ClusterPolicy section from a values dict: empty strings, lists and maps are left out (the
+CRD's defaults apply); booleans and numbers are always kept. */}}
+{{- define "gpu-operator.section" -}}
+{{- $out := dict -}}
+{{- range $key, $value := . -}}
+{{- if or (kindIs "bool" $value) (kindIs "float64" $value) (kindIs "int64" $value) (kindIs "int" $value) (not (empty $value)) -}}
+{{- $_ := set $out $key $value -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
+
+{{/* The operator's ClusterRole/ClusterRoleBinding name. */}}
+{{- define "gpu-operator.clusterRoleName" -}}
+{{- include "gpu-operator.fullname" . -}}
+{{- end -}}
+
+{{/* The securityContext of the operator's containers and hook Jobs. */}}
+{{- define "gpu-operator.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+capabilities:
+  drop: ["ALL"]
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{/* The names of the ClusterRoles and ClusterRoleBindings the operator writes for its operands
+(NVIDIA's names). */}}
+{{- define "gpu-operator.operandClusterRoles" -}}
+- "nvidia-driver"
+- "nvidia-device-plugin"
+- "nvidia-device-plugin-mps-control-daemon"
+- "nvidia-gpu-feature-discovery"
+- "nvidia-mig-manager"
+- "nvidia-operator-validator"
+- "nvidia-node-status-exporter"
+- "nvidia-dcgm-exporter-read-pods"
+{{- end -}}
+
+{{/* The operator's image fallbacks (the *_IMAGE variables it reads), from the values of every
+component that has an image; components without a version (vgpuManager by default) get none. */}}
+{{- define "gpu-operator.imageEnv" -}}
+{{- $v := .Values -}}
+{{- $env := list
+  (list "DRIVER_IMAGE" $v.driver)
+  (list "DRIVER_MANAGER_IMAGE" $v.driver.manager)
+  (list "CONTAINER_TOOLKIT_IMAGE" $v.toolkit)
+  (list "DEVICE_PLUGIN_IMAGE" $v.devicePlugin)
+  (list "DCGM_IMAGE" $v.dcgm)
+  (list "DCGM_EXPORTER_IMAGE" $v.dcgmExporter)
+  (list "GFD_IMAGE" $v.gfd)
+  (list "VALIDATOR_IMAGE" (merge (deepCopy $v.validator) (dict "version" .Chart.AppVersion)))
+  (list "MIG_MANAGER_IMAGE" $v.migManager)
+  (list "GDS_IMAGE" $v.gds)
+  (list "GDRCOPY_IMAGE" $v.gdrcopy)
+  (list "VFIO_MANAGER_IMAGE" $v.vfioManager)
+  (list "SANDBOX_DEVICE_PLUGIN_IMAGE" $v.sandboxDevicePlugin)
+  (list "VGPU_MANAGER_IMAGE" $v.vgpuManager)
+  (list "VGPU_DEVICE_MANAGER_IMAGE" $v.vgpuDeviceManager)
+  (list "KATA_SANDBOX_DEVICE_PLUGIN_IMAGE" $v.kataSandboxDevicePlugin)
+  (list "CC_MANAGER_IMAGE" $v.ccManager)
+-}}
+{{- range $env }}
+{{- $section := index . 1 }}
+{{- if and $section.repository $section.image $section.version }}
+- name: {{ index . 0 }}
+  value: {{ include "gpu-operator.image" (list $section "") | quote }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* A hook Job running the operator binary with `args` under ServiceAccount `account`:
+(list $ name account hookEvents args). */}}
+{{- define "gpu-operator.hookJob" -}}
+{{- $ := index . 0 -}}
+{{- $name := index . 1 -}}
+{{- $events := index . 2 -}}
+{{- $args := index . 3 -}}
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{ $name }}
+  namespace: {{ $.Release.Namespace }}
+  labels:
+    {{- include "gpu-operator.labels" $ | nindent 4 }}
+  annotations:
+    helm.sh/hook: {{ $events }}
+    helm.sh/hook-weight: "1"
+    helm.sh/hook-delete-policy: hook-succeeded,before-hook-creation
+spec:
+  backoffLimit: 3
+  ttlSecondsAfterFinished: 600
+  template:
+    metadata:
+      name: {{ $name }}
+      labels:
+        app.kubernetes.io/component: {{ $name }}
+        app.kubernetes.io/instance: {{ $.Release.Name }}
+    spec:
+      serviceAccountName: {{ $name }}
+      restartPolicy: OnFailure
+      {{- with $.Values.operator.priorityClassName }}
+      priorityClassName: {{ . }}
+      {{- end }}
+      {{- with $.Values.operator.imagePullSecrets }}
+      imagePullSecrets:
+        {{- range . }}
+        - name: {{ . }}
+        {{- end }}
+      {{- end }}
+      {{- with $.Values.operator.nodeSelector }}
+      nodeSelector:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $.Values.operator.tolerations }}
+      tolerations:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      securityContext:
+        runAsNonRoot: true
+        seccompProfile:
+          type: RuntimeDefault
+      containers:
+        - name: {{ $name }}
+          image: {{ include "gpu-operator.image" (list $.Values.operator $.Chart.AppVersion) | quote }}
+          imagePullPolicy: {{ $.Values.operator.imagePullPolicy }}
+          args: {{ toJson $args }}
+          securityContext:
+            {{- include "gpu-operator.containerSecurityContext" $ | nindent 12 }}
+{{- end -}}
+
+{{/* The ServiceAccount, ClusterRole and ClusterRoleBinding of a hook Job, created before it
+(weight 0) and deleted after it succeeds: (list $ name hookEvents rules). */}}
+{{- define "gpu-operator.hookRbac" -}}
+{{- $ := index . 0 -}}
+{{- $name := index . 1 -}}
+{{- $events := index . 2 -}}
+{{- $rules := index . 3 -}}
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: {{ $name }}
+  namespace: {{ $.Release.Namespace }}
+  labels:
+    {{- include "gpu-operator.labels" $ | nindent 4 }}
+  annotations:
+    helm.sh/hook: {{ $events }}
+    helm.sh/hook-weight: "0"
+    helm.sh/hook-delete-policy: hook-succeeded,before-hook-creation
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: {{ $name }}
+  labels:
+    {{- include "gpu-operator.labels" $ | nindent 4 }}
+  annotations:
+    helm.sh/hook: {{ $events }}
+    helm.sh/hook-weight: "0"
+    helm.sh/hook-delete-policy: hook-succeeded,before-hook-creation
+rules:
+  {{- $rules | nindent 2 }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {{ $name }}
+  labels:
+    {{- include "gpu-operator.labels" $ | nindent 4 }}
+  annotations:
+    helm.sh/hook: {{ $events }}
+    helm.sh/hook-weight: "0"
+    helm.sh/hook-delete-policy: hook-succeeded,before-hook-creation
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {{ $name }}
+subjects:
+  - kind: ServiceAccount
+    name: {{ $name }}
+    namespace: {{ $.Release.Namespace }}
+{{- end -}}

@@ -1,0 +1,185 @@
+//! `nvidia-device-plugin-mps-control-daemon`: on device-plugin nodes that GPU Feature Discovery
+//! labelled `nvidia.com/mps.capable=true` (their configuration shares GPUs with MPS), the MPS
+//! control daemon with the host's PID namespace, its `mps.root` and shared-memory host paths,
+//! the `toolkit-validation` barrier and the config manager when `devicePlugin.config` is set.
+
+use gpu_operator_api::labels::{MPS_CAPABLE, operand};
+use gpu_operator_core::{
+    barrier,
+    daemonset::{self, Identity},
+    mig,
+    operand::Operand as _,
+};
+use k8s_openapi::api::{
+    apps::v1::DaemonSet,
+    core::v1::{Container, PodSpec, VolumeMount},
+};
+
+use super::{finish, mount, mps_root, mps_volumes, privileged};
+use crate::{DevicePlugin, Input, MPS_DAEMONSET, SERVICE_ACCOUNT};
+
+/// The daemon container.
+const CONTAINER: &str = "mps-control-daemon-ctr";
+
+/// The DaemonSet.
+pub fn build(input: &Input) -> DaemonSet {
+    let spec = &input.spec;
+    let mut defaults = vec![
+        ("NVIDIA_VISIBLE_DEVICES", "all".to_owned()),
+        ("NVIDIA_DRIVER_CAPABILITIES", "compute,utility".to_owned()),
+    ];
+    defaults.extend(mig::strategy_env(spec));
+    let mut env = daemonset::merge_env(&defaults, &[]);
+    env.insert(0, daemonset::field_env("NODE_NAME", "spec.nodeName"));
+    let mounts = Container {
+        name: "mps-control-daemon-mounts".to_owned(),
+        image: Some(input.image.clone()),
+        command: Some(vec![
+            "mps-control-daemon".to_owned(),
+            "mount-shm".to_owned(),
+        ]),
+        security_context: Some(privileged()),
+        volume_mounts: Some(vec![VolumeMount {
+            mount_propagation: Some("Bidirectional".to_owned()),
+            ..mount("mps-root", "/mps")
+        }]),
+        ..Container::default()
+    };
+    let main = Container {
+        name: CONTAINER.to_owned(),
+        image: Some(input.image.clone()),
+        command: Some(vec!["mps-control-daemon".to_owned()]),
+        env: Some(env),
+        security_context: Some(privileged()),
+        volume_mounts: Some(vec![
+            mount("mps-shm", "/dev/shm"),
+            mount("mps-root", "/mps"),
+        ]),
+        ..Container::default()
+    };
+    let mut volumes = vec![barrier::volume()];
+    volumes.extend(mps_volumes(&mps_root(input)));
+    let mut pod = PodSpec {
+        // NVIDIA's daemon runs under the device plugin's ServiceAccount.
+        service_account_name: Some(SERVICE_ACCOUNT.to_owned()),
+        host_pid: Some(true),
+        node_selector: Some([(MPS_CAPABLE.to_owned(), "true".to_owned())].into()),
+        init_containers: Some(vec![
+            barrier::wait_for("toolkit", &input.validator_image),
+            mounts,
+        ]),
+        containers: vec![main],
+        volumes: Some(volumes),
+        ..PodSpec::default()
+    };
+    finish(
+        &mut pod,
+        input,
+        CONTAINER,
+        "/usr/bin/mps-control-daemon",
+        false,
+    );
+    let id = Identity {
+        name: MPS_DAEMONSET,
+        component: DevicePlugin::NAME,
+        deploy_label: operand::DEVICE_PLUGIN,
+        always_on_delete: false,
+    };
+    daemonset::build(id, pod, &spec.daemonsets)
+}
+
+#[cfg(test)]
+mod tests {
+    use gpu_operator_api::{
+        ClusterPolicySpec,
+        spec::{DevicePluginConfig, MpsConfig},
+    };
+
+    use super::*;
+
+    fn render(spec: ClusterPolicySpec) -> PodSpec {
+        let ds = build(&Input {
+            image: "nvcr.io/nvidia/k8s-device-plugin:v0.17.0".into(),
+            validator_image: "ghcr.io/x/gpu-operator:1".into(),
+            namespace: "gpu-operator".into(),
+            spec,
+        });
+        assert_eq!(ds.metadata.name.as_deref(), Some(MPS_DAEMONSET));
+        ds.spec.unwrap().template.spec.unwrap()
+    }
+
+    #[test]
+    fn the_daemon_runs_only_on_mps_capable_device_plugin_nodes_with_host_pid() {
+        let pod = render(ClusterPolicySpec::default());
+        let selector = pod.node_selector.unwrap();
+        assert_eq!(selector["nvidia.com/mps.capable"], "true");
+        assert_eq!(selector["nvidia.com/gpu.deploy.device-plugin"], "true");
+        assert_eq!(pod.host_pid, Some(true));
+        assert_eq!(pod.service_account_name.as_deref(), Some(SERVICE_ACCOUNT));
+        let inits: Vec<_> = pod
+            .init_containers
+            .unwrap()
+            .into_iter()
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(inits, ["toolkit-validation", "mps-control-daemon-mounts"]);
+    }
+
+    #[test]
+    fn mps_root_moves_both_host_paths() {
+        let mut spec = ClusterPolicySpec::default();
+        spec.device_plugin.mps = Some(MpsConfig {
+            root: Some("/var/mps".into()),
+        });
+        let volumes = render(spec).volumes.unwrap();
+        let path = |name: &str| {
+            volumes
+                .iter()
+                .find(|v| v.name == name)
+                .unwrap()
+                .host_path
+                .clone()
+                .unwrap()
+                .path
+        };
+        assert_eq!(path("mps-root"), "/var/mps");
+        assert_eq!(path("mps-shm"), "/var/mps/shm");
+    }
+
+    #[test]
+    fn the_config_manager_signals_the_daemon_and_host_pid_replaces_process_sharing() {
+        let mut spec = ClusterPolicySpec::default();
+        spec.device_plugin.config = Some(DevicePluginConfig {
+            name: Some("mps-config".into()),
+            default: Some("mps".into()),
+        });
+        let pod = render(spec);
+        assert_eq!(pod.share_process_namespace, None);
+        let sidecar = pod
+            .containers
+            .iter()
+            .find(|c| c.name == "config-manager")
+            .unwrap();
+        let signal = sidecar
+            .env
+            .iter()
+            .flatten()
+            .find(|e| e.name == "PROCESS_TO_SIGNAL")
+            .unwrap();
+        assert_eq!(signal.value.as_deref(), Some("/usr/bin/mps-control-daemon"));
+        let inits: Vec<_> = pod
+            .init_containers
+            .unwrap()
+            .into_iter()
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(
+            inits,
+            [
+                "toolkit-validation",
+                "mps-control-daemon-mounts",
+                "config-manager-init"
+            ]
+        );
+    }
+}

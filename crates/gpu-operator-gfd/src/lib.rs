@@ -1,0 +1,39 @@
+//! The GPU Feature Discovery operand, NVIDIA's `gpu-feature-discovery` state: the
+//! `gpu-feature-discovery` DaemonSet on nodes labelled
+//! `nvidia.com/gpu.deploy.gpu-feature-discovery=true`, its ServiceAccount and RBAC. GFD labels
+//! nodes through Node Feature Discovery (NodeFeature objects or NFD's local feature files).
+//! Pure validate and render steps.
+
+mod render;
+mod validate;
+
+use gpu_operator_api::{ClusterPolicySpec, conditions::operand::GFD_READY};
+use gpu_operator_core::{
+    Error,
+    operand::{Children, Cluster, Operand},
+};
+
+pub use validate::Input;
+
+/// Name of the DaemonSet and its `app` label, as NVIDIA names them.
+pub const DAEMONSET: &str = "gpu-feature-discovery";
+/// Name of the ServiceAccount and RBAC, as NVIDIA names them.
+pub const SERVICE_ACCOUNT: &str = "nvidia-gpu-feature-discovery";
+
+/// The GPU Feature Discovery operand.
+pub struct GpuFeatureDiscovery;
+
+impl Operand for GpuFeatureDiscovery {
+    const NAME: &'static str = "gpu-feature-discovery";
+    const CONDITION: &'static str = GFD_READY;
+    const SECTION: &'static str = "gfd";
+    type Input = Input;
+
+    fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
+        validate::validate(spec, cluster.namespace, cluster.image_env)
+    }
+
+    fn render(input: &Input) -> Children {
+        render::children(input)
+    }
+}

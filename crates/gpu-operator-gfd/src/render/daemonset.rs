@@ -1,0 +1,242 @@
+//! `gpu-feature-discovery`: the `toolkit-validation` barrier, the GFD container with NVIDIA's env
+//! (sleep interval, MIG strategy, its pod's identity), NFD's feature directory and `/sys`, and
+//! the config manager when `devicePlugin.config` is set. Labelled and selected, as NVIDIA's, by
+//! `app=gpu-feature-discovery` and `app.kubernetes.io/part-of=nvidia-gpu`.
+
+use gpu_operator_api::labels::operand;
+use gpu_operator_core::{
+    barrier, config_manager,
+    daemonset::{self, Identity, field_env},
+    host_paths, mig,
+    operand::Operand as _,
+};
+use k8s_openapi::api::{
+    apps::v1::DaemonSet,
+    core::v1::{Container, HostPathVolumeSource, PodSpec, SecurityContext, Volume, VolumeMount},
+};
+
+use crate::{DAEMONSET, GpuFeatureDiscovery, Input, SERVICE_ACCOUNT};
+
+/// The GFD container, also the process the config manager signals.
+const CONTAINER: &str = "gpu-feature-discovery";
+/// NVIDIA's `app.kubernetes.io/part-of` of GFD, part of its (immutable) selector.
+const PART_OF: &str = "nvidia-gpu";
+/// NFD's directory of local feature files, where GFD writes its labels.
+const FEATURES_DIR: &str = "/etc/kubernetes/node-feature-discovery/features.d";
+
+/// The DaemonSet.
+pub fn build(input: &Input) -> DaemonSet {
+    let spec = &input.spec;
+    let gfd = &spec.gfd;
+    let mut defaults = vec![
+        ("GFD_SLEEP_INTERVAL", "60s".to_owned()),
+        ("GFD_FAIL_ON_INIT_ERROR", "true".to_owned()),
+    ];
+    defaults.extend(mig::strategy_env(spec));
+    let mut env = vec![
+        field_env("NAMESPACE", "metadata.namespace"),
+        field_env("NODE_NAME", "spec.nodeName"),
+        field_env("POD_NAME", "metadata.name"),
+    ];
+    env.extend(daemonset::merge_env(&defaults, gfd.container.env()));
+    let main = Container {
+        name: CONTAINER.to_owned(),
+        image: Some(input.image.clone()),
+        command: Some(vec!["gpu-feature-discovery".to_owned()]),
+        env: Some(env),
+        security_context: Some(SecurityContext {
+            privileged: Some(true),
+            ..SecurityContext::default()
+        }),
+        volume_mounts: Some(vec![
+            VolumeMount {
+                name: "output-dir".to_owned(),
+                mount_path: FEATURES_DIR.to_owned(),
+                ..VolumeMount::default()
+            },
+            VolumeMount {
+                name: "host-sys".to_owned(),
+                mount_path: "/sys".to_owned(),
+                read_only: Some(true),
+                ..VolumeMount::default()
+            },
+        ]),
+        ..Container::default()
+    };
+    let mut pod = PodSpec {
+        service_account_name: Some(SERVICE_ACCOUNT.to_owned()),
+        init_containers: Some(vec![barrier::wait_for("toolkit", &input.validator_image)]),
+        containers: vec![main],
+        volumes: Some(vec![
+            host_path("output-dir", FEATURES_DIR),
+            host_path("host-sys", "/sys"),
+            barrier::volume(),
+        ]),
+        ..PodSpec::default()
+    };
+    if let Some(image) = &input.config_manager_image {
+        let wiring = config_manager::Wiring {
+            main_container: CONTAINER,
+            process_to_signal: CONTAINER,
+            image,
+        };
+        config_manager::apply(&mut pod, wiring, spec.device_plugin.config.as_ref());
+    }
+    daemonset::apply_component(&mut pod, &gfd.image, &gfd.container, gfd.host_network);
+    barrier::apply_validator(&mut pod, spec.validator.as_ref());
+    host_paths::apply(&mut pod, spec.host_paths.as_ref());
+    daemonset::apply_args(&mut pod, CONTAINER, &gfd.container);
+    let id = Identity {
+        name: DAEMONSET,
+        component: GpuFeatureDiscovery::NAME,
+        deploy_label: operand::GPU_FEATURE_DISCOVERY,
+        always_on_delete: false,
+    };
+    let mut ds = daemonset::build(id, pod, &spec.daemonsets);
+    part_of_nvidia_gpu(&mut ds);
+    ds
+}
+
+/// NVIDIA's GFD carries `app.kubernetes.io/part-of=nvidia-gpu` and selects on it; so do we, so a
+/// DaemonSet NVIDIA's operator left behind can be taken over (selectors are immutable).
+fn part_of_nvidia_gpu(ds: &mut DaemonSet) {
+    let key = "app.kubernetes.io/part-of".to_owned();
+    let value = PART_OF.to_owned();
+    if let Some(labels) = ds.metadata.labels.as_mut() {
+        labels.insert(key.clone(), value.clone());
+    }
+    if let Some(spec) = ds.spec.as_mut() {
+        spec.selector
+            .match_labels
+            .get_or_insert_with(Default::default)
+            .insert(key.clone(), value.clone());
+        if let Some(labels) = spec
+            .template
+            .metadata
+            .as_mut()
+            .and_then(|m| m.labels.as_mut())
+        {
+            labels.insert(key, value);
+        }
+    }
+}
+
+fn host_path(name: &str, path: &str) -> Volume {
+    Volume {
+        name: name.to_owned(),
+        host_path: Some(HostPathVolumeSource {
+            path: path.to_owned(),
+            type_: None,
+        }),
+        ..Volume::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use gpu_operator_api::{
+        ClusterPolicySpec,
+        spec::{DevicePluginConfig, EnvVar, MigSpec, MigStrategy},
+    };
+
+    use super::*;
+
+    fn render(spec: ClusterPolicySpec) -> DaemonSet {
+        let configured = spec.device_plugin.config.is_some();
+        build(&Input {
+            image: "nvcr.io/nvidia/k8s-device-plugin:v0.17.0".into(),
+            validator_image: "ghcr.io/x/gpu-operator:1".into(),
+            config_manager_image: configured.then(|| "plugin:1".to_owned()),
+            namespace: "gpu-operator".into(),
+            spec,
+        })
+    }
+
+    fn pod(ds: &DaemonSet) -> &PodSpec {
+        ds.spec.as_ref().unwrap().template.spec.as_ref().unwrap()
+    }
+
+    fn value(ds: &DaemonSet, name: &str) -> Option<String> {
+        pod(ds).containers[0]
+            .env
+            .iter()
+            .flatten()
+            .find(|e| e.name == name)
+            .and_then(|e| e.value.clone())
+    }
+
+    #[test]
+    fn names_labels_selector_and_barrier_follow_nvidia() {
+        let ds = render(ClusterPolicySpec::default());
+        assert_eq!(ds.metadata.name.as_deref(), Some(DAEMONSET));
+        let selector = ds
+            .spec
+            .as_ref()
+            .unwrap()
+            .selector
+            .match_labels
+            .clone()
+            .unwrap();
+        assert_eq!(selector["app"], DAEMONSET);
+        assert_eq!(selector["app.kubernetes.io/part-of"], "nvidia-gpu");
+        let template = ds.spec.as_ref().unwrap().template.metadata.clone().unwrap();
+        assert_eq!(
+            template.labels.unwrap()["app.kubernetes.io/part-of"],
+            "nvidia-gpu"
+        );
+        let pod = pod(&ds);
+        assert_eq!(
+            pod.node_selector.as_ref().unwrap()["nvidia.com/gpu.deploy.gpu-feature-discovery"],
+            "true"
+        );
+        assert_eq!(pod.service_account_name.as_deref(), Some(SERVICE_ACCOUNT));
+        assert_eq!(
+            pod.init_containers.as_ref().unwrap()[0].name,
+            "toolkit-validation"
+        );
+        assert_eq!(value(&ds, "GFD_SLEEP_INTERVAL").as_deref(), Some("60s"));
+    }
+
+    #[test]
+    fn mig_strategy_env_follows_nvidia_and_user_env_wins() {
+        let mut spec = ClusterPolicySpec {
+            mig: Some(MigSpec {
+                strategy: Some(MigStrategy::Single),
+            }),
+            ..ClusterPolicySpec::default()
+        };
+        spec.gfd.container.env = Some(vec![EnvVar::new("GFD_SLEEP_INTERVAL", "10s")]);
+        let ds = render(spec);
+        assert_eq!(value(&ds, "MIG_STRATEGY").as_deref(), Some("single"));
+        assert_eq!(
+            value(&ds, "NVIDIA_MIG_MONITOR_DEVICES").as_deref(),
+            Some("all")
+        );
+        assert_eq!(value(&ds, "GFD_SLEEP_INTERVAL").as_deref(), Some("10s"));
+    }
+
+    #[test]
+    fn a_device_plugin_config_adds_the_config_manager_signalling_gfd() {
+        let mut spec = ClusterPolicySpec::default();
+        spec.device_plugin.config = Some(DevicePluginConfig {
+            name: Some("time-slicing-config".into()),
+            default: Some("any".into()),
+        });
+        let ds = render(spec);
+        let pod = pod(&ds);
+        assert_eq!(pod.containers[1].name, "config-manager");
+        assert_eq!(pod.containers[1].image.as_deref(), Some("plugin:1"));
+        assert_eq!(pod.share_process_namespace, Some(true));
+        let signal = pod.containers[1]
+            .env
+            .iter()
+            .flatten()
+            .find(|e| e.name == "PROCESS_TO_SIGNAL")
+            .unwrap();
+        assert_eq!(signal.value.as_deref(), Some("gpu-feature-discovery"));
+        assert_eq!(
+            value(&ds, "CONFIG_FILE").as_deref(),
+            Some("/config/config.yaml")
+        );
+    }
+}

@@ -1,0 +1,21 @@
+//! GPU Feature Discovery's objects, one file per kind.
+
+mod daemonset;
+mod rbac;
+
+use gpu_operator_core::operand::Children;
+
+use crate::Input;
+
+/// Everything GFD needs.
+pub fn children(input: &Input) -> Children {
+    Children {
+        service_accounts: vec![rbac::IDENTITY.service_account()],
+        roles: vec![rbac::role()],
+        role_bindings: vec![rbac::IDENTITY.role_binding(&input.namespace)],
+        cluster_roles: vec![rbac::cluster_role()],
+        cluster_role_bindings: vec![rbac::IDENTITY.cluster_role_binding(&input.namespace)],
+        daemonsets: vec![daemonset::build(input)],
+        ..Children::default()
+    }
+}

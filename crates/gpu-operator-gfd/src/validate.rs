@@ -1,0 +1,97 @@
+//! Checks the ClusterPolicy for GPU Feature Discovery and resolves its image, the validator image
+//! (barrier) and, with `devicePlugin.config`, the device plugin image (the config manager). Pure.
+
+use gpu_operator_api::ClusterPolicySpec;
+use gpu_operator_core::{Error, image};
+
+/// What rendering GFD needs.
+#[derive(Clone, Debug)]
+pub struct Input {
+    /// The resolved GFD image.
+    pub image: String,
+    /// The resolved validator image, for the barrier init container.
+    pub validator_image: String,
+    /// The resolved device plugin image when `devicePlugin.config.name` is set.
+    pub config_manager_image: Option<String>,
+    /// The operator namespace (subject of the role bindings).
+    pub namespace: String,
+    /// The ClusterPolicy spec it was validated from.
+    pub spec: ClusterPolicySpec,
+}
+
+/// `Ok(None)` when `gfd.enabled` is false (it defaults to true).
+pub fn validate(
+    spec: &ClusterPolicySpec,
+    namespace: &str,
+    image_env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<Input>, Error> {
+    if spec.gfd.enabled == Some(false) {
+        return Ok(None);
+    }
+    let resolve = |section: &str, image_spec, env: &str| {
+        image::resolve(section, image_spec, env, image_env(env).as_deref())
+    };
+    let image = resolve("gfd", &spec.gfd.image, "GFD_IMAGE")?;
+    let validator = spec.validator.clone().unwrap_or_default();
+    let validator_image = resolve("validator", &validator.image, "VALIDATOR_IMAGE")?;
+    let configured = spec
+        .device_plugin
+        .config
+        .as_ref()
+        .and_then(|c| c.name.as_deref())
+        .is_some_and(|n| !n.is_empty());
+    let config_manager_image = if configured {
+        Some(resolve(
+            "devicePlugin",
+            &spec.device_plugin.image,
+            "DEVICE_PLUGIN_IMAGE",
+        )?)
+    } else {
+        None
+    };
+    Ok(Some(Input {
+        image,
+        validator_image,
+        config_manager_image,
+        namespace: namespace.to_owned(),
+        spec: spec.clone(),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use gpu_operator_api::spec::DevicePluginConfig;
+
+    use super::*;
+
+    #[test]
+    fn disabled_renders_nothing_and_missing_images_name_the_component() {
+        let images = |name: &str| Some(format!("registry.example.com/{name}:1"));
+        let mut spec = ClusterPolicySpec::default();
+        let input = validate(&spec, "gpu-operator", &images).unwrap().unwrap();
+        assert_eq!(input.image, "registry.example.com/GFD_IMAGE:1");
+        assert_eq!(input.config_manager_image, None);
+        let error = validate(&spec, "gpu-operator", &|_| None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("gfd") && error.contains("GFD_IMAGE"),
+            "{error}"
+        );
+        spec.device_plugin.config = Some(DevicePluginConfig {
+            name: Some("c".into()),
+            default: None,
+        });
+        let no_plugin = |name: &str| (name != "DEVICE_PLUGIN_IMAGE").then(|| "x:1".to_owned());
+        let error = validate(&spec, "gpu-operator", &no_plugin)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("DEVICE_PLUGIN_IMAGE"), "{error}");
+        spec.gfd.enabled = Some(false);
+        assert!(
+            validate(&spec, "gpu-operator", &|_| None)
+                .unwrap()
+                .is_none()
+        );
+    }
+}

@@ -1,0 +1,181 @@
+//! The Helm chart end to end: `helm install --wait` (kwok makes the operator pod Ready; the
+//! operator itself runs as a host process under the chart's ServiceAccount) gives a ready
+//! ClusterPolicy; `helm upgrade` rolls only the DaemonSet whose values changed; the CRD hook's
+//! `gpu-operator crds apply` updates a stale CRD in place under the hook's own RBAC; `helm
+//! uninstall` plus the label-cleanup hook leave nothing of ours behind; a reinstall works; a typo
+//! in the values fails the install with the key named.
+//!
+//! Hooks: kwok runs no containers, so a hook Job would never finish. The scenario installs with
+//! `--no-hooks` and runs each hook's command as a host process under a token of the hook's own
+//! ServiceAccount, with the hook's RBAC rendered from the chart; the chart's unit tests check that
+//! the hook Jobs render with those commands.
+#![cfg(feature = "e2e")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::large_futures
+)]
+
+#[path = "chart/steps.rs"]
+mod steps;
+#[path = "operator/support.rs"]
+#[allow(dead_code, reason = "shared with the operator scenario")]
+mod support;
+
+use std::collections::BTreeMap;
+
+use gpu_operator_e2e::{
+    chart::{chart_dir, helm, helm_ok},
+    client,
+    crd::ensure_crd,
+    harness::kubectl_ok,
+    unique_name,
+};
+use kube::ResourceExt as _;
+use support::{Env, PLUGIN, VALIDATOR, is_ready, wait_ds_ready, wait_policy};
+
+/// The name the chart gives its ClusterPolicy.
+const POLICY: &str = "cluster-policy";
+
+#[tokio::test]
+async fn install_upgrade_crd_hook_uninstall_and_reinstall() {
+    let client = client().await.unwrap();
+    ensure_crd().await.unwrap();
+    // The release (and namespace) name contains the chart name, so objects are named after it.
+    let release = unique_name("gpu-operator-chart");
+    let _cleanup = steps::Cleanup(release.clone());
+    let dir = std::env::temp_dir().join(&release);
+    std::fs::create_dir_all(&dir).unwrap();
+
+    steps::install(&release, &[]);
+    let env = steps::env(&client, &release, &dir).await;
+    let operator = env.start(&[]);
+    let policy = wait_policy(
+        &env,
+        POLICY,
+        "the chart's ClusterPolicy to be ready",
+        is_ready,
+    )
+    .await;
+    assert_eq!(
+        policy
+            .labels()
+            .get("app.kubernetes.io/managed-by")
+            .map(String::as_str),
+        Some("Helm")
+    );
+    wait_ds_ready(&env, PLUGIN, None).await;
+    wait_ds_ready(&env, VALIDATOR, None).await;
+
+    // An upgrade that changes only the device plugin's values rolls only its DaemonSet.
+    let before = generations(&env).await;
+    steps::upgrade(
+        &release,
+        &[
+            "--set",
+            "devicePlugin.env[0].name=E2E,devicePlugin.env[0].value=upgraded",
+        ],
+    );
+    let after = steps::wait_generation_change(&env, PLUGIN, before[PLUGIN]).await;
+    wait_policy(
+        &env,
+        POLICY,
+        "the ClusterPolicy to be ready after the upgrade",
+        is_ready,
+    )
+    .await;
+    for (name, generation) in &before {
+        if name != PLUGIN {
+            assert_eq!(
+                after[name], *generation,
+                "{name} changed although its values did not"
+            );
+        }
+    }
+
+    steps::the_crd_hook_updates_a_stale_crd(&client, &release, &dir).await;
+
+    // Uninstall: the operator pod would stop with its Deployment; the host process stops here.
+    operator.stop().unwrap();
+    helm_ok(&[
+        "uninstall",
+        &release,
+        "-n",
+        &release,
+        "--no-hooks",
+        "--wait",
+    ])
+    .unwrap();
+    steps::the_label_cleanup_hook_removes_our_labels(&client, &release, &dir).await;
+    steps::nothing_of_ours_remains(&client, &release).await;
+
+    // Reinstall into the same namespace.
+    steps::install(&release, &[]);
+    let env = steps::env(&client, &release, &dir).await;
+    let operator = env.start(&[]);
+    wait_policy(
+        &env,
+        POLICY,
+        "the reinstalled ClusterPolicy to be ready",
+        is_ready,
+    )
+    .await;
+    operator.stop().unwrap();
+    helm_ok(&[
+        "uninstall",
+        &release,
+        "-n",
+        &release,
+        "--no-hooks",
+        "--wait",
+    ])
+    .unwrap();
+}
+
+/// DaemonSet generations by name.
+async fn generations(env: &Env) -> BTreeMap<String, i64> {
+    env.daemonsets()
+        .list(&kube::api::ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|ds| (ds.name_any(), ds.metadata.generation.unwrap_or_default()))
+        .collect()
+}
+
+#[test]
+fn a_typo_in_the_values_fails_the_install_with_the_key_named() {
+    let release = unique_name("gpu-operator-typo");
+    let chart = chart_dir();
+    for (set, named) in [
+        ("mig.strategy=auto", "/mig/strategy"),
+        ("devicePlugin.confg.name=x", "'confg'"),
+    ] {
+        let output = helm()
+            .args(["install", &release])
+            .arg(&chart)
+            .args([
+                "-n",
+                &release,
+                "--create-namespace",
+                "--no-hooks",
+                "--set",
+                set,
+            ])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "--set {set} was accepted");
+        assert!(
+            stderr.contains(named),
+            "--set {set}: the error does not name {named}: {stderr}"
+        );
+    }
+    let namespaces = kubectl_ok(&["get", "namespace", "-o", "name"]).unwrap();
+    assert!(
+        !namespaces.contains(&release),
+        "a failed install created its namespace"
+    );
+}

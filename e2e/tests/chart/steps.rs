@@ -1,0 +1,369 @@
+//! Steps of the chart scenario: helm install/upgrade, the hook commands under the hooks' own
+//! ServiceAccounts, and the checks that nothing of ours remains after an uninstall.
+
+use std::{path::Path, process::Command, time::Duration};
+
+use gpu_operator_e2e::{
+    chart::{chart_dir, helm_ok, kubectl_apply, render, token_kubeconfig},
+    harness::kubectl_ok,
+    operator::workspace_binary,
+    wait_until,
+};
+use k8s_openapi::{
+    api::{core::v1::Node, node::v1::RuntimeClass, rbac::v1::ClusterRole},
+    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+};
+use kube::{Api, ResourceExt as _, api::ListParams};
+use serde_json::Value;
+
+use super::support::{Env, TIMEOUT};
+
+/// `helm install --wait` of the chart as `release` into namespace `release`, without hooks.
+pub fn install(release: &str, args: &[&str]) {
+    let chart = chart_dir();
+    let mut all = vec![
+        "install",
+        release,
+        chart.to_str().unwrap(),
+        "-n",
+        release,
+        "--create-namespace",
+        "--no-hooks",
+        "--wait",
+        "--timeout",
+        "2m",
+    ];
+    all.extend(args);
+    helm_ok(&all).unwrap();
+}
+
+/// `helm upgrade --reuse-values --wait` with `args`, without hooks.
+pub fn upgrade(release: &str, args: &[&str]) {
+    let chart = chart_dir();
+    let mut all = vec![
+        "upgrade",
+        release,
+        chart.to_str().unwrap(),
+        "-n",
+        release,
+        "--reuse-values",
+        "--no-hooks",
+        "--wait",
+        "--timeout",
+        "2m",
+    ];
+    all.extend(args);
+    helm_ok(&all).unwrap();
+}
+
+/// The scenario environment with a token of the ServiceAccount the chart installed.
+pub async fn env(client: &kube::Client, release: &str, dir: &Path) -> Env {
+    let (kubeconfig, user) = token_kubeconfig(client, release, release, dir)
+        .await
+        .unwrap();
+    Env {
+        client: client.clone(),
+        namespace: release.to_owned(),
+        kubeconfig,
+        user,
+        dir: dir.to_owned(),
+    }
+}
+
+/// Waits until DaemonSet `name` has a generation above `before`; returns all generations then.
+pub async fn wait_generation_change(
+    env: &Env,
+    name: &str,
+    before: i64,
+) -> std::collections::BTreeMap<String, i64> {
+    wait_until(&format!("{name} to be updated"), TIMEOUT, || async {
+        let ds = env.daemonsets().get(name).await?;
+        Ok((ds.metadata.generation.unwrap_or_default() > before).then_some(()))
+    })
+    .await
+    .unwrap();
+    // Give the other reconcilers the same chance to (wrongly) write.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    super::generations(env).await
+}
+
+/// Applies the ServiceAccount and RBAC of hook template `template` (rendered with `set`), not its
+/// Job, and returns a kubeconfig of the hook's ServiceAccount `name`.
+async fn hook_identity(
+    client: &kube::Client,
+    release: &str,
+    template: &str,
+    set: &str,
+    dir: &Path,
+) -> (std::path::PathBuf, String, Value) {
+    let yaml = render(release, release, &[template], &["--set", set]).unwrap();
+    let mut job = Value::Null;
+    let mut rbac = String::new();
+    for doc in serde_yaml::Deserializer::from_str(&yaml) {
+        let doc: Value = serde::Deserialize::deserialize(doc).unwrap();
+        if doc["kind"] == "Job" {
+            job = doc;
+        } else if !doc.is_null() {
+            rbac.push_str("---\n");
+            rbac.push_str(&serde_yaml::to_string(&doc).unwrap());
+        }
+    }
+    kubectl_apply(&rbac).unwrap();
+    let name = job["spec"]["template"]["spec"]["serviceAccountName"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (kubeconfig, _) = token_kubeconfig(client, release, &name, dir).await.unwrap();
+    (kubeconfig, name, job)
+}
+
+/// Runs the operator binary with `args` and `--kubeconfig`; returns (success, stdout + stderr).
+fn run_binary(args: &[&str], kubeconfig: &Path) -> (bool, String) {
+    let output = Command::new(workspace_binary("gpu-operator"))
+        .args(args)
+        .arg(format!("--kubeconfig={}", kubeconfig.display()))
+        .env_remove("KUBECONFIG")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), text)
+}
+
+/// Deletes the hook's ServiceAccount and RBAC (Helm's hook-delete-policy does it after a success).
+fn remove_hook_identity(namespace: &str, name: &str) {
+    for kind in ["clusterrolebinding", "clusterrole"] {
+        let _ = kubectl_ok(&["delete", kind, name, "--ignore-not-found"]);
+    }
+    let _ = kubectl_ok(&[
+        "delete",
+        "serviceaccount",
+        name,
+        "-n",
+        namespace,
+        "--ignore-not-found",
+    ]);
+}
+
+/// The pre-install/pre-upgrade hook: `gpu-operator crds apply` under the hook's ServiceAccount
+/// brings a stale CRD (an older schema without `kataManager`) back to the generated one, and a
+/// second run changes nothing.
+pub async fn the_crd_hook_updates_a_stale_crd(client: &kube::Client, release: &str, dir: &Path) {
+    let (kubeconfig, name, job) = hook_identity(
+        client,
+        release,
+        "templates/upgrade-crd.yaml",
+        "operator.upgradeCRD=true",
+        dir,
+    )
+    .await;
+    assert_eq!(
+        job["spec"]["template"]["spec"]["containers"][0]["args"],
+        serde_json::json!(["crds", "apply"])
+    );
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd_name = "clusterpolicies.nvidia.com";
+    let kata = |crd: &CustomResourceDefinition| {
+        let value = serde_json::to_value(crd).unwrap();
+        !value["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+            ["properties"]["kataManager"]
+            .is_null()
+    };
+    let mut stale = serde_json::to_value(crds.get(crd_name).await.unwrap()).unwrap();
+    for key in [
+        "managedFields",
+        "resourceVersion",
+        "uid",
+        "creationTimestamp",
+        "generation",
+    ] {
+        stale["metadata"].as_object_mut().unwrap().remove(key);
+    }
+    stale.as_object_mut().unwrap().remove("status");
+    stale["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        .as_object_mut()
+        .unwrap()
+        .remove("kataManager");
+    kubectl_apply(&serde_json::to_string(&stale).unwrap()).unwrap();
+    assert!(
+        !kata(&crds.get(crd_name).await.unwrap()),
+        "the CRD did not go stale"
+    );
+
+    let (ok, output) = run_binary(&["crds", "apply"], &kubeconfig);
+    assert!(ok, "crds apply failed under the hook's RBAC: {output}");
+    assert!(output.contains(&format!("{crd_name} updated")), "{output}");
+    assert!(
+        kata(&crds.get(crd_name).await.unwrap()),
+        "the stale CRD was not updated"
+    );
+    let (ok, output) = run_binary(&["crds", "apply"], &kubeconfig);
+    assert!(
+        ok && output.contains(&format!("{crd_name} unchanged")),
+        "not idempotent: {output}"
+    );
+    remove_hook_identity(release, &name);
+}
+
+/// The post-delete hook: `gpu-operator cleanup-node-labels` under the hook's ServiceAccount
+/// removes the labels the operator wrote and keeps the others.
+pub async fn the_label_cleanup_hook_removes_our_labels(
+    client: &kube::Client,
+    release: &str,
+    dir: &Path,
+) {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let ours = |node: &Node| {
+        node.labels()
+            .keys()
+            .filter(|k| *k == "nvidia.com/gpu.present" || k.starts_with("nvidia.com/gpu.deploy."))
+            .count()
+    };
+    let before: usize = nodes
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(ours)
+        .sum();
+    assert!(before > 0, "the operator labelled no node");
+    let (kubeconfig, name, job) = hook_identity(
+        client,
+        release,
+        "templates/cleanup-node-labels.yaml",
+        "operator.cleanupNodeLabels=true",
+        dir,
+    )
+    .await;
+    assert_eq!(
+        job["metadata"]["annotations"]["helm.sh/hook"],
+        "post-delete"
+    );
+    let (ok, output) = run_binary(&["cleanup-node-labels"], &kubeconfig);
+    assert!(
+        ok,
+        "cleanup-node-labels failed under the hook's RBAC: {output}"
+    );
+    let after = nodes.list(&ListParams::default()).await.unwrap().items;
+    assert_eq!(
+        after.iter().map(ours).sum::<usize>(),
+        0,
+        "labels left: {output}"
+    );
+    assert!(
+        after
+            .iter()
+            .any(|n| n.labels().contains_key("nvidia.com/gpu.product")),
+        "labels the operator did not write were removed"
+    );
+    let _ = kubectl_ok(&[
+        "delete",
+        "serviceaccount",
+        &name,
+        "-n",
+        release,
+        "--ignore-not-found",
+    ]);
+    remove_hook_identity(release, &name);
+}
+
+/// After `helm uninstall`: no namespaced object, cluster RBAC, RuntimeClass or ClusterPolicy of
+/// ours is left (the operands go with the ClusterPolicy through garbage collection).
+pub async fn nothing_of_ours_remains(client: &kube::Client, release: &str) {
+    wait_until("the operands to be garbage-collected", TIMEOUT, || async {
+        let left = kubectl_ok(&[
+            "get",
+            "daemonsets,deployments,services,serviceaccounts,configmaps,roles,rolebindings,leases",
+            "-n",
+            release,
+            "-o",
+            "name",
+        ])?;
+        let left: Vec<&str> = left
+            .lines()
+            .filter(|l| {
+                !matches!(*l, "serviceaccount/default" | "configmap/kube-root-ca.crt")
+                    && !l.starts_with("lease.coordination.k8s.io/")
+            })
+            .collect();
+        Ok(left.is_empty().then_some(()))
+    })
+    .await
+    .unwrap_or_else(|error| {
+        let left = kubectl_ok(&[
+            "get",
+            "all,roles,rolebindings,serviceaccounts,configmaps",
+            "-n",
+            release,
+        ]);
+        panic!("{error}: {left:?}")
+    });
+    let cluster_roles: Api<ClusterRole> = Api::all(client.clone());
+    for role in cluster_roles.list(&ListParams::default()).await.unwrap() {
+        let name = role.name_any();
+        assert!(!name.starts_with(release), "ClusterRole {name} is left");
+        assert!(
+            role.labels()
+                .get("app.kubernetes.io/managed-by")
+                .map(String::as_str)
+                != Some("gpu-operator"),
+            "operand ClusterRole {name} is left"
+        );
+    }
+    let bindings = kubectl_ok(&[
+        "get",
+        "clusterrolebindings,roles,rolebindings",
+        "-A",
+        "-o",
+        "name",
+    ])
+    .unwrap();
+    assert!(
+        !bindings.contains(release),
+        "RBAC of the release is left: {bindings}"
+    );
+    let classes: Api<RuntimeClass> = Api::all(client.clone());
+    for class in classes.list(&ListParams::default()).await.unwrap() {
+        assert!(
+            !class.name_any().starts_with("nvidia"),
+            "RuntimeClass {} is left",
+            class.name_any()
+        );
+    }
+    let policies = kubectl_ok(&["get", "clusterpolicies", "-o", "name"]).unwrap();
+    assert!(
+        !policies.contains("cluster-policy"),
+        "the ClusterPolicy is left"
+    );
+}
+
+/// Uninstalls the release and deletes its namespace and hook RBAC when dropped (also on panic).
+pub struct Cleanup(pub String);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let release = &self.0;
+        let _ = helm_ok(&[
+            "uninstall",
+            release,
+            "-n",
+            release,
+            "--no-hooks",
+            "--ignore-not-found",
+        ]);
+        for hook in ["upgrade-crd", "cleanup-node-labels"] {
+            remove_hook_identity(release, &format!("{release}-{hook}"));
+        }
+        let _ = kubectl_ok(&[
+            "delete",
+            "namespace",
+            release,
+            "--ignore-not-found",
+            "--wait=false",
+        ]);
+    }
+}

@@ -1,0 +1,327 @@
+//! The chart's `values.schema.json`, generated: every values section that becomes a ClusterPolicy
+//! section takes its schema from the CRD (so the two cannot drift apart), plus the chart-only keys.
+//! Every object refuses unknown keys, so a typo fails `helm install` with the key named.
+
+use anyhow::Context as _;
+use gpu_operator_api::ClusterPolicy;
+use kube::CustomResourceExt as _;
+use serde_json::{Map, Value, json};
+
+/// Values sections rendered into the ClusterPolicy section of the same name with the same shape.
+const SPEC_SECTIONS: [&str; 21] = [
+    "psa",
+    "cdi",
+    "sandboxWorkloads",
+    "hostPaths",
+    "daemonsets",
+    "validator",
+    "mig",
+    "toolkit",
+    "dcgm",
+    "gfd",
+    "nodeStatusExporter",
+    "gds",
+    "gdrcopy",
+    "vgpuManager",
+    "vgpuDeviceManager",
+    "vfioManager",
+    "kataManager",
+    "sandboxDevicePlugin",
+    "kataSandboxDevicePlugin",
+    "ccManager",
+    "migManager",
+];
+
+/// The schema as pretty JSON with a trailing newline.
+pub fn values_schema_json() -> anyhow::Result<String> {
+    let schema = values_schema()?;
+    Ok(format!("{}\n", serde_json::to_string_pretty(&schema)?))
+}
+
+/// The schema of the chart's values.
+pub fn values_schema() -> anyhow::Result<Value> {
+    let spec = spec_properties()?;
+    let section = |name: &str| -> anyhow::Result<Value> {
+        let schema = spec
+            .get(name)
+            .with_context(|| format!("the CRD has no spec.{name}"))?;
+        Ok(convert(schema))
+    };
+    let mut properties = Map::new();
+    for name in SPEC_SECTIONS {
+        properties.insert(name.to_owned(), section(name)?);
+    }
+    let mut driver = section("driver")?;
+    let upgrade = &mut driver["properties"]["upgradePolicy"]["properties"];
+    if let Some(deletion) = upgrade
+        .as_object_mut()
+        .and_then(|p| p.remove("podDeletion"))
+    {
+        upgrade["gpuPodDeletion"] = deletion;
+    }
+    driver["properties"]["nvidiaDriverCRD"] = nvidia_driver_crd();
+    properties.insert("driver".into(), driver);
+
+    let mut plugin = section("devicePlugin")?;
+    add_create_and_data(&mut plugin["properties"]["config"], config_map_data());
+    properties.insert("devicePlugin".into(), plugin);
+    let mut exporter = section("dcgmExporter")?;
+    add_create_and_data(
+        &mut exporter["properties"]["config"],
+        json!({"type": "string", "description": "The metrics as DCGM exporter CSV (key dcgm-metrics.csv)."}),
+    );
+    properties.insert("dcgmExporter".into(), exporter);
+    add_create_and_data(
+        &mut properties["migManager"]["properties"]["config"],
+        config_map_data(),
+    );
+    properties.insert("operator".into(), operator(&spec)?);
+    for (name, schema) in chart_only() {
+        properties.insert(name.to_owned(), schema);
+    }
+    Ok(json!({
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "title": "Values of the gpu-operator chart",
+        "type": "object",
+        "additionalProperties": false,
+        "properties": properties,
+    }))
+}
+
+/// `spec.properties` of the ClusterPolicy CRD's served version.
+fn spec_properties() -> anyhow::Result<Map<String, Value>> {
+    let crd = serde_json::to_value(ClusterPolicy::crd())?;
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        .as_object()
+        .cloned()
+        .context("the ClusterPolicy CRD has no spec properties")
+}
+
+/// An OpenAPI (structural CRD) schema as JSON Schema: objects with properties refuse unknown
+/// keys, int-or-string becomes `anyOf`, nullable adds `null`, Kubernetes extensions go.
+fn convert(schema: &Value) -> Value {
+    let Some(object) = schema.as_object() else {
+        return schema.clone();
+    };
+    let mut out = Map::new();
+    for (key, value) in object {
+        match key.as_str() {
+            "properties" => {
+                let converted = value
+                    .as_object()
+                    .map(|p| p.iter().map(|(k, v)| (k.clone(), convert(v))).collect())
+                    .unwrap_or_default();
+                out.insert(key.clone(), Value::Object(converted));
+            }
+            "items" | "additionalProperties" if value.is_object() => {
+                out.insert(key.clone(), convert(value));
+            }
+            "nullable" | "format" => {}
+            k if k.starts_with("x-kubernetes-") => {}
+            _ => {
+                out.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    if object.contains_key("properties") && !object.contains_key("additionalProperties") {
+        out.insert("additionalProperties".into(), Value::Bool(false));
+    }
+    if object.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true)) {
+        out.remove("type");
+        out.insert(
+            "anyOf".into(),
+            json!([{"type": "integer"}, {"type": "string"}]),
+        );
+    }
+    if object.get("nullable") == Some(&Value::Bool(true))
+        && let Some(Value::String(kind)) = out.get("type").cloned()
+    {
+        out.insert("type".into(), json!([kind, "null"]));
+    }
+    Value::Object(out)
+}
+
+/// `create` and `data`, the chart-only keys of a `config` section that may create its ConfigMap.
+fn add_create_and_data(config: &mut Value, data: Value) {
+    config["properties"]["create"] = json!({
+        "type": "boolean",
+        "description": "Create the ConfigMap `name` from `data` in the release namespace.",
+    });
+    config["properties"]["data"] = data;
+}
+
+/// ConfigMap data: config name → config text.
+fn config_map_data() -> Value {
+    json!({
+        "type": "object",
+        "description": "The ConfigMap's data when `create` is true: key → configuration text.",
+        "additionalProperties": {"type": "string"},
+    })
+}
+
+fn nvidia_driver_crd() -> Value {
+    json!({
+        "type": "object",
+        "description": "NVIDIA's NVIDIADriver CRD mode; not served by this operator (`enabled: true` fails the install).",
+        "additionalProperties": false,
+        "properties": {
+            "enabled": {"type": "boolean"},
+            "deployDefaultCR": {"type": "boolean"},
+            "driverType": {"type": "string", "enum": ["gpu", "vgpu", "vgpu-host-manager"]},
+            "nodeSelector": {"type": "object", "additionalProperties": {"type": "string"}},
+        },
+    })
+}
+
+/// The `operator` values: the operator Deployment plus the ClusterPolicy's operator keys.
+fn operator(spec: &Map<String, Value>) -> anyhow::Result<Value> {
+    let from_spec = |path: &[&str]| -> anyhow::Result<Value> {
+        let mut schema = &Value::Object(spec.clone());
+        for key in path {
+            schema = schema
+                .get("properties")
+                .unwrap_or(schema)
+                .get(*key)
+                .with_context(|| format!("the CRD has no spec.{}", path.join(".")))?;
+        }
+        Ok(convert(schema))
+    };
+    let string = |description: &str| json!({"type": "string", "description": description});
+    let boolean = |description: &str| json!({"type": "boolean", "description": description});
+    let string_map = |description: &str| json!({"type": "object", "additionalProperties": {"type": "string"}, "description": description});
+    Ok(json!({
+        "type": "object",
+        "description": "The operator's Deployment, and the operator section of the ClusterPolicy.",
+        "additionalProperties": false,
+        "properties": {
+            "repository": string("Registry and path of the operator image."),
+            "image": string("Operator image name."),
+            "version": string("Operator image tag or sha256 digest; defaults to the chart's appVersion."),
+            "imagePullPolicy": {"type": "string", "enum": ["Always", "IfNotPresent", "Never"]},
+            "imagePullSecrets": {"type": "array", "items": {"type": "string"}, "description": "Secret names for pulling the operator image."},
+            "env": {
+                "type": "array",
+                "description": "Extra environment variables of the operator container (EnvVar objects).",
+                "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}},
+            },
+            "priorityClassName": string("PriorityClass of the operator pod."),
+            "runtimeClass": from_spec(&["operator", "runtimeClass"])?,
+            "nodeSelector": string_map("Node selector of the operator pod."),
+            "use_ocp_driver_toolkit": from_spec(&["operator", "use_ocp_driver_toolkit"])?,
+            "cleanupCRD": boolean("Delete the ClusterPolicy CRD, and so every ClusterPolicy, on uninstall (pre-delete hook)."),
+            "upgradeCRD": boolean("Apply the chart's CRDs on install and upgrade (hook Job running `gpu-operator crds apply`)."),
+            "cleanupNodeLabels": boolean("Remove the node labels the operator wrote on uninstall (post-delete hook)."),
+            "tolerations": from_spec(&["daemonsets", "tolerations"])?,
+            "annotations": string_map("Annotations of the operator pod."),
+            "affinity": {"type": "object", "description": "Affinity of the operator pod."},
+            "logging": {
+                "type": "object",
+                "additionalProperties": false,
+                "properties": {
+                    "timeEncoding": {"type": "string", "enum": ["epoch", "millis", "nano", "iso8601", "rfc3339", "rfc3339nano"], "description": "Accepted for compatibility; timestamps are always RFC 3339."},
+                    "level": {"type": "string", "enum": ["trace", "debug", "info", "warn", "error"], "description": "Log level."},
+                    "develMode": boolean("Text logs instead of JSON lines."),
+                },
+            },
+            "resources": from_spec(&["driver", "resources"])?,
+            "metrics": from_spec(&["operator", "metrics"])?,
+            "defaultRuntime": from_spec(&["operator", "defaultRuntime"])?,
+            "defaultGPUMode": from_spec(&["operator", "defaultGPUMode"])?,
+        },
+    }))
+}
+
+/// Keys that only steer the chart.
+fn chart_only() -> Vec<(&'static str, Value)> {
+    let switch = |key: &str, description: &str| {
+        json!({
+            "type": "object",
+            "additionalProperties": false,
+            "properties": {key: {"type": "boolean", "description": description}},
+        })
+    };
+    vec![
+        (
+            "platform",
+            switch(
+                "openshift",
+                "OpenShift; not supported yet (`true` fails the install).",
+            ),
+        ),
+        (
+            "nfd",
+            json!({
+                "type": "object",
+                "additionalProperties": false,
+                "properties": {
+                    "enabled": {"type": "boolean", "description": "This chart does not deploy NFD; `true` fails the install."},
+                    "nodefeaturerules": {"type": "boolean", "description": "Accepted for compatibility; unused."},
+                },
+            }),
+        ),
+        (
+            "clusterPolicy",
+            switch(
+                "deployCR",
+                "Render the ClusterPolicy `cluster-policy` from these values.",
+            ),
+        ),
+        (
+            "gpuCluster",
+            switch(
+                "deployCR",
+                "GPUCluster is not supported; `true` fails the install.",
+            ),
+        ),
+        (
+            "draDriver",
+            json!({"type": "object", "description": "Accepted so NVIDIA's values files load; unused."}),
+        ),
+        (
+            "node-feature-discovery",
+            json!({"type": "object", "description": "Accepted so NVIDIA's values files load; unused."}),
+        ),
+        (
+            "extraObjects",
+            json!({
+                "type": "array",
+                "description": "Extra manifests installed with the release (objects or templated strings).",
+                "items": {"type": ["object", "string"]},
+            }),
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn objects_refuse_unknown_keys_and_extensions_are_gone() {
+        let schema = values_schema().unwrap();
+        let text = schema.to_string();
+        assert!(!text.contains("x-kubernetes-"), "an extension was kept");
+        let plugin = &schema["properties"]["devicePlugin"];
+        assert_eq!(plugin["additionalProperties"], false);
+        assert_eq!(
+            plugin["properties"]["config"]["additionalProperties"],
+            false
+        );
+        assert!(plugin["properties"]["config"]["properties"]["data"].is_object());
+        assert_eq!(
+            schema["properties"]["mig"]["properties"]["strategy"]["enum"],
+            json!(["none", "single", "mixed"])
+        );
+        let upgrade = &schema["properties"]["driver"]["properties"]["upgradePolicy"]["properties"];
+        assert!(upgrade["gpuPodDeletion"].is_object() && upgrade["podDeletion"].is_null());
+    }
+
+    #[test]
+    fn int_or_string_becomes_any_of() {
+        let converted = convert(&json!({"x-kubernetes-int-or-string": true, "type": "string"}));
+        assert_eq!(
+            converted,
+            json!({"anyOf": [{"type": "integer"}, {"type": "string"}]})
+        );
+    }
+}
