@@ -1,6 +1,7 @@
 //! The objects an operand renders ([`Children`]) and how the pipeline writes them: each kind is
 //! compared with its cache and applied only when it differs; what the operand no longer renders
-//! (found by its `app.kubernetes.io/component` label) is deleted.
+//! (found by its `app.kubernetes.io/component` label) is deleted. ServiceMonitors, a kind the
+//! cluster may lack, are written by [`crate::service_monitor`].
 
 use std::{collections::BTreeSet, fmt::Debug};
 
@@ -13,6 +14,7 @@ use k8s_openapi::api::{
 };
 use kube::{
     Api, Resource, ResourceExt as _,
+    api::DynamicObject,
     runtime::reflector::{ObjectRef, Store},
 };
 use serde::{Serialize, de::DeserializeOwned};
@@ -20,7 +22,7 @@ use serde::{Serialize, de::DeserializeOwned};
 use crate::{
     Context, Error,
     apply::{self, Outcome},
-    meta,
+    meta, service_monitor,
 };
 
 /// Every kind of object an operand may render, in the order they are applied (identities and
@@ -46,6 +48,9 @@ pub struct Children {
     pub runtime_classes: Vec<RuntimeClass>,
     /// DaemonSets (operator namespace).
     pub daemonsets: Vec<DaemonSet>,
+    /// Prometheus Operator ServiceMonitors (operator namespace), written only while their CRD is
+    /// installed; build them with [`service_monitor::build`].
+    pub service_monitors: Vec<DynamicObject>,
 }
 
 impl Children {
@@ -61,6 +66,7 @@ impl Children {
             services,
             runtime_classes,
             daemonsets,
+            service_monitors,
         } = self;
         service_accounts.len()
             + roles.len()
@@ -71,6 +77,7 @@ impl Children {
             + services.len()
             + runtime_classes.len()
             + daemonsets.len()
+            + service_monitors.len()
     }
 
     /// Whether nothing is rendered.
@@ -80,12 +87,14 @@ impl Children {
 }
 
 /// Applies what changed and prunes what is no longer rendered for reconciler `component`;
-/// returns how many objects were written or deleted.
+/// returns how many objects were written or deleted. `monitored`: the reconciler may have
+/// ServiceMonitors to prune even when it renders none.
 pub async fn apply_all(
     ctx: &Context,
     policy: &ClusterPolicy,
     component: &str,
     children: &Children,
+    monitored: bool,
 ) -> Result<usize, Error> {
     let Children {
         service_accounts,
@@ -97,6 +106,7 @@ pub async fn apply_all(
         services,
         runtime_classes,
         daemonsets,
+        service_monitors,
     } = children;
     let stores = &ctx.stores;
     let mut w = Writer {
@@ -124,6 +134,8 @@ pub async fn apply_all(
         .await?;
     w.kind(namespaced(ctx), daemonsets, &stores.daemonsets)
         .await?;
+    w.written +=
+        service_monitor::apply_all(ctx, policy, component, service_monitors, monitored).await?;
     Ok(w.written)
 }
 

@@ -78,12 +78,15 @@ impl Context {
         }
     }
 
-    /// The facts of the node cache right now.
+    /// The facts of the caches right now.
     pub fn facts(&self) -> ClusterFacts {
-        ClusterFacts::from_nodes(
-            self.stores.nodes.state().iter().map(AsRef::as_ref),
-            self.stores.node_runtimes.state().iter().map(AsRef::as_ref),
-        )
+        ClusterFacts {
+            service_monitor_crd: crate::service_monitor::crd_installed(&self.stores),
+            ..ClusterFacts::from_nodes(
+                self.stores.nodes.state().iter().map(AsRef::as_ref),
+                self.stores.node_runtimes.state().iter().map(AsRef::as_ref),
+            )
+        }
     }
 
     /// The image fallback of environment variable `name`, if set.

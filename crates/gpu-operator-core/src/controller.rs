@@ -1,7 +1,7 @@
 //! Wiring reconcilers into kube-runtime Controllers over the shared caches: each operand and the
 //! status reconciler watch ClusterPolicies, operands own every kind they render, and they are
 //! woken by node label changes and GPU-node runtime changes (not by the status heartbeats of
-//! thousands of nodes).
+//! thousands of nodes) and when the ServiceMonitor CRD comes or goes.
 
 use std::{
     collections::HashMap,
@@ -43,6 +43,7 @@ pub fn run_operand<O: Operand>(
 ) -> impl Future<Output = ()> {
     let policies = ctx.stores.policies.clone();
     let runtime_policies = policies.clone();
+    let crd_policies = policies.clone();
     let runtimes = changes(subs.node_runtimes, |node, hasher| {
         node.status
             .as_ref()
@@ -63,6 +64,9 @@ pub fn run_operand<O: Operand>(
         .owns_shared_stream(subs.daemonsets)
         .watches_shared_stream(label_changes(subs.nodes), move |_| active_ref(&policies))
         .watches_shared_stream(runtimes, move |_| active_ref(&runtime_policies))
+        .watches_shared_stream(subs.service_monitor_crds, move |_| {
+            active_ref(&crd_policies)
+        })
         .graceful_shutdown_on(shutdown)
         .run(operand::reconcile::<O>, operand::error_policy::<O>, ctx)
         .for_each(|result| log(O::NAME, result))

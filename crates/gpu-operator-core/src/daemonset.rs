@@ -215,7 +215,7 @@ pub fn field_env(name: &str, field_path: &str) -> EnvVar {
 /// variable of the same name, new ones are appended. An empty value is left out, as the API
 /// server stores it, so the rendered env compares equal to the live one.
 pub fn merge_env(defaults: &[(&str, String)], user: &[SpecEnvVar]) -> Vec<EnvVar> {
-    let mut env: Vec<EnvVar> = defaults
+    let env: Vec<EnvVar> = defaults
         .iter()
         .map(|(name, value)| EnvVar {
             name: (*name).to_owned(),
@@ -223,10 +223,19 @@ pub fn merge_env(defaults: &[(&str, String)], user: &[SpecEnvVar]) -> Vec<EnvVar
             value_from: None,
         })
         .collect();
+    override_env(env, user)
+}
+
+/// [`merge_env`] over env the operator built itself (which may read pod fields): a user variable
+/// replaces the one of the same name, new ones are appended.
+pub fn override_env(mut env: Vec<EnvVar>, user: &[SpecEnvVar]) -> Vec<EnvVar> {
     for variable in user {
         let value = variable.value.clone().filter(|v| !v.is_empty());
         match env.iter_mut().find(|e| e.name == variable.name) {
-            Some(existing) => existing.value = value,
+            Some(existing) => {
+                existing.value = value;
+                existing.value_from = None;
+            }
             None => env.push(EnvVar {
                 name: variable.name.clone(),
                 value,

@@ -1,6 +1,7 @@
 //! Facts about the cluster's nodes the reconcilers need, computed from the metadata-only Node
 //! cache and the GPU nodes' container runtimes: how many GPU nodes there are, whether NFD runs,
-//! which operating systems, kernels and container runtimes the GPU nodes have.
+//! which operating systems, kernels and container runtimes the GPU nodes have; and whether the
+//! Prometheus Operator's ServiceMonitor CRD is installed.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -28,6 +29,9 @@ pub struct ClusterFacts {
     pub gpu_nodes_without_os: usize,
     /// GPU nodes without NFD's `kernel-version.full` label.
     pub gpu_nodes_without_kernel: usize,
+    /// Whether the ServiceMonitor CRD (`servicemonitors.monitoring.coreos.com`) is installed, so
+    /// ServiceMonitors can be created.
+    pub service_monitor_crd: bool,
 }
 
 /// A node's operating system as NFD reports it, such as `ubuntu` `22.04`.

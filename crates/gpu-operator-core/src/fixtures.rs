@@ -48,6 +48,7 @@ fn facts(nodes: &[(&str, &str, &str, &str)]) -> ClusterFacts {
             .collect(),
         gpu_nodes_without_os: 0,
         gpu_nodes_without_kernel: 0,
+        service_monitor_crd: false,
     }
 }
 
@@ -157,6 +158,7 @@ fn children_values(children: &Children) -> Result<serde_json::Value, serde_json:
         services,
         runtime_classes,
         daemonsets,
+        service_monitors,
     } = children;
     let mut all = Vec::new();
     for value in [
@@ -169,6 +171,7 @@ fn children_values(children: &Children) -> Result<serde_json::Value, serde_json:
         serde_json::to_value(services)?,
         serde_json::to_value(runtime_classes)?,
         serde_json::to_value(daemonsets)?,
+        serde_json::to_value(service_monitors)?,
     ] {
         if let serde_json::Value::Array(items) = value {
             all.extend(items);

@@ -26,6 +26,7 @@ pub mod problems;
 pub mod rbac;
 pub mod readiness;
 pub mod runtime_class;
+pub mod service_monitor;
 pub mod status_write;
 pub mod stores;
 

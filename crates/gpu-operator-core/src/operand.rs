@@ -62,6 +62,56 @@ pub trait Operand: Send + Sync + 'static {
     fn unserved(_input: &Self::Input) -> Option<String> {
         None
     }
+
+    /// What is wrong but does not stop the rollout (a setting that points at nothing, say): each
+    /// shows in the condition and once as a Warning Event. None by default.
+    fn warnings(_input: &Self::Input) -> Vec<Warning> {
+        Vec::new()
+    }
+
+    /// Whether the operand may render ServiceMonitors, so its stale ones are looked for even when
+    /// it renders none.
+    const SERVICE_MONITORS: bool = false;
+}
+
+/// A problem that does not stop an operand's rollout: it is appended to the operand's condition
+/// (whose reason it becomes while the condition is `True`) and published as a Warning Event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning {
+    /// PascalCase reason, such as `ServiceMonitorCRDMissing`.
+    pub reason: &'static str,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+impl Warning {
+    /// The operand renders a ServiceMonitor but the cluster has no ServiceMonitor CRD.
+    fn service_monitor_crd_missing(section: &str) -> Self {
+        Self {
+            reason: "ServiceMonitorCRDMissing",
+            message: format!(
+                "{section}.serviceMonitor.enabled is true but the ServiceMonitor CRD ({}) is not \
+                 installed, so no ServiceMonitor was created: install the Prometheus Operator's \
+                 CRDs or set {section}.serviceMonitor.enabled=false",
+                crate::service_monitor::CRD_NAME
+            ),
+        }
+    }
+}
+
+/// `desired` with `warnings` appended to its message; the first becomes the reason of a `True`
+/// condition.
+fn with_warnings(mut desired: Desired, warnings: &[Warning]) -> Desired {
+    if let Some(first) = warnings.first()
+        && desired.status
+    {
+        first.reason.clone_into(&mut desired.reason);
+    }
+    for warning in warnings {
+        desired.message.push_str("; ");
+        desired.message.push_str(&warning.message);
+    }
+    desired
 }
 
 /// What validation may know about the cluster besides the ClusterPolicy.
@@ -149,7 +199,7 @@ async fn reconcile_once<O: Operand>(
         facts: &facts,
         image_env: &image_env,
     };
-    let (children, state, unserved) = match O::validate(&policy.spec, &cluster)? {
+    let (children, state, unserved, mut warnings) = match O::validate(&policy.spec, &cluster)? {
         None => (
             O::render_disabled(&policy.spec),
             Some(Desired::ok(
@@ -158,6 +208,7 @@ async fn reconcile_once<O: Operand>(
                 format!("{}.enabled is false: nothing deployed", O::SECTION),
             )),
             None,
+            Vec::new(),
         ),
         Some(_) if facts.gpu_nodes == 0 => (
             Children::default(),
@@ -167,14 +218,24 @@ async fn reconcile_once<O: Operand>(
                 "no GPU nodes: nothing deployed yet",
             )),
             None,
+            Vec::new(),
         ),
-        Some(input) => (O::render(&input), None, O::unserved(&input)),
+        Some(input) => (
+            O::render(&input),
+            None,
+            O::unserved(&input),
+            O::warnings(&input),
+        ),
     };
-    let written = children::apply_all(ctx, policy, O::NAME, &children).await?;
+    let written = children::apply_all(ctx, policy, O::NAME, &children, O::SERVICE_MONITORS).await?;
+    if !children.service_monitors.is_empty() && !facts.service_monitor_crd {
+        warnings.push(Warning::service_monitor_crd_missing(O::SECTION));
+    }
     let desired = match state {
         Some(state) => state,
         None => rollout_condition::<O>(ctx, &children, unserved).await?,
     };
+    let desired = with_warnings(desired, &warnings);
     if written > 0 {
         publish(
             ctx,
@@ -185,7 +246,28 @@ async fn reconcile_once<O: Operand>(
         )
         .await;
     }
-    status_write::write(ctx, policy, O::NAME, &desired).await?;
+    let live_message = policy
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == O::CONDITION))
+        .map(|c| c.message.clone())
+        .unwrap_or_default();
+    if status_write::write(ctx, policy, O::NAME, &desired).await? {
+        for warning in warnings
+            .iter()
+            .filter(|w| !live_message.contains(&w.message))
+        {
+            publish(
+                ctx,
+                policy,
+                EventType::Warning,
+                warning.reason,
+                &warning.message,
+            )
+            .await;
+        }
+    }
     Ok(Action::requeue(RESYNC))
 }
 
@@ -263,5 +345,38 @@ async fn publish(
     };
     if let Err(error) = ctx.recorder.publish(&event, &policy.object_ref(&())).await {
         tracing::warn!(%error, reason, "could not publish an Event");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warnings_keep_the_status_and_name_the_problem() {
+        let warning = Warning::service_monitor_crd_missing("dcgmExporter");
+        let ready = with_warnings(
+            Desired::ok("X", "Ready", "ready on 2/2 GPU nodes"),
+            std::slice::from_ref(&warning),
+        );
+        assert!(ready.status);
+        assert_eq!(ready.reason, "ServiceMonitorCRDMissing");
+        assert!(
+            ready
+                .message
+                .starts_with("ready on 2/2 GPU nodes; dcgmExporter.serviceMonitor")
+                && ready
+                    .message
+                    .contains("servicemonitors.monitoring.coreos.com"),
+            "{}",
+            ready.message
+        );
+        let rolling = with_warnings(Desired::not_ok("X", "NotReady", "rolling out"), &[warning]);
+        assert_eq!(
+            rolling.reason, "NotReady",
+            "a False condition keeps its reason"
+        );
+        let plain = Desired::ok("X", "Ready", "fine");
+        assert_eq!(with_warnings(plain.clone(), &[]), plain);
     }
 }

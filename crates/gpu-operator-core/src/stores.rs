@@ -2,17 +2,22 @@
 //! manage (label-selected: DaemonSets, ServiceAccounts, ConfigMaps, Services, Roles and
 //! RoleBindings in the operator namespace; ClusterRoles, ClusterRoleBindings and RuntimeClasses
 //! cluster-wide); every Node as metadata only (labels and annotations), so the cache stays small
-//! at thousands of nodes; and the GPU nodes' container runtime, stripped to that one field.
+//! at thousands of nodes; the GPU nodes' container runtime, stripped to that one field; and the
+//! metadata of one CustomResourceDefinition, the Prometheus Operator's ServiceMonitor, whose
+//! presence decides whether ServiceMonitors can be created.
 
 use std::{fmt::Debug, future::Future, hash::Hash, pin::Pin};
 
 use futures::{StreamExt as _, stream::BoxStream};
 use gpu_operator_api::{ClusterPolicy, labels};
-use k8s_openapi::api::{
-    apps::v1::DaemonSet,
-    core::v1::{ConfigMap, Node, NodeStatus, NodeSystemInfo, Service, ServiceAccount},
-    node::v1::RuntimeClass,
-    rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
+use k8s_openapi::{
+    api::{
+        apps::v1::DaemonSet,
+        core::v1::{ConfigMap, Node, NodeStatus, NodeSystemInfo, Service, ServiceAccount},
+        node::v1::RuntimeClass,
+        rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
+    },
+    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 };
 use kube::{
     Api, Client, Resource,
@@ -25,7 +30,7 @@ use kube::{
 };
 use serde::de::DeserializeOwned;
 
-use crate::meta;
+use crate::{meta, service_monitor};
 
 /// Declares the cached kinds once: the caches, their change streams and the readiness wait.
 macro_rules! kinds {
@@ -65,6 +70,7 @@ kinds! {
     cluster_roles: ClusterRole,
     cluster_role_bindings: ClusterRoleBinding,
     runtime_classes: RuntimeClass,
+    service_monitor_crds: PartialObjectMeta<CustomResourceDefinition>,
 }
 
 /// The future that runs every reflector; it must be polled for the caches to fill.
@@ -140,6 +146,11 @@ pub fn start(
         &managed,
         strip_managed_fields,
     )?;
+    let (service_monitor_crds, service_monitor_crds_sub) = r.reflect(
+        Api::<PartialObjectMeta<CustomResourceDefinition>>::all(c.clone()),
+        &watcher::Config::default().fields(&format!("metadata.name={}", service_monitor::CRD_NAME)),
+        strip_managed_fields,
+    )?;
 
     let driver = Box::pin(futures::stream::select_all(r.streams).for_each(|()| async {}));
     let stores = Stores {
@@ -155,6 +166,7 @@ pub fn start(
         cluster_roles,
         cluster_role_bindings,
         runtime_classes,
+        service_monitor_crds,
     };
     let subscriptions = Subscriptions {
         policies: policies_sub,
@@ -169,6 +181,7 @@ pub fn start(
         cluster_roles: cluster_roles_sub,
         cluster_role_bindings: cluster_role_bindings_sub,
         runtime_classes: runtime_classes_sub,
+        service_monitor_crds: service_monitor_crds_sub,
     };
     Ok((stores, subscriptions, driver))
 }

@@ -20,6 +20,10 @@ const OPERAND_CONDITIONS: &[&str] = &[
     operand::VALIDATOR_READY,
     operand::DRIVER_READY,
     operand::TOOLKIT_READY,
+    operand::DCGM_READY,
+    operand::DCGM_EXPORTER_READY,
+    operand::MIG_MANAGER_READY,
+    operand::NODE_STATUS_EXPORTER_READY,
     operand::GFD_READY,
 ];
 
@@ -97,6 +101,10 @@ async fn run(args: &RunArgs, namespace: String) -> anyhow::Result<()> {
         operand::<DevicePlugin>(&ctx, &subs, stop()),
         operand::<Driver>(&ctx, &subs, stop()),
         operand::<Toolkit>(&ctx, &subs, stop()),
+        operand::<gpu_operator_dcgm::Dcgm>(&ctx, &subs, stop()),
+        operand::<gpu_operator_dcgm_exporter::DcgmExporter>(&ctx, &subs, stop()),
+        operand::<gpu_operator_mig_manager::MigManager>(&ctx, &subs, stop()),
+        operand::<gpu_operator_node_status_exporter::NodeStatusExporter>(&ctx, &subs, stop()),
         operand::<GpuFeatureDiscovery>(&ctx, &subs, stop()),
         controller::run_status(ctx.clone(), subs.clone(), OPERAND_CONDITIONS, stop()).boxed(),
         controller::run_node_validation(ctx.clone(), subs.clone(), stop()).boxed(),

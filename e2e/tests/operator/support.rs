@@ -28,12 +28,24 @@ pub const TIMEOUT: Duration = Duration::from_secs(120);
 pub const PLUGIN: &str = "nvidia-device-plugin-daemonset";
 pub const VALIDATOR: &str = "nvidia-operator-validator";
 /// The operator's image environment; the device plugin's comes first (one step drops it).
-pub const IMAGES: [(&str, &str); 6] = [
+pub const IMAGES: [(&str, &str); 9] = [
     (
         "DEVICE_PLUGIN_IMAGE",
         "nvcr.io/nvidia/k8s-device-plugin:v0.17.0",
     ),
     ("VALIDATOR_IMAGE", "ghcr.io/example/gpu-operator:e2e"),
+    (
+        "DCGM_IMAGE",
+        "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04",
+    ),
+    (
+        "DCGM_EXPORTER_IMAGE",
+        "nvcr.io/nvidia/k8s/dcgm-exporter:4.6.0-4.8.3-distroless",
+    ),
+    (
+        "MIG_MANAGER_IMAGE",
+        "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.15.0",
+    ),
     ("GFD_IMAGE", "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"),
     ("DRIVER_IMAGE", "nvcr.io/nvidia/driver:595.91.07"),
     (
@@ -169,9 +181,19 @@ pub async fn wait_ds_ready(env: &Env, name: &str, node: Option<&str>) {
     .unwrap();
 }
 
+/// RuntimeClass `nvidia`, which operand pods name (the toolkit's reconciler owns it once it runs;
+/// until then pods naming a missing RuntimeClass are refused).
+const RUNTIME_CLASS: &str =
+    "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata:\n  name: nvidia\nhandler: nvidia\n";
+
 pub async fn setup() -> Env {
     let client = client().await.unwrap();
     ensure_crd().await.unwrap();
+    if kubectl_ok(&["get", "runtimeclass", "nvidia"]).is_err() {
+        let file = std::env::temp_dir().join(unique_name("runtimeclass"));
+        std::fs::write(&file, RUNTIME_CLASS).unwrap();
+        let _ = kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
+    }
     let namespace = unique_name("gpu-operator");
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": namespace}})).unwrap();
     Api::<Namespace>::all(client.clone())

@@ -1,0 +1,42 @@
+//! The DCGM exporter operand: DaemonSet `nvidia-dcgm-exporter` on nodes labelled
+//! `nvidia.com/gpu.deploy.dcgm-exporter=true`, its Service (port 9400, `gpu-metrics`), a
+//! Prometheus Operator ServiceMonitor when asked for (and, when its CRD is missing, a warning
+//! instead of NVIDIA's silence), its ServiceAccount and RBAC (reading pods only with pod-label
+//! enrichment). Pure validate and render steps; the shared pipeline does the rest.
+
+mod render;
+mod validate;
+
+use gpu_operator_api::{ClusterPolicySpec, conditions::operand::DCGM_EXPORTER_READY};
+use gpu_operator_core::{
+    Error,
+    operand::{Children, Cluster, Operand},
+};
+
+pub use validate::Input;
+
+/// Name of the DaemonSet, Service, ServiceMonitor, ServiceAccount, Role and their `app` label.
+pub const NAME: &str = "nvidia-dcgm-exporter";
+/// The ClusterRole (and binding) that lets the exporter read pods for label enrichment.
+pub const READ_PODS: &str = "nvidia-dcgm-exporter-read-pods";
+/// The metrics port.
+pub const PORT: i32 = 9400;
+
+/// The DCGM exporter operand.
+pub struct DcgmExporter;
+
+impl Operand for DcgmExporter {
+    const NAME: &'static str = "dcgm-exporter";
+    const CONDITION: &'static str = DCGM_EXPORTER_READY;
+    const SECTION: &'static str = "dcgmExporter";
+    const SERVICE_MONITORS: bool = true;
+    type Input = Input;
+
+    fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
+        validate::validate(spec, cluster)
+    }
+
+    fn render(input: &Input) -> Children {
+        render::children(input)
+    }
+}

@@ -1,0 +1,251 @@
+//! DaemonSet `nvidia-dcgm-exporter`: the exporter on port 9400 behind the toolkit barrier, with
+//! NVIDIA's switches: the remote host engine `nvidia-dcgm:5555` when DCGM runs (host networking
+//! when the user points it at `localhost`), `hostPID`, `hostNetwork`, a custom metrics ConfigMap,
+//! HPC job mapping, pod-label enrichment (which mounts the ServiceAccount token) and the kubelet
+//! pod-resources socket under `hostPaths.kubeletRootDir`.
+
+use gpu_operator_api::labels::operand;
+use gpu_operator_core::{
+    barrier,
+    daemonset::{self, Identity},
+    host_paths,
+    operand::Operand as _,
+};
+use k8s_openapi::{
+    api::{
+        apps::v1::DaemonSet,
+        core::v1::{
+            ConfigMapVolumeSource, Container, ContainerPort, EnvVar, HTTPGetAction,
+            HostPathVolumeSource, KeyToPath, PodSpec, Probe, SecurityContext, Volume, VolumeMount,
+        },
+    },
+    apimachinery::pkg::util::intstr::IntOrString,
+};
+
+use crate::{
+    DcgmExporter, Input, NAME, PORT,
+    validate::{POD_LABELS_ENV, POD_UID_ENV, user_env},
+};
+
+/// Metrics list of the exporter image, used unless `dcgmExporter.config.name` names another.
+const DEFAULT_COLLECTORS: &str = "/etc/dcgm-exporter/dcp-metrics-included.csv";
+/// Key of the custom metrics ConfigMap, and the file it is mounted as.
+const METRICS_FILE: &str = "dcgm-metrics.csv";
+/// Where the custom metrics list is mounted.
+const METRICS_PATH: &str = "/etc/dcgm-exporter/dcgm-metrics.csv";
+/// The remote host engine env variable.
+const REMOTE_ENGINE_ENV: &str = "DCGM_REMOTE_HOSTENGINE_INFO";
+/// The standalone host engine's Service and port (the `nvidia-dcgm` operand).
+const DCGM_SERVICE: &str = "nvidia-dcgm";
+const DCGM_PORT: i32 = 5555;
+/// Default HPC job-mapping directory on the host.
+const JOB_MAPPING_DIR: &str = "/var/lib/dcgm-exporter/job-mapping";
+
+/// The exporter container's env, mounts and the pod's volumes, before the user's env.
+struct Parts {
+    env: Vec<EnvVar>,
+    mounts: Vec<VolumeMount>,
+    volumes: Vec<Volume>,
+}
+
+fn parts(input: &Input) -> Parts {
+    let exporter = &input.spec.dcgm_exporter;
+    let mut volumes = vec![host_path(
+        "pod-gpu-resources",
+        "/var/lib/kubelet/pod-resources",
+        None,
+    )];
+    let mut mounts = vec![mount("pod-gpu-resources", "/var/lib/kubelet/pod-resources")];
+    let mut env = vec![
+        literal("DCGM_EXPORTER_LISTEN", &format!(":{PORT}")),
+        literal("DCGM_EXPORTER_KUBERNETES", "true"),
+        literal("DCGM_EXPORTER_COLLECTORS", DEFAULT_COLLECTORS),
+        daemonset::field_env("NODE_NAME", "spec.nodeName"),
+    ];
+    if input.remote_engine() {
+        env.push(literal(
+            REMOTE_ENGINE_ENV,
+            &format!("{DCGM_SERVICE}:{DCGM_PORT}"),
+        ));
+    }
+    if let Some(dir) = job_mapping_dir(input) {
+        env.push(literal("DCGM_HPC_JOB_MAPPING_DIR", &dir));
+        mounts.push(mount("hpc-job-mapping", &dir));
+        volumes.push(host_path(
+            "hpc-job-mapping",
+            &dir,
+            Some("DirectoryOrCreate"),
+        ));
+    }
+    if exporter.enable_pod_labels == Some(true) {
+        env.push(literal(POD_LABELS_ENV, "true"));
+    }
+    if exporter.enable_pod_uid == Some(true) {
+        env.push(literal(POD_UID_ENV, "true"));
+    }
+    if let Some(allow) = exporter
+        .pod_label_allowlist_regex
+        .as_ref()
+        .filter(|a| !a.is_empty())
+    {
+        env.push(literal(
+            "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX",
+            &allow.join(","),
+        ));
+    }
+    if let Some(config) = exporter
+        .config
+        .as_ref()
+        .and_then(|c| c.name.as_deref())
+        .filter(|n| !n.is_empty())
+    {
+        set(&mut env, "DCGM_EXPORTER_COLLECTORS", METRICS_PATH);
+        mounts.push(VolumeMount {
+            sub_path: Some(METRICS_FILE.to_owned()),
+            ..mount("metrics-config", METRICS_PATH)
+        });
+        volumes.push(Volume {
+            name: "metrics-config".to_owned(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: config.to_owned(),
+                items: Some(vec![KeyToPath {
+                    key: METRICS_FILE.to_owned(),
+                    path: METRICS_FILE.to_owned(),
+                    mode: None,
+                }]),
+                ..ConfigMapVolumeSource::default()
+            }),
+            ..Volume::default()
+        });
+    }
+    Parts {
+        env,
+        mounts,
+        volumes,
+    }
+}
+
+/// The DaemonSet.
+pub fn build(input: &Input) -> DaemonSet {
+    let spec = &input.spec;
+    let exporter = &spec.dcgm_exporter;
+    let Parts {
+        env,
+        mounts,
+        volumes,
+    } = parts(input);
+    let probe = |period: Option<i32>| Probe {
+        http_get: Some(HTTPGetAction {
+            port: IntOrString::Int(PORT),
+            path: Some("/health".to_owned()),
+            ..HTTPGetAction::default()
+        }),
+        initial_delay_seconds: Some(45),
+        period_seconds: period,
+        ..Probe::default()
+    };
+    let mut pod = PodSpec {
+        service_account_name: Some(NAME.to_owned()),
+        automount_service_account_token: Some(input.uses_api()),
+        runtime_class_name: input.runtime_class.clone(),
+        host_pid: exporter.host_pid.filter(|on| *on),
+        containers: vec![Container {
+            name: NAME.to_owned(),
+            image: Some(input.image.clone()),
+            args: Some(exporter.container.args().to_vec()).filter(|a| !a.is_empty()),
+            env: Some(daemonset::override_env(env, exporter.container.env())),
+            ports: Some(vec![ContainerPort {
+                name: Some("metrics".to_owned()),
+                container_port: PORT,
+                ..ContainerPort::default()
+            }]),
+            liveness_probe: Some(probe(Some(5))),
+            readiness_probe: Some(probe(None)),
+            security_context: Some(SecurityContext {
+                privileged: Some(true),
+                ..SecurityContext::default()
+            }),
+            volume_mounts: Some(mounts),
+            ..Container::default()
+        }],
+        volumes: Some(volumes),
+        ..PodSpec::default()
+    };
+    // An engine the user runs on the host (`localhost:…`) is only reachable from the host's
+    // network namespace.
+    let host_engine = !input.remote_engine()
+        && user_env(exporter, REMOTE_ENGINE_ENV).is_some_and(|v| v.starts_with("localhost"));
+    let host_network = (host_engine || exporter.host_network == Some(true)).then_some(true);
+    daemonset::apply_component(&mut pod, &exporter.image, &exporter.container, host_network);
+    pod.init_containers = Some(vec![barrier::wait_for("toolkit", &input.validator_image)]);
+    pod.volumes
+        .get_or_insert_with(Vec::new)
+        .push(barrier::volume());
+    barrier::apply_validator(&mut pod, spec.validator.as_ref());
+    host_paths::apply(&mut pod, spec.host_paths.as_ref());
+    let id = Identity {
+        name: NAME,
+        component: DcgmExporter::NAME,
+        deploy_label: operand::DCGM_EXPORTER,
+        always_on_delete: false,
+    };
+    let mut ds = daemonset::build(id, pod, &spec.daemonsets);
+    if let Some(extra) = exporter.annotations.as_ref().filter(|a| !a.is_empty())
+        && let Some(template) = ds.spec.as_mut().and_then(|s| s.template.metadata.as_mut())
+    {
+        template
+            .annotations
+            .get_or_insert_with(Default::default)
+            .extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+    ds
+}
+
+fn job_mapping_dir(input: &Input) -> Option<String> {
+    let mapping = input.spec.dcgm_exporter.hpc_job_mapping.as_ref()?;
+    (mapping.enabled == Some(true)).then(|| {
+        mapping
+            .directory
+            .clone()
+            .filter(|d| !d.is_empty())
+            .unwrap_or_else(|| JOB_MAPPING_DIR.to_owned())
+    })
+}
+
+fn literal(name: &str, value: &str) -> EnvVar {
+    EnvVar {
+        name: name.to_owned(),
+        value: Some(value.to_owned()),
+        value_from: None,
+    }
+}
+
+fn set(env: &mut [EnvVar], name: &str, value: &str) {
+    for e in env.iter_mut().filter(|e| e.name == name) {
+        e.value = Some(value.to_owned());
+    }
+}
+
+fn mount(name: &str, path: &str) -> VolumeMount {
+    VolumeMount {
+        name: name.to_owned(),
+        mount_path: path.to_owned(),
+        read_only: Some(true),
+        ..VolumeMount::default()
+    }
+}
+
+fn host_path(name: &str, path: &str, type_: Option<&str>) -> Volume {
+    Volume {
+        name: name.to_owned(),
+        host_path: Some(HostPathVolumeSource {
+            path: path.to_owned(),
+            type_: type_.map(str::to_owned),
+        }),
+        ..Volume::default()
+    }
+}
+
+#[cfg(test)]
+#[path = "daemonset_tests.rs"]
+mod tests;

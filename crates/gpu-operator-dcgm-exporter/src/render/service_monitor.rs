@@ -1,0 +1,48 @@
+//! ServiceMonitor `nvidia-dcgm-exporter`, when `dcgmExporter.serviceMonitor.enabled`: scrapes
+//! `gpu-metrics` at `/metrics` of the exporter's Service, with the interval, timeout, label
+//! handling, relabelings and extra labels of `dcgmExporter.serviceMonitor`. The pipeline writes it
+//! only while the ServiceMonitor CRD is installed and warns otherwise.
+
+use gpu_operator_core::{
+    operand::Operand as _,
+    service_monitor::{self, DynamicObject},
+};
+use serde_json::{Map, Value, json};
+
+use crate::{DcgmExporter, Input, NAME, render::service::PORT_NAME};
+
+/// The ServiceMonitor, or `None` when it is not enabled.
+pub fn build(input: &Input) -> Option<DynamicObject> {
+    let config = input.spec.dcgm_exporter.service_monitor.as_ref()?;
+    if config.enabled != Some(true) {
+        return None;
+    }
+    let mut endpoint = Map::new();
+    endpoint.insert("port".to_owned(), json!(PORT_NAME));
+    endpoint.insert("path".to_owned(), json!("/metrics"));
+    if let Some(interval) = config.interval.as_ref().filter(|i| !i.is_empty()) {
+        endpoint.insert("interval".to_owned(), json!(interval));
+    }
+    if let Some(timeout) = config.scrape_timeout.as_ref().filter(|t| !t.is_empty()) {
+        endpoint.insert("scrapeTimeout".to_owned(), json!(timeout));
+    }
+    if let Some(honor) = config.honor_labels {
+        endpoint.insert("honorLabels".to_owned(), json!(honor));
+    }
+    if let Some(relabelings) = &config.relabelings {
+        endpoint.insert("relabelings".to_owned(), json!(relabelings));
+    }
+    let spec = json!({
+        "endpoints": [Value::Object(endpoint)],
+        "jobLabel": "app",
+        "namespaceSelector": {"matchNames": [input.namespace]},
+        "selector": {"matchLabels": {"app": NAME}},
+    });
+    Some(service_monitor::build(
+        NAME,
+        NAME,
+        DcgmExporter::NAME,
+        &config.additional_labels.clone().unwrap_or_default(),
+        spec,
+    ))
+}

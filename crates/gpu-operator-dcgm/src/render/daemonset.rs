@@ -1,0 +1,119 @@
+//! DaemonSet `nvidia-dcgm`: the privileged host engine listening on 5555, started once the
+//! container toolkit is validated on the node.
+
+use gpu_operator_api::labels::operand;
+use gpu_operator_core::{
+    barrier,
+    daemonset::{self, Identity},
+    host_paths,
+    operand::Operand as _,
+};
+use k8s_openapi::{
+    api::{
+        apps::v1::DaemonSet,
+        core::v1::{Container, ContainerPort, PodSpec, Probe, SecurityContext, TCPSocketAction},
+    },
+    apimachinery::pkg::util::intstr::IntOrString,
+};
+
+use crate::{Dcgm, Input, NAME, PORT};
+
+/// The DaemonSet.
+pub fn build(input: &Input) -> DaemonSet {
+    let spec = &input.spec;
+    let dcgm = &spec.dcgm;
+    let probe = || Probe {
+        tcp_socket: Some(TCPSocketAction {
+            port: IntOrString::Int(PORT),
+            ..TCPSocketAction::default()
+        }),
+        initial_delay_seconds: Some(15),
+        ..Probe::default()
+    };
+    let mut pod = PodSpec {
+        service_account_name: Some(NAME.to_owned()),
+        runtime_class_name: input.runtime_class.clone(),
+        containers: vec![Container {
+            name: "nvidia-dcgm-ctr".to_owned(),
+            image: Some(input.image.clone()),
+            args: Some(dcgm.container.args().to_vec()).filter(|a| !a.is_empty()),
+            env: Some(daemonset::merge_env(&[], dcgm.container.env())).filter(|e| !e.is_empty()),
+            security_context: Some(SecurityContext {
+                privileged: Some(true),
+                ..SecurityContext::default()
+            }),
+            ports: Some(vec![ContainerPort {
+                name: Some("dcgm".to_owned()),
+                container_port: PORT,
+                ..ContainerPort::default()
+            }]),
+            liveness_probe: Some(probe()),
+            readiness_probe: Some(probe()),
+            ..Container::default()
+        }],
+        ..PodSpec::default()
+    };
+    daemonset::apply_component(&mut pod, &dcgm.image, &dcgm.container, dcgm.host_network);
+    pod.init_containers = Some(vec![barrier::wait_for("toolkit", &input.validator_image)]);
+    pod.volumes
+        .get_or_insert_with(Vec::new)
+        .push(barrier::volume());
+    barrier::apply_validator(&mut pod, spec.validator.as_ref());
+    host_paths::apply(&mut pod, spec.host_paths.as_ref());
+    let id = Identity {
+        name: NAME,
+        component: Dcgm::NAME,
+        deploy_label: operand::DCGM,
+        always_on_delete: false,
+    };
+    daemonset::build(id, pod, &spec.daemonsets)
+}
+
+#[cfg(test)]
+mod tests {
+    use gpu_operator_api::{ClusterPolicySpec, spec::EnvVar};
+
+    use super::*;
+
+    fn render(spec: ClusterPolicySpec) -> PodSpec {
+        let ds = build(&Input {
+            image: "nvcr.io/nvidia/cloud-native/dcgm:4".into(),
+            validator_image: "v:1".into(),
+            runtime_class: Some("nvidia".into()),
+            spec,
+        });
+        ds.spec.unwrap().template.spec.unwrap()
+    }
+
+    #[test]
+    fn the_host_engine_listens_on_5555_behind_the_toolkit_barrier() {
+        let pod = render(ClusterPolicySpec::default());
+        assert_eq!(
+            pod.node_selector.unwrap()["nvidia.com/gpu.deploy.dcgm"],
+            "true"
+        );
+        assert_eq!(pod.runtime_class_name.as_deref(), Some("nvidia"));
+        assert_eq!(pod.service_account_name.as_deref(), Some(NAME));
+        let main = &pod.containers[0];
+        assert_eq!(main.name, "nvidia-dcgm-ctr");
+        assert_eq!(main.ports.as_ref().unwrap()[0].container_port, 5555);
+        assert_eq!(
+            main.security_context.as_ref().unwrap().privileged,
+            Some(true)
+        );
+        let init = pod.init_containers.unwrap();
+        assert_eq!(init[0].name, "toolkit-validation");
+        assert_eq!(init[0].image.as_deref(), Some("v:1"));
+    }
+
+    #[test]
+    fn host_network_and_user_env_follow_the_spec() {
+        let mut spec = ClusterPolicySpec::default();
+        spec.dcgm.host_network = Some(true);
+        spec.dcgm.container.env = Some(vec![EnvVar::new("DCGM_X", "1")]);
+        let pod = render(spec);
+        assert_eq!(pod.host_network, Some(true));
+        assert_eq!(pod.dns_policy.as_deref(), Some("ClusterFirstWithHostNet"));
+        assert_eq!(pod.containers[0].env.as_ref().unwrap()[0].name, "DCGM_X");
+    }
+}

@@ -1,0 +1,86 @@
+//! Checks the ClusterPolicy for DCGM and resolves its images. Pure.
+
+use gpu_operator_api::ClusterPolicySpec;
+use gpu_operator_core::{Error, image, operand::Cluster, runtime_class};
+
+/// What rendering DCGM needs.
+#[derive(Clone, Debug)]
+pub struct Input {
+    /// The DCGM image.
+    pub image: String,
+    /// The validator image, which runs the `toolkit-validation` barrier.
+    pub validator_image: String,
+    /// `runtimeClassName` of the pods, if any.
+    pub runtime_class: Option<String>,
+    /// The ClusterPolicy spec it was validated from.
+    pub spec: ClusterPolicySpec,
+}
+
+/// `Ok(None)` when `dcgm.enabled` is false. Unset means true, as in NVIDIA's API (its Helm chart
+/// sets false, so the exporter uses its embedded engine).
+pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
+    if spec.dcgm.enabled == Some(false) {
+        return Ok(None);
+    }
+    let env = "DCGM_IMAGE";
+    let image = image::resolve(
+        "dcgm",
+        &spec.dcgm.image,
+        env,
+        (cluster.image_env)(env).as_deref(),
+    )?;
+    let validator = spec.validator.clone().unwrap_or_default();
+    let env = "VALIDATOR_IMAGE";
+    let validator_image = image::resolve(
+        "validator",
+        &validator.image,
+        env,
+        (cluster.image_env)(env).as_deref(),
+    )?;
+    Ok(Some(Input {
+        image,
+        validator_image,
+        runtime_class: runtime_class::runtime_class_name(spec, cluster.facts),
+        spec: spec.clone(),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use gpu_operator_core::facts::ClusterFacts;
+
+    use super::*;
+
+    fn cluster<'a>(
+        facts: &'a ClusterFacts,
+        env: &'a (dyn Fn(&str) -> Option<String> + Sync),
+    ) -> Cluster<'a> {
+        Cluster {
+            namespace: "gpu-operator",
+            facts,
+            image_env: env,
+        }
+    }
+
+    #[test]
+    fn enabled_unless_false_and_a_missing_image_names_the_section() {
+        let facts = ClusterFacts::default();
+        let mut spec = ClusterPolicySpec::default();
+        let all = |name: &str| Some(format!("x/{name}:1"));
+        assert!(validate(&spec, &cluster(&facts, &all)).unwrap().is_some());
+        let only_validator = |name: &str| (name == "VALIDATOR_IMAGE").then(|| "v:1".to_owned());
+        let error = validate(&spec, &cluster(&facts, &only_validator))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("dcgm") && error.contains("DCGM_IMAGE"),
+            "{error}"
+        );
+        spec.dcgm.enabled = Some(false);
+        assert!(
+            validate(&spec, &cluster(&facts, &|_| None))
+                .unwrap()
+                .is_none()
+        );
+    }
+}

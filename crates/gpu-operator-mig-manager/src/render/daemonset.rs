@@ -1,0 +1,317 @@
+//! DaemonSet `nvidia-mig-manager`: privileged, in the host's PID and IPC namespaces, behind the
+//! toolkit barrier; the layouts ConfigMap mounted at `/mig-parted-config` (the user's as
+//! `config.yaml` with `CONFIG_FILE`, else the default as `config-default.yaml` with
+//! `DEFAULT_CONFIG_FILE`, a fallback for when the manager cannot derive layouts from the
+//! hardware), the GPU clients at `/gpu-clients`, the host root, `/sys`, the driver and CDI dirs.
+
+use gpu_operator_api::labels::operand;
+use gpu_operator_core::{
+    barrier,
+    daemonset::{self, Identity},
+    host_paths,
+    operand::Operand as _,
+};
+use k8s_openapi::api::{
+    apps::v1::DaemonSet,
+    core::v1::{
+        ConfigMapVolumeSource, Container, EnvVar, HostPathVolumeSource, KeyToPath, PodSpec,
+        SecurityContext, Volume, VolumeMount,
+    },
+};
+
+use crate::{DEFAULT_CONFIG, DEFAULT_GPU_CLIENTS, ENTRYPOINT, Input, MigManager, NAME};
+
+/// Where the layouts ConfigMap is mounted.
+const CONFIG_DIR: &str = "/mig-parted-config";
+
+/// The DaemonSet.
+pub fn build(input: &Input) -> DaemonSet {
+    let spec = &input.spec;
+    let section = input.section();
+    let mut pod = PodSpec {
+        service_account_name: Some(NAME.to_owned()),
+        runtime_class_name: input.runtime_class.clone(),
+        host_pid: Some(true),
+        host_ipc: Some(true),
+        containers: vec![Container {
+            name: NAME.to_owned(),
+            image: Some(input.image.clone()),
+            command: Some(vec!["/bin/sh".to_owned(), "-c".to_owned()]),
+            args: Some(match section.container.args() {
+                [] => vec!["/bin/entrypoint.sh".to_owned()],
+                user => user.to_vec(),
+            }),
+            env: Some(daemonset::override_env(env(input), section.container.env())),
+            security_context: Some(SecurityContext {
+                privileged: Some(true),
+                ..SecurityContext::default()
+            }),
+            volume_mounts: Some(mounts()),
+            ..Container::default()
+        }],
+        volumes: Some(volumes(input)),
+        ..PodSpec::default()
+    };
+    daemonset::apply_component(
+        &mut pod,
+        &section.image,
+        &section.container,
+        section.host_network,
+    );
+    pod.init_containers = Some(vec![barrier::wait_for("toolkit", &input.validator_image)]);
+    pod.volumes
+        .get_or_insert_with(Vec::new)
+        .push(barrier::volume());
+    barrier::apply_validator(&mut pod, spec.validator.as_ref());
+    host_paths::apply(&mut pod, spec.host_paths.as_ref());
+    let id = Identity {
+        name: NAME,
+        component: MigManager::NAME,
+        deploy_label: operand::MIG_MANAGER,
+        always_on_delete: false,
+    };
+    daemonset::build(id, pod, &spec.daemonsets)
+}
+
+/// The operator's env of the container (the user's is merged over it).
+fn env(input: &Input) -> Vec<EnvVar> {
+    let spec = &input.spec;
+    let mut env = vec![
+        daemonset::field_env("NODE_NAME", "spec.nodeName"),
+        daemonset::field_env("POD_NAME", "metadata.name"),
+        daemonset::field_env("POD_NAMESPACE", "metadata.namespace"),
+        literal("GPU_CLIENTS_FILE", "/gpu-clients/clients.yaml"),
+        daemonset::field_env("DEFAULT_GPU_CLIENTS_NAMESPACE", "metadata.namespace"),
+    ];
+    if input.custom_config().is_some() {
+        env.push(literal("CONFIG_FILE", &format!("{CONFIG_DIR}/config.yaml")));
+    } else {
+        env.push(literal(
+            "DEFAULT_CONFIG_FILE",
+            &format!("{CONFIG_DIR}/config-default.yaml"),
+        ));
+    }
+    if spec.cdi.as_ref().and_then(|c| c.enabled).unwrap_or(true) {
+        env.push(literal("CDI_ENABLED", "true"));
+        if spec.toolkit.enabled != Some(false) {
+            let install_dir = spec
+                .toolkit
+                .install_dir
+                .as_deref()
+                .unwrap_or("/usr/local/nvidia");
+            env.push(literal(
+                "NVIDIA_CDI_HOOK_PATH",
+                &format!(
+                    "{}/toolkit/nvidia-cdi-hook",
+                    install_dir.trim_end_matches('/')
+                ),
+            ));
+        }
+    }
+    env
+}
+
+fn mounts() -> Vec<VolumeMount> {
+    vec![
+        VolumeMount {
+            read_only: Some(true),
+            sub_path: Some("entrypoint.sh".to_owned()),
+            ..mount(ENTRYPOINT, "/bin/entrypoint.sh")
+        },
+        mount("run-nvidia-validations", "/run/nvidia/validations"),
+        mount("host-sys", "/sys"),
+        propagated(mount("host-root", "/host")),
+        mount("gpu-clients", "/gpu-clients"),
+        mount("mig-parted-config", CONFIG_DIR),
+        propagated(mount("driver-install-dir", "/driver-root")),
+        mount("cdi-root", "/var/run/cdi"),
+    ]
+}
+
+fn volumes(input: &Input) -> Vec<Volume> {
+    // The default layouts are mounted as `config-default.yaml`, telling the manager they are a
+    // fallback; a user's as they are.
+    let layouts = if let Some(name) = input.custom_config() {
+        config_map_volume("mig-parted-config", &name, None)
+    } else {
+        let remap = KeyToPath {
+            key: "config.yaml".to_owned(),
+            path: "config-default.yaml".to_owned(),
+            mode: None,
+        };
+        config_map_volume("mig-parted-config", DEFAULT_CONFIG, Some(vec![remap]))
+    };
+    let gpu_clients = input
+        .custom_gpu_clients()
+        .unwrap_or_else(|| DEFAULT_GPU_CLIENTS.to_owned());
+    vec![
+        Volume {
+            config_map: Some(ConfigMapVolumeSource {
+                name: ENTRYPOINT.to_owned(),
+                default_mode: Some(0o700),
+                ..ConfigMapVolumeSource::default()
+            }),
+            ..volume(ENTRYPOINT)
+        },
+        host_path("host-sys", "/sys", Some("Directory")),
+        host_path(
+            "driver-install-dir",
+            "/run/nvidia/driver",
+            Some("DirectoryOrCreate"),
+        ),
+        host_path("host-root", "/", None),
+        config_map_volume("gpu-clients", &gpu_clients, None),
+        layouts,
+        host_path("cdi-root", "/var/run/cdi", Some("DirectoryOrCreate")),
+    ]
+}
+
+fn literal(name: &str, value: &str) -> EnvVar {
+    EnvVar {
+        name: name.to_owned(),
+        value: Some(value.to_owned()),
+        value_from: None,
+    }
+}
+
+fn mount(name: &str, path: &str) -> VolumeMount {
+    VolumeMount {
+        name: name.to_owned(),
+        mount_path: path.to_owned(),
+        ..VolumeMount::default()
+    }
+}
+
+fn propagated(mount: VolumeMount) -> VolumeMount {
+    VolumeMount {
+        mount_propagation: Some("HostToContainer".to_owned()),
+        ..mount
+    }
+}
+
+fn volume(name: &str) -> Volume {
+    Volume {
+        name: name.to_owned(),
+        ..Volume::default()
+    }
+}
+
+fn host_path(name: &str, path: &str, type_: Option<&str>) -> Volume {
+    Volume {
+        host_path: Some(HostPathVolumeSource {
+            path: path.to_owned(),
+            type_: type_.map(str::to_owned),
+        }),
+        ..volume(name)
+    }
+}
+
+fn config_map_volume(name: &str, config_map: &str, items: Option<Vec<KeyToPath>>) -> Volume {
+    Volume {
+        config_map: Some(ConfigMapVolumeSource {
+            name: config_map.to_owned(),
+            items,
+            ..ConfigMapVolumeSource::default()
+        }),
+        ..volume(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use gpu_operator_api::{
+        ClusterPolicySpec,
+        spec::{EnvVar as SpecEnv, MigManagerSpec, MigPartedConfigSpec},
+    };
+
+    use super::*;
+
+    fn render(section: MigManagerSpec) -> PodSpec {
+        let spec = ClusterPolicySpec {
+            mig_manager: Some(section),
+            ..ClusterPolicySpec::default()
+        };
+        let ds = build(&Input {
+            image: "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.15.0".into(),
+            validator_image: "v:1".into(),
+            runtime_class: Some("nvidia".into()),
+            namespace: "gpu-operator".into(),
+            spec,
+        });
+        ds.spec.unwrap().template.spec.unwrap()
+    }
+
+    fn env(pod: &PodSpec, name: &str) -> Option<String> {
+        let env = pod.containers[0].env.as_ref().unwrap();
+        env.iter()
+            .find(|e| e.name == name)
+            .map(|e| e.value.clone().unwrap_or_default())
+    }
+
+    fn layouts_volume(pod: &PodSpec) -> ConfigMapVolumeSource {
+        let volumes = pod.volumes.as_ref().unwrap();
+        let volume = volumes
+            .iter()
+            .find(|v| v.name == "mig-parted-config")
+            .unwrap();
+        volume.config_map.clone().unwrap()
+    }
+
+    #[test]
+    fn privileged_in_the_host_pid_and_ipc_namespaces_on_mig_capable_nodes() {
+        let pod = render(MigManagerSpec::default());
+        assert_eq!((pod.host_pid, pod.host_ipc), (Some(true), Some(true)));
+        let privileged = pod.containers[0]
+            .security_context
+            .as_ref()
+            .unwrap()
+            .privileged;
+        assert_eq!(privileged, Some(true));
+        assert_eq!(
+            pod.node_selector.unwrap()["nvidia.com/gpu.deploy.mig-manager"],
+            "true"
+        );
+        assert_eq!(pod.init_containers.unwrap()[0].name, "toolkit-validation");
+    }
+
+    #[test]
+    fn the_default_layouts_are_a_fallback_file_and_a_users_config_is_the_config_file() {
+        let pod = render(MigManagerSpec::default());
+        assert_eq!(
+            env(&pod, "DEFAULT_CONFIG_FILE").as_deref(),
+            Some("/mig-parted-config/config-default.yaml")
+        );
+        assert_eq!(env(&pod, "CONFIG_FILE"), None);
+        let volume = layouts_volume(&pod);
+        assert_eq!(volume.name, DEFAULT_CONFIG);
+        assert_eq!(volume.items.unwrap()[0].path, "config-default.yaml");
+
+        let pod = render(MigManagerSpec {
+            config: Some(MigPartedConfigSpec {
+                name: Some("my-layouts".into()),
+                default: None,
+            }),
+            ..MigManagerSpec::default()
+        });
+        assert_eq!(
+            env(&pod, "CONFIG_FILE").as_deref(),
+            Some("/mig-parted-config/config.yaml")
+        );
+        assert_eq!(env(&pod, "DEFAULT_CONFIG_FILE"), None);
+        let volume = layouts_volume(&pod);
+        assert_eq!((volume.name.as_str(), volume.items), ("my-layouts", None));
+    }
+
+    #[test]
+    fn with_reboot_and_other_user_env_pass_through() {
+        let mut section = MigManagerSpec::default();
+        section.container.env = Some(vec![SpecEnv::new("WITH_REBOOT", "true")]);
+        let pod = render(section);
+        assert_eq!(env(&pod, "WITH_REBOOT").as_deref(), Some("true"));
+        assert_eq!(env(&pod, "CDI_ENABLED").as_deref(), Some("true"));
+        assert_eq!(
+            env(&pod, "GPU_CLIENTS_FILE").as_deref(),
+            Some("/gpu-clients/clients.yaml")
+        );
+    }
+}

@@ -1,0 +1,128 @@
+//! DaemonSet `nvidia-node-status-exporter`: the validator image's metrics component
+//! (`COMPONENT=metrics`) on port 8000, as root, reading the status files under `/run/nvidia` and
+//! the host root.
+
+use gpu_operator_api::labels::operand;
+use gpu_operator_core::{
+    daemonset::{self, Identity},
+    host_paths,
+    operand::Operand as _,
+};
+use k8s_openapi::api::{
+    apps::v1::DaemonSet,
+    core::v1::{
+        Container, ContainerPort, EnvVar, HostPathVolumeSource, PodSpec, SecurityContext, Volume,
+        VolumeMount,
+    },
+};
+
+use crate::{Input, NAME, NodeStatusExporter, PORT};
+
+/// The DaemonSet.
+pub fn build(input: &Input) -> DaemonSet {
+    let spec = &input.spec;
+    let section = &spec.node_status_exporter;
+    let literal = |name: &str, value: &str| EnvVar {
+        name: name.to_owned(),
+        value: Some(value.to_owned()),
+        value_from: None,
+    };
+    let env = vec![
+        literal("NVIDIA_VISIBLE_DEVICES", "void"),
+        literal("COMPONENT", "metrics"),
+        literal("METRICS_PORT", &PORT.1.to_string()),
+        daemonset::field_env("NODE_NAME", "spec.nodeName"),
+        daemonset::field_env("OPERATOR_NAMESPACE", "metadata.namespace"),
+    ];
+    let mount = |name: &str, path: &str, read_only: Option<bool>| VolumeMount {
+        name: name.to_owned(),
+        mount_path: path.to_owned(),
+        read_only,
+        mount_propagation: Some("HostToContainer".to_owned()),
+        ..VolumeMount::default()
+    };
+    let host_path = |name: &str, path: &str, type_: Option<&str>| Volume {
+        name: name.to_owned(),
+        host_path: Some(HostPathVolumeSource {
+            path: path.to_owned(),
+            type_: type_.map(str::to_owned),
+        }),
+        ..Volume::default()
+    };
+    let mut pod = PodSpec {
+        service_account_name: Some(NAME.to_owned()),
+        containers: vec![Container {
+            name: NAME.to_owned(),
+            image: Some(input.image.clone()),
+            command: Some(vec!["nvidia-validator".to_owned()]),
+            args: Some(section.container.args().to_vec()).filter(|a| !a.is_empty()),
+            env: Some(daemonset::override_env(env, section.container.env())),
+            ports: Some(vec![ContainerPort {
+                name: Some(PORT.0.to_owned()),
+                container_port: PORT.1,
+                ..ContainerPort::default()
+            }]),
+            security_context: Some(SecurityContext {
+                privileged: Some(true),
+                run_as_user: Some(0),
+                ..SecurityContext::default()
+            }),
+            volume_mounts: Some(vec![
+                mount("run-nvidia", "/run/nvidia", None),
+                mount("host-root", "/host", Some(true)),
+            ]),
+            ..Container::default()
+        }],
+        volumes: Some(vec![
+            host_path("run-nvidia", "/run/nvidia", Some("Directory")),
+            host_path("host-root", "/", None),
+        ]),
+        ..PodSpec::default()
+    };
+    daemonset::apply_component(
+        &mut pod,
+        &section.image,
+        &section.container,
+        section.host_network,
+    );
+    host_paths::apply(&mut pod, spec.host_paths.as_ref());
+    let id = Identity {
+        name: NAME,
+        component: NodeStatusExporter::NAME,
+        deploy_label: operand::NODE_STATUS_EXPORTER,
+        always_on_delete: false,
+    };
+    daemonset::build(id, pod, &spec.daemonsets)
+}
+
+#[cfg(test)]
+mod tests {
+    use gpu_operator_api::ClusterPolicySpec;
+
+    use super::*;
+
+    #[test]
+    fn the_validators_metrics_component_runs_as_root_on_8000() {
+        let ds = build(&Input {
+            image: "nvcr.io/nvidia/gpu-operator:v26".into(),
+            namespace: "gpu-operator".into(),
+            service_monitor: false,
+            spec: ClusterPolicySpec::default(),
+        });
+        let pod = ds.spec.unwrap().template.spec.unwrap();
+        let main = &pod.containers[0];
+        let component = main
+            .env
+            .as_ref()
+            .unwrap()
+            .iter()
+            .find(|e| e.name == "COMPONENT");
+        assert_eq!(component.unwrap().value.as_deref(), Some("metrics"));
+        assert_eq!(main.ports.as_ref().unwrap()[0].container_port, 8000);
+        assert_eq!(main.security_context.as_ref().unwrap().run_as_user, Some(0));
+        assert_eq!(
+            pod.node_selector.unwrap()["nvidia.com/gpu.deploy.node-status-exporter"],
+            "true"
+        );
+    }
+}

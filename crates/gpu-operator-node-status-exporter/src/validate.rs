@@ -1,0 +1,63 @@
+//! Checks the ClusterPolicy for the node status exporter and resolves its image (NVIDIA ships it
+//! in the validator image, so `VALIDATOR_IMAGE` is the fallback). Pure.
+
+use gpu_operator_api::ClusterPolicySpec;
+use gpu_operator_core::{Error, image, operand::Cluster};
+
+/// What rendering the node status exporter needs.
+#[derive(Clone, Debug)]
+pub struct Input {
+    /// The exporter image.
+    pub image: String,
+    /// The operator namespace (role-binding subjects, ServiceMonitor namespace selector).
+    pub namespace: String,
+    /// Whether the ServiceMonitor CRD is installed: NVIDIA creates the ServiceMonitor whenever
+    /// it can, without a switch.
+    pub service_monitor: bool,
+    /// The ClusterPolicy spec it was validated from.
+    pub spec: ClusterPolicySpec,
+}
+
+/// `Ok(None)` unless `nodeStatusExporter.enabled` is true (it defaults to false).
+pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
+    let section = &spec.node_status_exporter;
+    if section.enabled != Some(true) {
+        return Ok(None);
+    }
+    let env = "VALIDATOR_IMAGE";
+    let image = image::resolve(
+        "nodeStatusExporter",
+        &section.image,
+        env,
+        (cluster.image_env)(env).as_deref(),
+    )?;
+    Ok(Some(Input {
+        image,
+        namespace: cluster.namespace.to_owned(),
+        service_monitor: cluster.facts.service_monitor_crd,
+        spec: spec.clone(),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use gpu_operator_core::facts::ClusterFacts;
+
+    use super::*;
+
+    #[test]
+    fn off_unless_enabled() {
+        let facts = ClusterFacts::default();
+        let cluster = Cluster {
+            namespace: "gpu-operator",
+            facts: &facts,
+            image_env: &|name: &str| Some(format!("x/{name}:1")),
+        };
+        let mut spec = ClusterPolicySpec::default();
+        assert!(validate(&spec, &cluster).unwrap().is_none());
+        spec.node_status_exporter.enabled = Some(true);
+        let input = validate(&spec, &cluster).unwrap().unwrap();
+        assert_eq!(input.image, "x/VALIDATOR_IMAGE:1");
+        assert!(!input.service_monitor);
+    }
+}
