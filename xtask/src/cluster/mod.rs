@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use clap::Subcommand;
 
+pub use components::http_ok;
 pub use layout::Layout;
 pub use nodes::is_ready as node_is_ready;
 pub use up::UpArgs;
