@@ -12,6 +12,13 @@ pub fn clock_ticks() -> f64 {
         .unwrap_or(100.0)
 }
 
+/// The machine's load average over 1, 5 and 15 minutes, such as `1.02 0.87 0.60`.
+pub fn load_average() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
 /// A `/proc/<pid>/status` field in kB (such as `VmHWM`, `VmRSS`), as MiB.
 pub fn status_mib(pid: u32, field: &str) -> Option<f64> {
     let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;

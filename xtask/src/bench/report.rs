@@ -79,6 +79,8 @@ pub struct Run {
     pub cpu_steady_s: Option<f64>,
     /// CPU seconds over the whole run (start to stop).
     pub cpu_total_s: Option<f64>,
+    /// `/proc/loadavg` when the run started and when it ended: the machine may be shared.
+    pub load_average: Vec<String>,
     /// What went wrong, if a step failed or timed out.
     pub error: Option<String>,
 }
@@ -180,6 +182,9 @@ impl Report {
                 list(&run.steady_writes),
                 run.steady_lease_writes
             );
+            if !run.load_average.is_empty() {
+                let _ = writeln!(out, "  - load average (1, 5, 15 min) at start, end: {}", run.load_average.join("; "));
+            }
             if let Some(error) = &run.error {
                 let _ = writeln!(out, "  - error: {error}");
             }

@@ -27,7 +27,7 @@ use kube::{
 use serde_json::json;
 
 use super::{
-    proc_stats::{clock_ticks, cpu_seconds, status_mib},
+    proc_stats::{clock_ticks, cpu_seconds, load_average, status_mib},
     report::Run,
 };
 use crate::cluster::http_ok;
@@ -79,10 +79,12 @@ struct Marks {
 pub async fn measure(kubeconfig: &Path, run: &mut Run, options: &Options) {
     let mut marks = Marks::default();
     let mut user = None;
+    run.load_average.push(load_average());
     if let Err(error) = steps(kubeconfig, run, options, &mut marks, &mut user).await {
         eprintln!("    ! {error:#}");
         run.error = Some(format!("{error:#}"));
     }
+    run.load_average.push(load_average());
     if let (Some(user), Some(created)) = (user, marks.created) {
         if let Err(error) = count_writes(kubeconfig, &user, created, &marks, run) {
             run.error.get_or_insert_with(|| format!("{error:#}"));
