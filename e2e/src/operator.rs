@@ -73,6 +73,19 @@ pub async fn service_account_kubeconfig_from(
         .create(&PostParams::default(), &serde_json::from_value(binding)?)
         .await
         .context("binding the operator's ServiceAccount")?;
+    let path = token_kubeconfig(client, namespace, name, dir).await?;
+    Ok((path, format!("system:serviceaccount:{namespace}:{name}")))
+}
+
+/// Writes a kubeconfig for the cluster that authenticates with a fresh token of the existing
+/// ServiceAccount `name` in `namespace` (TokenRequest), so a process runs with exactly its RBAC.
+pub async fn token_kubeconfig(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    dir: &Path,
+) -> anyhow::Result<PathBuf> {
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
     let request =
         serde_json::from_value(json!({"spec": {"audiences": [], "expirationSeconds": 7200}}))?;
     let token = accounts
@@ -90,7 +103,7 @@ pub async fn service_account_kubeconfig_from(
     }
     let path = dir.join(format!("{name}.kubeconfig"));
     fs::write(&path, serde_json::to_vec_pretty(&config)?)?;
-    Ok((path, format!("system:serviceaccount:{namespace}:{name}")))
+    Ok(path)
 }
 
 /// A running `gpu-operator run` process; stopped (SIGTERM, then kill) when dropped.

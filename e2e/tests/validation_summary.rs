@@ -1,6 +1,8 @@
 //! The operator sums up what the validators report: the validator binary runs for a simulated node
 //! of its own, and the ClusterPolicy's `NodesValidated` condition shows the per-component counts
 //! and names that node with the reason it fails — then stops naming it for the fixed component.
+//! The validator runs with a token of the ServiceAccount the operator created for it, so its
+//! rendered RBAC is proven to be enough.
 #![cfg(feature = "e2e")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -20,10 +22,13 @@ use gpu_operator_e2e::{
     client,
     crd::ensure_crd,
     harness::kubectl_ok,
-    operator::{Operator, service_account_kubeconfig},
+    operator::{Operator, service_account_kubeconfig, token_kubeconfig},
     unique_name, wait_until,
 };
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::{
+    core::v1::{Namespace, ServiceAccount},
+    rbac::v1::{ClusterRole, Role},
+};
 use kube::{
     Api,
     api::{DeleteParams, PostParams},
@@ -101,8 +106,29 @@ async fn the_cluster_policy_counts_validated_nodes_and_names_the_failing_one() {
         .unwrap();
     let node = SimulatedNode::new(&client).await;
 
+    // The validator's identity and permissions, as the operator renders them.
+    let validator_sa = "nvidia-operator-validator";
+    wait_until("the validator's RBAC", Duration::from_secs(60), || async {
+        let sa = Api::<ServiceAccount>::namespaced(client.clone(), &namespace)
+            .get_opt(validator_sa)
+            .await?;
+        let role = Api::<Role>::namespaced(client.clone(), &namespace)
+            .get_opt(validator_sa)
+            .await?;
+        let cluster_role = Api::<ClusterRole>::all(client.clone())
+            .get_opt(validator_sa)
+            .await?;
+        Ok((sa.is_some() && role.is_some() && cluster_role.is_some()).then_some(()))
+    })
+    .await
+    .unwrap();
+    let validator_config = token_kubeconfig(&client, &namespace, validator_sa, &dir)
+        .await
+        .unwrap();
+    let as_validator = [("KUBECONFIG", validator_config.to_str().unwrap())];
+
     // No driver on the node: the summary names it with the driver's reason.
-    let (code, log) = node.validate("driver", &[]).await;
+    let (code, log) = node.validate("driver", &as_validator).await;
     assert_eq!(code, 1, "{log}");
     let expected = format!("{} (driver: {})", node.name, reason::DRIVER_NOT_FOUND);
     let message = wait_summary(
@@ -119,7 +145,7 @@ async fn the_cluster_policy_counts_validated_nodes_and_names_the_failing_one() {
 
     // The driver fixed: the node is validated for the driver and named for what is still missing.
     node.install_driver();
-    let (code, log) = node.validate("driver", &[]).await;
+    let (code, log) = node.validate("driver", &as_validator).await;
     assert_eq!(code, 0, "{log}");
     // The toolkit has not been checked yet, so the stack is still pending on this node.
     let fixed = format!("{} (stack: {})", node.name, reason::VALIDATION_PENDING);

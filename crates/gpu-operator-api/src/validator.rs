@@ -81,6 +81,9 @@ pub mod env {
     pub const LIFT_STARTUP_TAINT: &str = "LIFT_STARTUP_TAINT";
     /// `false`: do not write Node conditions (default `true` when `NODE_NAME` is set).
     pub const REPORT_NODE_CONDITIONS: &str = "REPORT_NODE_CONDITIONS";
+    /// `true` when the operator deploys the driver container (`driver.enabled`): without a host
+    /// driver, the driver check waits for the container's `.driver-ctr-ready` before it looks.
+    pub const DRIVER_MANAGED_BY_OPERATOR: &str = "DRIVER_MANAGED_BY_OPERATOR";
 }
 
 /// Status files in the output directory, NVIDIA's names: present while a component is validated.
@@ -153,6 +156,8 @@ pub mod reason {
     pub const API_ERROR: &str = "APIError";
     /// The status file could not be written.
     pub const STATUS_FILE_ERROR: &str = "StatusFileError";
+    /// `GPUDriverReady=False`: the operator's driver container has not finished on the node.
+    pub const DRIVER_CONTAINER_NOT_READY: &str = "DriverContainerNotReady";
     /// `GPUStackReady=True`: driver, toolkit, CUDA and device plugin are validated.
     pub const STACK_READY: &str = "StackReady";
     /// `GPUStackReady=False`: a component has not been checked yet.

@@ -83,7 +83,10 @@ impl Context {
 
     /// The facts of the node cache right now.
     pub fn facts(&self) -> ClusterFacts {
-        ClusterFacts::from_nodes(self.stores.nodes.state().iter().map(AsRef::as_ref))
+        ClusterFacts::from_nodes(
+            self.stores.nodes.state().iter().map(AsRef::as_ref),
+            self.stores.node_runtimes.state().iter().map(AsRef::as_ref),
+        )
     }
 
     /// The image fallback of environment variable `name`, if set.

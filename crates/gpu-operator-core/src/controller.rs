@@ -1,6 +1,7 @@
 //! Wiring reconcilers into kube-runtime Controllers over the shared caches: each operand and the
-//! status reconciler watch ClusterPolicies, own our DaemonSets and ServiceAccounts, and are
-//! woken by node label changes (not by the status heartbeats of thousands of nodes).
+//! status reconciler watch ClusterPolicies, operands own every kind they render, and they are
+//! woken by node label changes and GPU-node runtime changes (not by the status heartbeats of
+//! thousands of nodes).
 
 use std::{
     collections::HashMap,
@@ -17,8 +18,7 @@ use kube::{
     ResourceExt as _,
     core::PartialObjectMeta,
     runtime::{
-        Controller,
-        controller::{self, Action},
+        Controller, controller,
         reflector::{ObjectRef, Store},
     },
 };
@@ -42,11 +42,27 @@ pub fn run_operand<O: Operand>(
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) -> impl Future<Output = ()> {
     let policies = ctx.stores.policies.clone();
+    let runtime_policies = policies.clone();
+    let runtimes = changes(subs.node_runtimes, |node, hasher| {
+        node.status
+            .as_ref()
+            .and_then(|status| status.node_info.as_ref())
+            .map(|info| &info.container_runtime_version)
+            .hash(hasher);
+    });
     Controller::for_shared_stream(subs.policies, policies.clone())
         .with_config(controller::Config::default().debounce(DEBOUNCE))
-        .owns_shared_stream(subs.daemonsets)
         .owns_shared_stream(subs.service_accounts)
+        .owns_shared_stream(subs.roles)
+        .owns_shared_stream(subs.role_bindings)
+        .owns_shared_stream(subs.cluster_roles)
+        .owns_shared_stream(subs.cluster_role_bindings)
+        .owns_shared_stream(subs.config_maps)
+        .owns_shared_stream(subs.services)
+        .owns_shared_stream(subs.runtime_classes)
+        .owns_shared_stream(subs.daemonsets)
         .watches_shared_stream(label_changes(subs.nodes), move |_| active_ref(&policies))
+        .watches_shared_stream(runtimes, move |_| active_ref(&runtime_policies))
         .graceful_shutdown_on(shutdown)
         .run(operand::reconcile::<O>, operand::error_policy::<O>, ctx)
         .for_each(|result| log(O::NAME, result))
@@ -68,13 +84,7 @@ pub fn run_status(
         .graceful_shutdown_on(shutdown)
         .run(
             move |policy, ctx| policy_status::reconcile(policy, ctx, operands),
-            |_, error: &Error, _| {
-                if error.is_transient() {
-                    Action::requeue(Duration::from_secs(10))
-                } else {
-                    Action::await_change()
-                }
-            },
+            |_, error: &Error, _| operand::retry_transient(error),
             ctx,
         )
         .for_each(|result| log(policy_status::NAME, result))
@@ -102,12 +112,13 @@ where
 }
 
 /// Passes a node on only when what `fingerprint` hashes of it changed (or it is new).
-fn changes<S>(
+fn changes<S, K>(
     nodes: S,
-    fingerprint: fn(&PartialObjectMeta<Node>, &mut DefaultHasher),
-) -> impl Stream<Item = Arc<PartialObjectMeta<Node>>> + Send
+    fingerprint: fn(&K, &mut DefaultHasher),
+) -> impl Stream<Item = Arc<K>> + Send
 where
-    S: Stream<Item = Arc<PartialObjectMeta<Node>>> + Send,
+    S: Stream<Item = Arc<K>> + Send,
+    K: kube::Resource + Send + Sync,
 {
     let mut seen: HashMap<String, u64> = HashMap::new();
     nodes.filter(move |node| {
@@ -141,13 +152,7 @@ pub fn run_node_validation(
         .graceful_shutdown_on(shutdown)
         .run(
             node_validation::reconcile,
-            |_, error: &Error, _| {
-                if error.is_transient() {
-                    Action::requeue(Duration::from_secs(10))
-                } else {
-                    Action::await_change()
-                }
-            },
+            |_, error: &Error, _| operand::retry_transient(error),
             ctx,
         )
         .for_each(|result| log(node_validation::NAME, result))

@@ -1,33 +1,47 @@
 //! Facts about the cluster's nodes the reconcilers need, computed from the metadata-only Node
-//! cache: how many GPU nodes there are, whether NFD runs, and which nodes an operand targets.
+//! cache and the GPU nodes' container runtimes: how many GPU nodes there are, whether NFD runs,
+//! which operating systems, kernels and container runtimes the GPU nodes have.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use gpu_operator_api::labels;
 use k8s_openapi::api::core::v1::Node;
 use kube::{ResourceExt as _, core::PartialObjectMeta};
 
-/// What the node cache says about the cluster.
+/// What the node caches say about the cluster.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ClusterFacts {
     /// Nodes labelled `nvidia.com/gpu.present=true`.
     pub gpu_nodes: usize,
     /// Whether any node carries an NFD label.
     pub has_nfd_labels: bool,
+    /// Operating systems of the GPU nodes from NFD's os-release labels.
+    pub os_releases: BTreeSet<OsRelease>,
+    /// Kernels of the GPU nodes (NFD's `kernel-version.full`).
+    pub kernels: BTreeSet<String>,
+    /// Container runtimes of the GPU nodes, by name (`containerd`, `cri-o`, `docker`), from
+    /// `status.nodeInfo.containerRuntimeVersion`.
+    pub runtimes: BTreeSet<String>,
+}
+
+/// A node's operating system as NFD reports it, such as `ubuntu` `22.04`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct OsRelease {
+    /// `system-os_release.ID`, such as `ubuntu` or `rhel`.
+    pub id: String,
+    /// `system-os_release.VERSION_ID`, such as `22.04` or `9.4`.
+    pub version_id: String,
 }
 
 impl ClusterFacts {
-    /// Computes the facts from node metadata.
-    pub fn from_nodes<'a>(nodes: impl IntoIterator<Item = &'a PartialObjectMeta<Node>>) -> Self {
+    /// Computes the facts from node metadata and the GPU nodes' runtime cache.
+    pub fn from_nodes<'a>(
+        nodes: impl IntoIterator<Item = &'a PartialObjectMeta<Node>>,
+        runtimes: impl IntoIterator<Item = &'a Node>,
+    ) -> Self {
         let mut facts = Self::default();
         for node in nodes {
             let node_labels = node.labels();
-            if node_labels
-                .get(labels::GPU_PRESENT)
-                .is_some_and(|v| v == "true")
-            {
-                facts.gpu_nodes += 1;
-            }
             if !facts.has_nfd_labels
                 && node_labels
                     .keys()
@@ -35,9 +49,42 @@ impl ClusterFacts {
             {
                 facts.has_nfd_labels = true;
             }
+            if node_labels.get(labels::GPU_PRESENT).map(String::as_str) != Some("true") {
+                continue;
+            }
+            facts.gpu_nodes += 1;
+            if let (Some(id), Some(version_id)) = (
+                node_labels.get(labels::NFD_OS_RELEASE_ID),
+                node_labels.get(labels::NFD_OS_RELEASE_VERSION_ID),
+            ) && !facts
+                .os_releases
+                .iter()
+                .any(|os| &os.id == id && &os.version_id == version_id)
+            {
+                facts.os_releases.insert(OsRelease {
+                    id: id.clone(),
+                    version_id: version_id.clone(),
+                });
+            }
+            if let Some(kernel) = node_labels.get(labels::NFD_KERNEL_VERSION)
+                && !facts.kernels.contains(kernel)
+            {
+                facts.kernels.insert(kernel.clone());
+            }
         }
+        facts.runtimes = runtimes
+            .into_iter()
+            .filter_map(|node| node.status.as_ref()?.node_info.as_ref())
+            .filter_map(|info| runtime_name(&info.container_runtime_version))
+            .map(str::to_owned)
+            .collect();
         facts
     }
+}
+
+/// The runtime name of a `containerRuntimeVersion` such as `containerd://1.7.27`.
+pub fn runtime_name(version: &str) -> Option<&str> {
+    version.split_once("://").map(|(name, _)| name)
 }
 
 /// Whether `node_labels` satisfy every `key=value` of a DaemonSet's `nodeSelector`.
@@ -46,4 +93,72 @@ pub fn matches_selector(
     selector: &BTreeMap<String, String>,
 ) -> bool {
     selector.iter().all(|(k, v)| node_labels.get(k) == Some(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::{NodeStatus, NodeSystemInfo};
+    use kube::api::ObjectMeta;
+
+    use super::*;
+
+    fn meta(labels: &[(&str, &str)]) -> PartialObjectMeta<Node> {
+        PartialObjectMeta {
+            metadata: ObjectMeta {
+                labels: Some(
+                    labels
+                        .iter()
+                        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                        .collect(),
+                ),
+                ..ObjectMeta::default()
+            },
+            ..PartialObjectMeta::default()
+        }
+    }
+
+    fn runtime(version: &str) -> Node {
+        Node {
+            status: Some(NodeStatus {
+                node_info: Some(NodeSystemInfo {
+                    container_runtime_version: version.to_owned(),
+                    ..NodeSystemInfo::default()
+                }),
+                ..NodeStatus::default()
+            }),
+            ..Node::default()
+        }
+    }
+
+    #[test]
+    fn only_gpu_nodes_contribute_their_os_kernel_and_runtime() {
+        let gpu = meta(&[
+            (labels::GPU_PRESENT, "true"),
+            (labels::NFD_OS_RELEASE_ID, "ubuntu"),
+            (labels::NFD_OS_RELEASE_VERSION_ID, "22.04"),
+            (labels::NFD_KERNEL_VERSION, "6.8.0-1021-aws"),
+        ]);
+        let cpu = meta(&[
+            (labels::NFD_OS_RELEASE_ID, "rhel"),
+            (labels::NFD_OS_RELEASE_VERSION_ID, "9.4"),
+        ]);
+        let facts = ClusterFacts::from_nodes(
+            [&gpu, &gpu, &cpu],
+            [&runtime("containerd://1.7.27"), &runtime("cri-o://1.30.4")],
+        );
+        assert_eq!(facts.gpu_nodes, 2);
+        assert!(facts.has_nfd_labels);
+        assert_eq!(
+            facts.os_releases.into_iter().collect::<Vec<_>>(),
+            vec![OsRelease {
+                id: "ubuntu".into(),
+                version_id: "22.04".into()
+            }]
+        );
+        assert_eq!(facts.kernels.len(), 1);
+        assert_eq!(
+            facts.runtimes.into_iter().collect::<Vec<_>>(),
+            vec!["containerd".to_owned(), "cri-o".to_owned()]
+        );
+    }
 }

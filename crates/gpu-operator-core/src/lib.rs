@@ -3,12 +3,15 @@
 
 pub mod active;
 pub mod apply;
+pub mod barrier;
+pub mod children;
 pub mod conditions;
 pub mod context;
 pub mod controller;
 pub mod daemonset;
 pub mod error;
 pub mod facts;
+pub mod fixtures;
 pub mod image;
 pub mod meta;
 pub mod metrics;
@@ -16,6 +19,7 @@ pub mod node_validation;
 pub mod operand;
 pub mod policy_status;
 pub mod problems;
+pub mod rbac;
 pub mod readiness;
 pub mod status_write;
 pub mod stores;

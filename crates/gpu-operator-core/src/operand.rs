@@ -2,32 +2,26 @@
 //! crate supplies the two pure steps through [`Operand`]; this module does the I/O.
 
 use std::{
-    collections::BTreeSet,
     sync::Arc,
     time::{Duration, Instant},
 };
 
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
-use k8s_openapi::{
-    api::{
-        apps::v1::DaemonSet,
-        core::v1::{Pod, ServiceAccount},
-    },
-    apimachinery::pkg::apis::meta::v1::ObjectMeta,
-};
+use k8s_openapi::api::core::v1::Pod;
 use kube::{
     Api, Resource, ResourceExt as _,
     runtime::{
         controller::Action,
         events::{Event, EventType},
-        reflector::{ObjectRef, Store},
+        reflector::ObjectRef,
     },
 };
 
+pub use crate::children::Children;
 use crate::{
-    Context, Error, active,
-    apply::{self, Outcome},
-    meta, problems, readiness,
+    Context, Error, active, children,
+    facts::ClusterFacts,
+    problems, readiness,
     status_write::{self, Desired},
 };
 
@@ -48,24 +42,34 @@ pub trait Operand: Send + Sync + 'static {
     type Input: Send + Sync;
 
     /// Checks the spec and resolves what rendering needs; `Ok(None)` when the operand is
-    /// disabled. `image_env` looks up the operator's image environment fallbacks.
+    /// disabled. `cluster` tells what the operator knows besides the spec.
     fn validate(
         spec: &ClusterPolicySpec,
-        image_env: &dyn Fn(&str) -> Option<String>,
+        cluster: &Cluster<'_>,
     ) -> Result<Option<Self::Input>, Error>;
 
     /// The objects the operand needs, without namespace or owner (added on apply).
     fn render(input: &Self::Input) -> Children;
 }
 
-/// Every kind of object an operand may render. Destructured exhaustively on apply, so a new kind
-/// cannot be forgotten.
-#[derive(Clone, Debug, Default)]
-pub struct Children {
-    /// ServiceAccounts.
-    pub service_accounts: Vec<ServiceAccount>,
-    /// DaemonSets.
-    pub daemonsets: Vec<DaemonSet>,
+/// What validation may know about the cluster besides the ClusterPolicy.
+#[derive(Clone, Copy)]
+pub struct Cluster<'a> {
+    /// The operator namespace, where namespaced operand objects live.
+    pub namespace: &'a str,
+    /// Facts about the GPU nodes.
+    pub facts: &'a ClusterFacts,
+    /// The operator's image environment fallbacks (`DEVICE_PLUGIN_IMAGE`, …) by variable name.
+    pub image_env: &'a (dyn Fn(&str) -> Option<String> + Sync),
+}
+
+impl std::fmt::Debug for Cluster<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster")
+            .field("namespace", &self.namespace)
+            .field("facts", self.facts)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Reconciles operand `O` for `policy`.
@@ -100,12 +104,18 @@ pub async fn reconcile<O: Operand>(
     result
 }
 
-/// The decision table for errors: a spec problem waits for a change, the rest retry.
+/// The error policy of operand `O` (see [`retry_transient`]).
 pub fn error_policy<O: Operand>(
     _policy: Arc<ClusterPolicy>,
     error: &Error,
     _ctx: Arc<Context>,
 ) -> Action {
+    retry_transient(error)
+}
+
+/// The decision table for errors of every reconciler: a spec problem waits for a change, the
+/// rest retry.
+pub fn retry_transient(error: &Error) -> Action {
     if error.is_transient() {
         Action::requeue(Duration::from_secs(10))
     } else {
@@ -122,7 +132,12 @@ async fn reconcile_once<O: Operand>(
     }
     let image_env = |name: &str| ctx.image_env(name).map(str::to_owned);
     let facts = ctx.facts();
-    let (children, state) = match O::validate(&policy.spec, &image_env)? {
+    let cluster = Cluster {
+        namespace: &ctx.namespace,
+        facts: &facts,
+        image_env: &image_env,
+    };
+    let (children, state) = match O::validate(&policy.spec, &cluster)? {
         None => (
             Children::default(),
             Some(Desired::ok(
@@ -141,92 +156,23 @@ async fn reconcile_once<O: Operand>(
         ),
         Some(input) => (O::render(&input), None),
     };
-    let written = apply_children::<O>(ctx, policy, &children).await?;
+    let written = children::apply_all(ctx, policy, O::NAME, &children).await?;
     let desired = match state {
         Some(state) => state,
         None => rollout_condition::<O>(ctx, &children).await?,
     };
-    if written {
+    if written > 0 {
         publish(
             ctx,
             policy,
             EventType::Normal,
             "Applied",
-            &format!(
-                "{}: applied {} object(s)",
-                O::SECTION,
-                written_count(&children)
-            ),
+            &format!("{}: wrote {written} object(s)", O::SECTION),
         )
         .await;
     }
     status_write::write(ctx, policy, O::NAME, &desired).await?;
     Ok(Action::requeue(RESYNC))
-}
-
-fn written_count(children: &Children) -> usize {
-    children.service_accounts.len() + children.daemonsets.len()
-}
-
-/// Applies what changed, prunes what is no longer rendered; true if anything was written.
-async fn apply_children<O: Operand>(
-    ctx: &Context,
-    policy: &ClusterPolicy,
-    children: &Children,
-) -> Result<bool, Error> {
-    let Children {
-        service_accounts,
-        daemonsets,
-    } = children;
-    let mut written = false;
-    written |=
-        apply_kind::<O, _>(ctx, policy, service_accounts, &ctx.stores.service_accounts).await?;
-    written |= apply_kind::<O, _>(ctx, policy, daemonsets, &ctx.stores.daemonsets).await?;
-    Ok(written)
-}
-
-async fn apply_kind<O, K>(
-    ctx: &Context,
-    policy: &ClusterPolicy,
-    objects: &[K],
-    cache: &Store<K>,
-) -> Result<bool, Error>
-where
-    O: Operand,
-    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + std::fmt::Debug
-        + serde::Serialize
-        + serde::de::DeserializeOwned,
-{
-    let api: Api<K> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let mut written = false;
-    let mut keep = BTreeSet::new();
-    for object in objects {
-        let mut object = object.clone();
-        finish(object.meta_mut(), policy, &ctx.namespace);
-        let name = object.name_any();
-        let live = cache.get(&ObjectRef::new(&name).within(&ctx.namespace));
-        written |= apply::apply(&api, &object, live.as_deref(), O::NAME).await? == Outcome::Written;
-        keep.insert(name);
-    }
-    for stale in cache
-        .state()
-        .iter()
-        .filter(|o| o.labels().get(meta::COMPONENT_LABEL).map(String::as_str) == Some(O::NAME))
-    {
-        if !keep.contains(&stale.name_any()) {
-            apply::delete(&api, &stale.name_any()).await?;
-            written = true;
-        }
-    }
-    Ok(written)
-}
-
-/// Namespace and controller owner reference of a rendered object.
-fn finish(meta: &mut ObjectMeta, policy: &ClusterPolicy, namespace: &str) {
-    meta.namespace = Some(namespace.to_owned());
-    meta.owner_references = meta::owner_reference(policy).map(|owner| vec![owner]);
 }
 
 /// The operand's condition from its DaemonSets in the cache.

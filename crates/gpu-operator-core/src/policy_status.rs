@@ -234,10 +234,13 @@ mod tests {
     }
 
     const OPERANDS: [&str; 2] = ["DevicePluginReady", "ValidatorReady"];
-    const FACTS: ClusterFacts = ClusterFacts {
-        gpu_nodes: 3,
-        has_nfd_labels: true,
-    };
+    fn facts(gpu_nodes: usize, has_nfd_labels: bool) -> ClusterFacts {
+        ClusterFacts {
+            gpu_nodes,
+            has_nfd_labels,
+            ..ClusterFacts::default()
+        }
+    }
 
     #[test]
     fn ready_when_every_operand_is_ready() {
@@ -249,7 +252,7 @@ mod tests {
                 cond("ValidatorReady", "True", "Disabled", ""),
             ],
         );
-        let s = summarize(&p, std::slice::from_ref(&p), &FACTS, &OPERANDS);
+        let s = summarize(&p, std::slice::from_ref(&p), &facts(3, true), &OPERANDS);
         assert_eq!(
             (s.state, s.ready.reason.as_str()),
             (State::Ready, reason::RECONCILED)
@@ -268,7 +271,7 @@ mod tests {
                 "ready on 1/3 GPU nodes",
             )],
         );
-        let s = summarize(&p, std::slice::from_ref(&p), &FACTS, &OPERANDS);
+        let s = summarize(&p, std::slice::from_ref(&p), &facts(3, true), &OPERANDS);
         assert_eq!(s.state, State::NotReady);
         assert_eq!(s.ready.reason, reason::OPERAND_NOT_READY);
         assert!(
@@ -294,7 +297,7 @@ mod tests {
                 cond("ValidatorReady", "True", "Ready", ""),
             ],
         );
-        let s = summarize(&p, std::slice::from_ref(&p), &FACTS, &OPERANDS);
+        let s = summarize(&p, std::slice::from_ref(&p), &facts(3, true), &OPERANDS);
         assert_eq!(
             (s.ready.reason.as_str(), s.metric),
             (reason::RECONCILE_FAILED, ReconciliationStatus::Failed)
@@ -314,20 +317,14 @@ mod tests {
                 cond("ValidatorReady", "True", "NoGPUNodes", ""),
             ],
         );
-        let none = ClusterFacts {
-            gpu_nodes: 0,
-            has_nfd_labels: true,
-        };
+        let none = facts(0, true);
         assert_eq!(
             summarize(&p, std::slice::from_ref(&p), &none, &OPERANDS)
                 .ready
                 .reason,
             reason::NO_GPU_NODES
         );
-        let no_nfd = ClusterFacts {
-            gpu_nodes: 0,
-            has_nfd_labels: false,
-        };
+        let no_nfd = facts(0, false);
         assert_eq!(
             summarize(&p, std::slice::from_ref(&p), &no_nfd, &OPERANDS)
                 .ready
@@ -340,7 +337,12 @@ mod tests {
     fn younger_policies_are_ignored_naming_the_active_one() {
         let old = policy("old", 1, vec![]);
         let young = policy("young", 2, vec![]);
-        let s = summarize(&young, &[old.clone(), young.clone()], &FACTS, &OPERANDS);
+        let s = summarize(
+            &young,
+            &[old.clone(), young.clone()],
+            &facts(3, true),
+            &OPERANDS,
+        );
         assert_eq!(s.state, State::Ignored);
         assert!(
             s.ready

@@ -1,17 +1,21 @@
-//! One reflector per watched kind, shared by every reconciler: ClusterPolicies, our DaemonSets and
-//! ServiceAccounts in the operator namespace (label-selected), and Nodes as metadata only (labels
-//! and annotations), so the cache stays small at thousands of nodes.
+//! One reflector per watched kind, shared by every reconciler: ClusterPolicies; the objects we
+//! manage (label-selected: DaemonSets, ServiceAccounts, ConfigMaps, Services, Roles and
+//! RoleBindings in the operator namespace; ClusterRoles, ClusterRoleBindings and RuntimeClasses
+//! cluster-wide); every Node as metadata only (labels and annotations), so the cache stays small
+//! at thousands of nodes; and the GPU nodes' container runtime, stripped to that one field.
 
-use std::{future::Future, pin::Pin};
+use std::{fmt::Debug, future::Future, hash::Hash, pin::Pin};
 
-use futures::StreamExt as _;
-use gpu_operator_api::ClusterPolicy;
+use futures::{StreamExt as _, stream::BoxStream};
+use gpu_operator_api::{ClusterPolicy, labels};
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
-    core::v1::{Node, ServiceAccount},
+    core::v1::{ConfigMap, Node, NodeStatus, NodeSystemInfo, Service, ServiceAccount},
+    node::v1::RuntimeClass,
+    rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
 };
 use kube::{
-    Api, Client,
+    Api, Client, Resource,
     core::PartialObjectMeta,
     runtime::{
         WatchStreamExt as _,
@@ -19,33 +23,48 @@ use kube::{
         watcher,
     },
 };
+use serde::de::DeserializeOwned;
 
 use crate::meta;
 
-/// Read handles of the shared caches.
-#[derive(Clone)]
-pub struct Stores {
-    /// Every ClusterPolicy.
-    pub policies: Store<ClusterPolicy>,
-    /// The DaemonSets we manage.
-    pub daemonsets: Store<DaemonSet>,
-    /// The ServiceAccounts we manage.
-    pub service_accounts: Store<ServiceAccount>,
-    /// Every Node, metadata only.
-    pub nodes: Store<PartialObjectMeta<Node>>,
+/// Declares the cached kinds once: the caches, their change streams and the readiness wait.
+macro_rules! kinds {
+    ($($field:ident: $kind:ty),* $(,)?) => {
+        /// Read handles of the shared caches.
+        #[derive(Clone)]
+        pub struct Stores {
+            $(#[doc = concat!("Cache of `", stringify!($kind), "`.")] pub $field: Store<$kind>,)*
+        }
+
+        /// Change streams of the shared caches, to trigger controllers.
+        #[derive(Clone)]
+        pub struct Subscriptions {
+            $(#[doc = concat!("Changes of `", stringify!($kind), "`.")] pub $field: ReflectHandle<$kind>,)*
+        }
+
+        impl Stores {
+            /// Waits until every cache has its first full list.
+            pub async fn wait_until_ready(&self) -> Result<(), reflector::store::WriterDropped> {
+                $(self.$field.wait_until_ready().await?;)*
+                Ok(())
+            }
+        }
+    };
 }
 
-/// Change streams of the shared caches, to trigger controllers. Clone one per controller.
-#[derive(Clone)]
-pub struct Subscriptions {
-    /// ClusterPolicy changes.
-    pub policies: ReflectHandle<ClusterPolicy>,
-    /// Managed DaemonSet changes.
-    pub daemonsets: ReflectHandle<DaemonSet>,
-    /// Managed ServiceAccount changes.
-    pub service_accounts: ReflectHandle<ServiceAccount>,
-    /// Node metadata changes.
-    pub nodes: ReflectHandle<PartialObjectMeta<Node>>,
+kinds! {
+    policies: ClusterPolicy,
+    nodes: PartialObjectMeta<Node>,
+    node_runtimes: Node,
+    daemonsets: DaemonSet,
+    service_accounts: ServiceAccount,
+    config_maps: ConfigMap,
+    services: Service,
+    roles: Role,
+    role_bindings: RoleBinding,
+    cluster_roles: ClusterRole,
+    cluster_role_bindings: ClusterRoleBinding,
+    runtime_classes: RuntimeClass,
 }
 
 /// The future that runs every reflector; it must be polled for the caches to fill.
@@ -60,107 +79,165 @@ pub fn start(
     namespace: &str,
 ) -> Result<(Stores, Subscriptions, Driver), NotShared> {
     let managed = watcher::Config::default().labels(&meta::managed_selector());
+    let everything = watcher::Config::default();
+    let gpu_nodes = watcher::Config::default().labels(&format!("{}=true", labels::GPU_PRESENT));
+    let (c, ns) = (client, namespace);
+    let mut r = Reflectors::default();
+    let (policies, policies_sub) = r.reflect(
+        Api::<ClusterPolicy>::all(c.clone()),
+        &everything,
+        strip_managed_fields,
+    )?;
+    let (nodes, nodes_sub) = r.reflect(
+        Api::<PartialObjectMeta<Node>>::all(c.clone()),
+        &everything,
+        strip_managed_fields,
+    )?;
+    let (node_runtimes, node_runtimes_sub) =
+        r.reflect(Api::<Node>::all(c.clone()), &gpu_nodes, keep_runtime_only)?;
+    let (daemonsets, daemonsets_sub) = r.reflect(
+        Api::<DaemonSet>::namespaced(c.clone(), ns),
+        &managed,
+        strip_managed_fields,
+    )?;
+    let (service_accounts, service_accounts_sub) = r.reflect(
+        Api::<ServiceAccount>::namespaced(c.clone(), ns),
+        &managed,
+        strip_managed_fields,
+    )?;
+    let (config_maps, config_maps_sub) = r.reflect(
+        Api::<ConfigMap>::namespaced(c.clone(), ns),
+        &managed,
+        strip_managed_fields,
+    )?;
+    let (services, services_sub) = r.reflect(
+        Api::<Service>::namespaced(c.clone(), ns),
+        &managed,
+        strip_managed_fields,
+    )?;
+    let (roles, roles_sub) = r.reflect(
+        Api::<Role>::namespaced(c.clone(), ns),
+        &managed,
+        strip_managed_fields,
+    )?;
+    let (role_bindings, role_bindings_sub) = r.reflect(
+        Api::<RoleBinding>::namespaced(c.clone(), ns),
+        &managed,
+        strip_managed_fields,
+    )?;
+    let (cluster_roles, cluster_roles_sub) = r.reflect(
+        Api::<ClusterRole>::all(c.clone()),
+        &managed,
+        strip_managed_fields,
+    )?;
+    let (cluster_role_bindings, cluster_role_bindings_sub) = r.reflect(
+        Api::<ClusterRoleBinding>::all(c.clone()),
+        &managed,
+        strip_managed_fields,
+    )?;
+    let (runtime_classes, runtime_classes_sub) = r.reflect(
+        Api::<RuntimeClass>::all(c.clone()),
+        &managed,
+        strip_managed_fields,
+    )?;
 
-    let (policies, policies_writer) = reflector::store_shared(BUFFER);
-    let policies_sub = subscribe(&policies_writer, "ClusterPolicy")?;
-    let policies_stream = watcher(
-        Api::<ClusterPolicy>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .default_backoff()
-    .modify(strip_managed_fields)
-    .reflect_shared(policies_writer);
-
-    let (daemonsets, ds_writer) = reflector::store_shared(BUFFER);
-    let ds_sub = subscribe(&ds_writer, "DaemonSet")?;
-    let ds_stream = watcher(
-        Api::<DaemonSet>::namespaced(client.clone(), namespace),
-        managed.clone(),
-    )
-    .default_backoff()
-    .modify(strip_managed_fields)
-    .reflect_shared(ds_writer);
-
-    let (service_accounts, sa_writer) = reflector::store_shared(BUFFER);
-    let sa_sub = subscribe(&sa_writer, "ServiceAccount")?;
-    let sa_stream = watcher(
-        Api::<ServiceAccount>::namespaced(client.clone(), namespace),
-        managed,
-    )
-    .default_backoff()
-    .modify(strip_managed_fields)
-    .reflect_shared(sa_writer);
-
-    let (nodes, nodes_writer) = reflector::store_shared(BUFFER);
-    let nodes_sub = subscribe(&nodes_writer, "Node")?;
-    let nodes_stream = watcher(
-        Api::<PartialObjectMeta<Node>>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .default_backoff()
-    .modify(strip_managed_fields)
-    .reflect_shared(nodes_writer);
-
-    let driver = Box::pin(async move {
-        let drain = |s: futures::stream::BoxStream<'static, ()>| s.for_each(|()| async {});
-        futures::join!(
-            drain(policies_stream.map(log_error("ClusterPolicy")).boxed()),
-            drain(ds_stream.map(log_error("DaemonSet")).boxed()),
-            drain(sa_stream.map(log_error("ServiceAccount")).boxed()),
-            drain(nodes_stream.map(log_error("Node")).boxed()),
-        );
-    });
+    let driver = Box::pin(futures::stream::select_all(r.streams).for_each(|()| async {}));
     let stores = Stores {
         policies,
+        nodes,
+        node_runtimes,
         daemonsets,
         service_accounts,
-        nodes,
+        config_maps,
+        services,
+        roles,
+        role_bindings,
+        cluster_roles,
+        cluster_role_bindings,
+        runtime_classes,
     };
     let subscriptions = Subscriptions {
         policies: policies_sub,
-        daemonsets: ds_sub,
-        service_accounts: sa_sub,
         nodes: nodes_sub,
+        node_runtimes: node_runtimes_sub,
+        daemonsets: daemonsets_sub,
+        service_accounts: service_accounts_sub,
+        config_maps: config_maps_sub,
+        services: services_sub,
+        roles: roles_sub,
+        role_bindings: role_bindings_sub,
+        cluster_roles: cluster_roles_sub,
+        cluster_role_bindings: cluster_role_bindings_sub,
+        runtime_classes: runtime_classes_sub,
     };
     Ok((stores, subscriptions, driver))
 }
 
+/// Builds shared reflectors, collecting the streams that drive them.
+#[derive(Default)]
+struct Reflectors {
+    streams: Vec<BoxStream<'static, ()>>,
+}
+
+impl Reflectors {
+    fn reflect<K>(
+        &mut self,
+        api: Api<K>,
+        config: &watcher::Config,
+        modify: fn(&mut K),
+    ) -> Result<(Store<K>, ReflectHandle<K>), NotShared>
+    where
+        K: Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+        K::DynamicType: Eq + Hash + Clone + Default,
+    {
+        let kind = K::kind(&K::DynamicType::default()).into_owned();
+        let (store, writer) = reflector::store_shared(BUFFER);
+        let subscription = writer.subscribe().ok_or_else(|| NotShared(kind.clone()))?;
+        let stream = watcher(api, config.clone())
+            .default_backoff()
+            .modify(modify)
+            .reflect_shared(writer)
+            .map(move |event| {
+                if let Err(error) = event {
+                    tracing::warn!(kind, %error, "watch error; retrying with backoff");
+                }
+            })
+            .boxed();
+        self.streams.push(stream);
+        Ok((store, subscription))
+    }
+}
+
 /// Managed fields are the bulk of most objects' metadata and nothing here reads them; dropping
 /// them keeps the caches small (a Node's metadata shrinks several times).
-fn strip_managed_fields<K: kube::Resource>(object: &mut K) {
+fn strip_managed_fields<K: Resource>(object: &mut K) {
     object.meta_mut().managed_fields = None;
+}
+
+/// Of a GPU node, only its name and `status.nodeInfo.containerRuntimeVersion` are kept.
+fn keep_runtime_only(node: &mut Node) {
+    let runtime = node
+        .status
+        .as_ref()
+        .and_then(|status| status.node_info.as_ref())
+        .map(|info| info.container_runtime_version.clone())
+        .unwrap_or_default();
+    node.metadata = kube::api::ObjectMeta {
+        name: node.metadata.name.take(),
+        resource_version: node.metadata.resource_version.take(),
+        ..kube::api::ObjectMeta::default()
+    };
+    node.spec = None;
+    node.status = Some(NodeStatus {
+        node_info: Some(NodeSystemInfo {
+            container_runtime_version: runtime,
+            ..NodeSystemInfo::default()
+        }),
+        ..NodeStatus::default()
+    });
 }
 
 /// A reflector writer that hands out no subscriptions (it was not made by `store_shared`).
 #[derive(Debug, thiserror::Error)]
 #[error("the {0} cache cannot be shared")]
-pub struct NotShared(&'static str);
-
-fn subscribe<K>(
-    writer: &reflector::store::Writer<K>,
-    kind: &'static str,
-) -> Result<ReflectHandle<K>, NotShared>
-where
-    K: kube::Resource + Clone + 'static,
-    K::DynamicType: Eq + std::hash::Hash + Clone + Default,
-{
-    writer.subscribe().ok_or(NotShared(kind))
-}
-
-fn log_error<T>(kind: &'static str) -> impl Fn(Result<T, watcher::Error>) {
-    move |event| {
-        if let Err(error) = event {
-            tracing::warn!(kind, %error, "watch error; retrying with backoff");
-        }
-    }
-}
-
-impl Stores {
-    /// Waits until every cache has its first full list.
-    pub async fn wait_until_ready(&self) -> Result<(), reflector::store::WriterDropped> {
-        self.policies.wait_until_ready().await?;
-        self.daemonsets.wait_until_ready().await?;
-        self.service_accounts.wait_until_ready().await?;
-        self.nodes.wait_until_ready().await
-    }
-}
+pub struct NotShared(String);

@@ -8,7 +8,7 @@ mod validate;
 use gpu_operator_api::{ClusterPolicySpec, conditions::operand::DEVICE_PLUGIN_READY};
 use gpu_operator_core::{
     Error,
-    operand::{Children, Operand},
+    operand::{Children, Cluster, Operand},
 };
 
 pub use validate::Input;
@@ -27,11 +27,8 @@ impl Operand for DevicePlugin {
     const SECTION: &'static str = "devicePlugin";
     type Input = Input;
 
-    fn validate(
-        spec: &ClusterPolicySpec,
-        image_env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Option<Input>, Error> {
-        validate::validate(spec, image_env)
+    fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
+        validate::validate(spec, cluster.image_env)
     }
 
     fn render(input: &Input) -> Children {

@@ -1,4 +1,4 @@
-//! The validator operand: `nvidia-operator-validator` and its ServiceAccount, on nodes labelled
+//! The validator operand: `nvidia-operator-validator`, its ServiceAccount and RBAC, on nodes labelled
 //! `nvidia.com/gpu.deploy.operator-validator=true`. Its init containers run
 //! `gpu-operator-validator` for the driver, toolkit, CUDA and device plugin in that order and leave
 //! the status files other operands wait on. Pure validate and render steps.
@@ -9,7 +9,7 @@ mod validate;
 use gpu_operator_api::{ClusterPolicySpec, conditions::operand::VALIDATOR_READY};
 use gpu_operator_core::{
     Error,
-    operand::{Children, Operand},
+    operand::{Children, Cluster, Operand},
 };
 
 pub use validate::Input;
@@ -26,11 +26,8 @@ impl Operand for Validation {
     const SECTION: &'static str = "validator";
     type Input = Input;
 
-    fn validate(
-        spec: &ClusterPolicySpec,
-        image_env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Option<Input>, Error> {
-        validate::validate(spec, image_env).map(Some)
+    fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
+        validate::validate(spec, cluster.namespace, cluster.image_env).map(Some)
     }
 
     fn render(input: &Input) -> Children {

@@ -10,11 +10,14 @@ pub struct Input {
     pub image: String,
     /// The ClusterPolicy spec it was validated from.
     pub spec: ClusterPolicySpec,
+    /// The operator namespace (subject of the validator's role bindings).
+    pub namespace: String,
 }
 
 /// The validator has no `enabled` switch; only its image must resolve.
 pub fn validate(
     spec: &ClusterPolicySpec,
+    namespace: &str,
     image_env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Input, Error> {
     let env = "VALIDATOR_IMAGE";
@@ -23,6 +26,7 @@ pub fn validate(
     Ok(Input {
         image,
         spec: spec.clone(),
+        namespace: namespace.to_owned(),
     })
 }
 
@@ -34,12 +38,16 @@ mod tests {
     fn the_image_comes_from_the_spec_or_the_environment() {
         let spec = ClusterPolicySpec::default();
         assert_eq!(
-            validate(&spec, &|_| Some("ghcr.io/x/gpu-operator:1".into()))
-                .unwrap()
-                .image,
+            validate(&spec, "gpu-operator", &|_| Some(
+                "ghcr.io/x/gpu-operator:1".into()
+            ))
+            .unwrap()
+            .image,
             "ghcr.io/x/gpu-operator:1"
         );
-        let error = validate(&spec, &|_| None).unwrap_err().to_string();
+        let error = validate(&spec, "gpu-operator", &|_| None)
+            .unwrap_err()
+            .to_string();
         assert!(
             error.contains("validator") && error.contains("VALIDATOR_IMAGE"),
             "{error}"

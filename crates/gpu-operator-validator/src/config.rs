@@ -165,6 +165,8 @@ pub struct Config {
     pub driver_install_dir_ctr_path: PathBuf,
     /// Check the driver with `nvidia-smi --version` only.
     pub skip_gpu_init: bool,
+    /// The operator deploys a driver container: wait for its `.driver-ctr-ready`.
+    pub driver_managed: bool,
     /// Delete all status files first.
     pub cleanup_all: bool,
     /// Kill `nvidia-smi` after this long.
@@ -192,10 +194,11 @@ pub enum Invocation {
 
 /// Usage text for `--help`.
 pub const USAGE: &str = "\
-usage: gpu-operator-validator [driver|toolkit|cuda|plugin|idle|cleanup]
+usage: gpu-operator-validator [driver|toolkit|cuda|plugin|idle|cleanup|wait <component>]
 
 `idle` waits for SIGTERM (the validator pod's main container); `cleanup` removes the status files
-(its preStop hook).
+(its preStop hook); `wait <component>` returns once `<component>-ready` exists under OUTPUT_DIR
+(the barrier other operands' init containers run).
 
 Checks one component of the node's GPU stack, writes NVIDIA's status file under OUTPUT_DIR
 (default /run/nvidia/validations) and reports Node conditions. The component comes from the
@@ -203,7 +206,7 @@ subcommand or COMPONENT. Exit codes: 0 validated, 1 validation failed, 2 bad con
 3 validated but the Node conditions could not be written.
 Environment: COMPONENT WITH_WAIT WITH_WORKLOAD NODE_NAME OPERATOR_NAMESPACE OUTPUT_DIR
 SLEEP_INTERVAL_SECONDS MIG_STRATEGY HOST_ROOT HOST_ROOT_CTR_PATH DRIVER_INSTALL_DIR
-DRIVER_INSTALL_DIR_CTR_PATH DRIVER_VALIDATION_SKIP_GPU_INIT CLEANUP_ALL VALIDATOR_IMAGE
+DRIVER_INSTALL_DIR_CTR_PATH DRIVER_VALIDATION_SKIP_GPU_INIT DRIVER_MANAGED_BY_OPERATOR CLEANUP_ALL VALIDATOR_IMAGE
 CUDA_VALIDATOR_IMAGE VALIDATOR_IMAGE_PULL_POLICY VALIDATOR_IMAGE_PULL_SECRETS
 VALIDATOR_RUNTIME_CLASS WORKLOAD_COMMAND WORKLOAD_TIMEOUT_SECONDS GPU_RESOURCE_WAIT_SECONDS
 NVIDIA_SMI_TIMEOUT_SECONDS POD_NAME LIFT_STARTUP_TAINT REPORT_NODE_CONDITIONS KUBECONFIG";
@@ -301,6 +304,7 @@ where
         driver_install_dir: path(env::DRIVER_INSTALL_DIR, "/run/nvidia/driver"),
         driver_install_dir_ctr_path: path(env::DRIVER_INSTALL_DIR_CTR_PATH, "/run/nvidia/driver"),
         skip_gpu_init: flag(env::DRIVER_VALIDATION_SKIP_GPU_INIT, false)?,
+        driver_managed: flag(env::DRIVER_MANAGED_BY_OPERATOR, false)?,
         cleanup_all: flag(env::CLEANUP_ALL, false)?,
         smi_timeout: seconds(env::NVIDIA_SMI_TIMEOUT_SECONDS, 60)?,
         resource_wait: seconds(env::GPU_RESOURCE_WAIT_SECONDS, 150)?,

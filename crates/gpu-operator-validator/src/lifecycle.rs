@@ -1,8 +1,10 @@
 //! The validator pod's main container: `idle` waits for SIGTERM once the init containers (the
 //! checks) have passed, and `cleanup` (its preStop hook) removes the `*-ready` status files, so a
 //! restarted validator gates every operand again — as NVIDIA's main container and hook do.
+//! `wait <component>` is the barrier other operands' init containers run: it returns once the
+//! validator has left `<component>-ready`.
 
-use std::{io, path::Path};
+use std::{io, path::Path, time::Duration};
 
 /// Removes every `*-ready` status file (and NVIDIA's hidden `.driver-ctr-ready`) in `dir`;
 /// returns how many were removed. A missing directory removes nothing.
@@ -22,6 +24,24 @@ pub fn cleanup(dir: &Path) -> io::Result<usize> {
         }
     }
     Ok(removed)
+}
+
+/// Waits until `dir/<component>-ready` exists, checking every `interval` and saying what it
+/// waits for once; a node-side barrier, so a file check is all there is to do.
+pub async fn wait_for(dir: &Path, component: &str, interval: Duration) {
+    let file = dir.join(format!("{component}-ready"));
+    let mut said = false;
+    while !file.is_file() {
+        if !said {
+            println!(
+                "waiting for the {component} validation ({})",
+                file.display()
+            );
+            said = true;
+        }
+        tokio::time::sleep(interval).await;
+    }
+    println!("{component} validation found");
 }
 
 /// Waits until the process gets SIGTERM or SIGINT.
@@ -55,5 +75,21 @@ mod tests {
             .collect();
         assert_eq!(left, ["workload-type"]);
         assert_eq!(cleanup(&dir.path().join("absent")).unwrap(), 0);
+    }
+
+    #[tokio::test]
+    async fn wait_for_returns_once_the_status_file_appears() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_owned();
+        let waiter = tokio::spawn(async move {
+            wait_for(&path, "toolkit", Duration::from_millis(10)).await;
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiter.is_finished());
+        std::fs::write(dir.path().join("toolkit-ready"), "").unwrap();
+        tokio::time::timeout(Duration::from_secs(5), waiter)
+            .await
+            .unwrap()
+            .unwrap();
     }
 }

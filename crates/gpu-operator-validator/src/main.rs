@@ -25,6 +25,7 @@ fn main() -> ExitCode {
     match args.first().map(String::as_str) {
         Some("idle") => return idle(),
         Some("cleanup") => return cleanup(),
+        Some("wait") => return wait(args.get(1).map(String::as_str)),
         _ => {}
     }
     let config = match config::parse(&args, |name| std::env::var_os(name)) {
@@ -71,6 +72,32 @@ fn idle() -> ExitCode {
     match runtime.map(|rt| rt.block_on(lifecycle::idle())) {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(e)) | Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(EXIT_FAILED)
+        }
+    }
+}
+
+/// The barrier of other operands' init containers: wait for `<component>-ready`.
+fn wait(component: Option<&str>) -> ExitCode {
+    let Some(component) = component.filter(|c| !c.is_empty() && !c.contains('/')) else {
+        eprintln!("error: `wait` needs a component, such as `wait toolkit`\n\n{USAGE}");
+        return ExitCode::from(EXIT_USAGE);
+    };
+    let dir = std::env::var_os(env::OUTPUT_DIR).unwrap_or_else(|| "/run/nvidia/validations".into());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    match runtime {
+        Ok(rt) => {
+            rt.block_on(lifecycle::wait_for(
+                std::path::Path::new(&dir),
+                component,
+                std::time::Duration::from_secs(5),
+            ));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(EXIT_FAILED)
         }

@@ -207,6 +207,18 @@ pub enum ReportError {
     Conflicts(String, usize),
 }
 
+impl ReportError {
+    /// Wraps a client error of `action` on node `node`.
+    pub fn api(action: &'static str, node: &str) -> impl FnOnce(kube::Error) -> Self {
+        let node = node.to_owned();
+        move |source| Self::Api {
+            action,
+            node,
+            source,
+        }
+    }
+}
+
 /// Attempts at a resourceVersion-guarded write before giving up.
 pub const ATTEMPTS: usize = 5;
 
@@ -223,13 +235,7 @@ pub async fn report(
     own: Option<&Desired>,
     cuda: &Cuda,
 ) -> Result<bool, ReportError> {
-    let api = |action| {
-        move |source| ReportError::Api {
-            action,
-            node: name.to_owned(),
-            source,
-        }
-    };
+    let api = |action| ReportError::api(action, name);
     for _ in 0..ATTEMPTS {
         let node = nodes.get(name).await.map_err(api("getting"))?;
         let existing = node

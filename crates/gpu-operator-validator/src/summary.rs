@@ -62,11 +62,7 @@ pub async fn annotate(
     nodes
         .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
-        .map_err(|source| ReportError::Api {
-            action: "annotating",
-            node: name.clone(),
-            source,
-        })?;
+        .map_err(ReportError::api("annotating", &name))?;
     Ok(())
 }
 

@@ -32,13 +32,7 @@ pub fn patch_body(remaining: &[Taint], resource_version: &str) -> serde_json::Va
 
 /// Removes the startup taint from node `name`; returns whether it was there.
 pub async fn lift(nodes: &Api<Node>, name: &str) -> Result<bool, ReportError> {
-    let api = |action| {
-        move |source| ReportError::Api {
-            action,
-            node: name.to_owned(),
-            source,
-        }
-    };
+    let api = |action| ReportError::api(action, name);
     for _ in 0..ATTEMPTS {
         let node = nodes.get(name).await.map_err(api("getting"))?;
         let taints = node

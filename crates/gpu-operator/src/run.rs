@@ -4,15 +4,24 @@
 use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
-use futures::FutureExt as _;
+use futures::{FutureExt as _, future::BoxFuture};
 use gpu_operator_api::conditions::operand;
-use gpu_operator_core::{Context, controller, metrics::Metrics, stores};
+use gpu_operator_core::{Context, controller, metrics::Metrics, operand::Operand, stores};
 use gpu_operator_device_plugin::DevicePlugin;
 use gpu_operator_runtime::{admin, config::RunArgs, leader, shutdown::Shutdown, telemetry};
 use gpu_operator_validation::Validation;
 
 /// The operand conditions the status reconciler waits for: one per operand reconciler run below.
 const OPERAND_CONDITIONS: &[&str] = &[operand::DEVICE_PLUGIN_READY, operand::VALIDATOR_READY];
+
+/// The reconciler of operand `O`, ready to be polled with the others.
+fn operand<O: Operand>(
+    ctx: &Arc<Context>,
+    subs: &stores::Subscriptions,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) -> BoxFuture<'static, ()> {
+    controller::run_operand::<O>(ctx.clone(), subs.clone(), shutdown).boxed()
+}
 
 /// Runs the operator until it is told to stop.
 pub fn main(args: &RunArgs) -> anyhow::Result<()> {
@@ -72,18 +81,15 @@ async fn run(args: &RunArgs, namespace: String) -> anyhow::Result<()> {
         metrics,
         Some(args.identity()),
     ));
-    let controllers = futures::future::join5(
-        gpu_operator_node_labels::controller(ctx.clone(), &subs, shutdown.signal()),
-        controller::run_operand::<Validation>(ctx.clone(), subs.clone(), shutdown.signal()),
-        controller::run_operand::<DevicePlugin>(ctx.clone(), subs.clone(), shutdown.signal()),
-        controller::run_status(
-            ctx.clone(),
-            subs.clone(),
-            OPERAND_CONDITIONS,
-            shutdown.signal(),
-        ),
-        controller::run_node_validation(ctx.clone(), subs.clone(), shutdown.signal()),
-    );
+    let stop = || shutdown.signal();
+    let controllers: Vec<BoxFuture<'static, ()>> = vec![
+        gpu_operator_node_labels::controller(ctx.clone(), &subs, stop()).boxed(),
+        operand::<Validation>(&ctx, &subs, stop()),
+        operand::<DevicePlugin>(&ctx, &subs, stop()),
+        controller::run_status(ctx.clone(), subs.clone(), OPERAND_CONDITIONS, stop()).boxed(),
+        controller::run_node_validation(ctx.clone(), subs.clone(), stop()).boxed(),
+    ];
+    let controllers = futures::future::join_all(controllers);
     // Every controller holds clones of the subscriptions it polls. An unpolled subscription would
     // fill its buffer and stall the shared reflector for everyone, so the originals go now.
     drop(subs);

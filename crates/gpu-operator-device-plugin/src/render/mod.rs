@@ -12,5 +12,6 @@ pub fn children(input: &Input) -> Children {
     Children {
         service_accounts: vec![service_account::build()],
         daemonsets: vec![daemonset::build(input)],
+        ..Children::default()
     }
 }

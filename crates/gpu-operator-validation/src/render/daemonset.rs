@@ -36,12 +36,19 @@ pub fn build(input: &Input) -> DaemonSet {
         .as_ref()
         .and_then(|m| m.strategy)
         .unwrap_or(MigStrategy::Single);
+    let driver_managed = spec.driver.enabled != Some(false);
     let mut checks = vec![
         check(
             input,
             component::DRIVER,
             section.driver.as_ref(),
-            &[(names::WITH_WAIT, "true".to_owned())],
+            &[
+                (names::WITH_WAIT, "true".to_owned()),
+                (
+                    names::DRIVER_MANAGED_BY_OPERATOR,
+                    driver_managed.to_string(),
+                ),
+            ],
         ),
         check(
             input,
@@ -231,6 +238,7 @@ mod tests {
         let ds = build(&Input {
             image: "ghcr.io/x/gpu-operator:1".into(),
             spec,
+            namespace: "gpu-operator".into(),
         });
         assert_eq!(ds.metadata.name.as_deref(), Some(DAEMONSET));
         ds.spec.unwrap().template.spec.unwrap()
@@ -343,5 +351,23 @@ mod tests {
             .command
             .unwrap();
         assert_eq!(pre_stop, ["gpu-operator-validator", "cleanup"]);
+    }
+
+    #[test]
+    fn the_driver_check_waits_for_the_driver_container_only_when_the_operator_deploys_it() {
+        let pod = render(ClusterPolicySpec::default());
+        let driver = &pod.init_containers.clone().unwrap()[0];
+        assert_eq!(
+            env(driver, "DRIVER_MANAGED_BY_OPERATOR").as_deref(),
+            Some("true")
+        );
+        let mut spec = ClusterPolicySpec::default();
+        spec.driver.enabled = Some(false);
+        let pod = render(spec);
+        let driver = &pod.init_containers.clone().unwrap()[0];
+        assert_eq!(
+            env(driver, "DRIVER_MANAGED_BY_OPERATOR").as_deref(),
+            Some("false")
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! The validator's objects, one file per kind.
 
 mod daemonset;
-mod service_account;
+mod rbac;
 
 use gpu_operator_core::operand::Children;
 
@@ -10,7 +10,12 @@ use crate::Input;
 /// Everything the validator needs.
 pub fn children(input: &Input) -> Children {
     Children {
-        service_accounts: vec![service_account::build()],
+        service_accounts: vec![rbac::IDENTITY.service_account()],
+        roles: vec![rbac::role()],
+        role_bindings: vec![rbac::IDENTITY.role_binding(&input.namespace)],
+        cluster_roles: vec![rbac::cluster_role()],
+        cluster_role_bindings: vec![rbac::IDENTITY.cluster_role_binding(&input.namespace)],
         daemonsets: vec![daemonset::build(input)],
+        ..Children::default()
     }
 }

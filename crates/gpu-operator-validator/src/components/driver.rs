@@ -1,5 +1,6 @@
-//! The driver check: a host-installed driver first, else a driver container's root; the kernel
-//! module must be loaded; NVML (loaded at run time) answers, with `nvidia-smi` as fallback; the
+//! The driver check: a host-installed driver first, else a driver container's root (when the
+//! operator deploys the driver container, only once it has finished, with the extra modules it
+//! flags loaded); the kernel module must be loaded; NVML (loaded at run time) answers, with `nvidia-smi` as fallback; the
 //! versions must agree and at least one GPU must show up.
 
 use std::path::{Path, PathBuf};
@@ -7,7 +8,7 @@ use std::path::{Path, PathBuf};
 use gpu_operator_api::validator::reason;
 use tracing::{info, warn};
 
-use super::{Failed, Outcome, Passed};
+use super::{Failed, Outcome, Passed, driver_container};
 use crate::{
     config::Config,
     host::{self, NVIDIA_SMI_PATHS, NVML_LIBRARY},
@@ -23,6 +24,8 @@ struct Located {
     smi: host::NvidiaSmi,
     info: DriverInfo,
     kind: &'static str,
+    /// Extra kernel modules the driver container says it loaded.
+    extra_modules: Vec<&'static str>,
 }
 
 fn locate(cfg: &Config) -> Result<Located, Failed> {
@@ -32,8 +35,14 @@ fn locate(cfg: &Config) -> Result<Located, Failed> {
             smi,
             info: DriverInfo::host(&cfg.host_root),
             kind: "host driver",
+            extra_modules: Vec::new(),
         });
     }
+    let extra_modules = if cfg.driver_managed {
+        driver_container::finished(&cfg.output_dir)?
+    } else {
+        Vec::new()
+    };
     let ctr = &cfg.driver_install_dir_ctr_path;
     if let Some(smi) = host::find_nvidia_smi(ctr) {
         return Ok(Located {
@@ -45,6 +54,7 @@ fn locate(cfg: &Config) -> Result<Located, Failed> {
                 host::has_own_devices(ctr),
             ),
             kind: "driver container",
+            extra_modules,
         });
     }
     Err(Failed::new(
@@ -138,6 +148,7 @@ pub fn check(cfg: &Config, nvml: &dyn Nvml) -> Outcome {
             }
         }
     };
+    driver_container::require_modules(&cfg.host_root_ctr_path, &located.extra_modules)?;
     let (info, source) = query(cfg, nvml, &located)?;
     if let Some(module) = module.filter(|m| !m.is_empty() && *m != info.driver_version) {
         return Err(Failed::new(

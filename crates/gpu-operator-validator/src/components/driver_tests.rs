@@ -207,3 +207,30 @@ fn fixing_the_host_turns_the_check_green() {
         reason::DRIVER_NOT_LOADED
     );
 }
+
+#[test]
+fn an_operator_managed_driver_container_is_checked_only_once_it_has_finished() {
+    let mut f = Fixture::new("driver");
+    f.set("DRIVER_MANAGED_BY_OPERATOR", "true");
+    f.load_module("570.172.08");
+    f.install_smi(&f.driver_root(), "570.172.08", 2);
+    let waiting = check(&f.config(), &unloadable()).unwrap_err();
+    assert_eq!(waiting.reason, reason::DRIVER_CONTAINER_NOT_READY);
+    assert!(!waiting.permanent, "WITH_WAIT retries until it finishes");
+
+    let output = f.config().output_dir;
+    std::fs::create_dir_all(&output).unwrap();
+    std::fs::write(output.join(".driver-ctr-ready"), "GDS_ENABLED=true\n").unwrap();
+    std::fs::write(f.host().join("proc/modules"), "nvidia 1 0 - Live 0x0\n").unwrap();
+    let missing = check(&f.config(), &unloadable()).unwrap_err();
+    assert_eq!(missing.reason, reason::DRIVER_NOT_LOADED);
+    assert!(missing.message.contains("nvidia_fs"), "{}", missing.message);
+
+    std::fs::write(f.host().join("proc/modules"), "nvidia_fs 1 0 - Live 0x0\n").unwrap();
+    let passed = check(&f.config(), &unloadable()).unwrap();
+    assert!(
+        passed.message.contains("driver container"),
+        "{}",
+        passed.message
+    );
+}

@@ -3,6 +3,7 @@
 
 pub mod cuda;
 pub mod driver;
+mod driver_container;
 pub mod plugin;
 pub mod toolkit;
 
