@@ -73,13 +73,24 @@ pub async fn service_account_kubeconfig_from(
         .create(&PostParams::default(), &serde_json::from_value(binding)?)
         .await
         .context("binding the operator's ServiceAccount")?;
-    let path = token_kubeconfig(client, namespace, name, dir).await?;
+    let path = token_kubeconfig_from(admin, client, namespace, name, dir).await?;
     Ok((path, format!("system:serviceaccount:{namespace}:{name}")))
 }
 
 /// Writes a kubeconfig for the cluster that authenticates with a fresh token of the existing
 /// ServiceAccount `name` in `namespace` (TokenRequest), so a process runs with exactly its RBAC.
 pub async fn token_kubeconfig(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    dir: &Path,
+) -> anyhow::Result<PathBuf> {
+    token_kubeconfig_from(&kubeconfig_path()?, client, namespace, name, dir).await
+}
+
+/// [`token_kubeconfig`] for the cluster of the admin kubeconfig at `admin`.
+pub async fn token_kubeconfig_from(
+    admin: &Path,
     client: &kube::Client,
     namespace: &str,
     name: &str,
