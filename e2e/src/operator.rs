@@ -276,7 +276,11 @@ pub fn writes_by(user: &str, since: Timestamp) -> anyhow::Result<Vec<Write>> {
 
 /// Mutating requests by `user` in the audit log at `log` that completed after `since`, with the
 /// time each completed.
-pub fn writes_in(log: &Path, user: &str, since: Timestamp) -> anyhow::Result<Vec<(Timestamp, Write)>> {
+pub fn writes_in(
+    log: &Path,
+    user: &str,
+    since: Timestamp,
+) -> anyhow::Result<Vec<(Timestamp, Write)>> {
     let file = fs::File::open(log)?;
     let mut writes = Vec::new();
     for line in std::io::BufReader::new(file).lines() {

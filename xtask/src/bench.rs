@@ -69,7 +69,9 @@ fn parse_sizes(text: &str) -> Result<Sizes, String> {
 fn parse_env(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
-        _ => Err(format!("`{text}` is not KEY=VALUE, e.g. `MALLOC_ARENA_MAX=2`")),
+        _ => Err(format!(
+            "`{text}` is not KEY=VALUE, e.g. `MALLOC_ARENA_MAX=2`"
+        )),
     }
 }
 
@@ -140,7 +142,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     println!("\n{}\n", report.table());
     eprintln!("report: {}", out.join("latest.md").display());
     if report.runs.iter().any(|r| r.error.is_some()) {
-        bail!("some runs failed; see the errors in {}", out.join("latest.md").display());
+        bail!(
+            "some runs failed; see the errors in {}",
+            out.join("latest.md").display()
+        );
     }
     Ok(())
 }
@@ -199,8 +204,15 @@ mod tests {
 
     #[test]
     fn sizes_parse_in_order_and_reject_nonsense() {
-        assert_eq!(parse_sizes("100, 1_000,5000"), Ok(Sizes(vec![100, 1000, 5000])));
-        assert!(parse_sizes("0").unwrap_err().contains("`0` is not a node count"));
+        assert_eq!(
+            parse_sizes("100, 1_000,5000"),
+            Ok(Sizes(vec![100, 1000, 5000]))
+        );
+        assert!(
+            parse_sizes("0")
+                .unwrap_err()
+                .contains("`0` is not a node count")
+        );
         assert!(parse_sizes("ten").is_err());
         assert!(parse_sizes(",").unwrap_err().contains("no fleet size"));
         assert_eq!(parse_env("A=b=c"), Ok(("A".to_owned(), "b=c".to_owned())));

@@ -184,7 +184,8 @@ fn all_explained(ds: &DaemonSet, found: usize) -> bool {
     let Some(status) = &ds.status else {
         return false;
     };
-    let unready = usize::try_from(status.desired_number_scheduled - status.number_ready).unwrap_or(0);
+    let unready =
+        usize::try_from(status.desired_number_scheduled - status.number_ready).unwrap_or(0);
     found >= unready && status.current_number_scheduled >= status.desired_number_scheduled
 }
 
@@ -253,7 +254,10 @@ mod tests {
         let start = Instant::now();
         assert!(clock.due("plugin", start));
         assert!(!clock.due("plugin", start + Duration::from_secs(1)));
-        assert!(clock.due("validator", start), "each DaemonSet has its own clock");
+        assert!(
+            clock.due("validator", start),
+            "each DaemonSet has its own clock"
+        );
         assert!(clock.due("plugin", start + FULL_SCAN_EVERY));
     }
 }

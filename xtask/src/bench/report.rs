@@ -150,10 +150,10 @@ impl Report {
         let mut out = format!(
             "# gpu-operator bench\n\noperator `{}` {}(bench tree {}), finished {}\n\n",
             self.operator,
-            self.operator_env
-                .iter()
-                .map(|e| format!("with `{e}` "))
-                .collect::<String>(),
+            self.operator_env.iter().fold(String::new(), |mut out, e| {
+                let _ = write!(out, "with `{e}` ");
+                out
+            }),
             self.revision,
             self.finished_at
         );
@@ -183,7 +183,11 @@ impl Report {
                 run.steady_lease_writes
             );
             if !run.load_average.is_empty() {
-                let _ = writeln!(out, "  - load average (1, 5, 15 min) at start, end: {}", run.load_average.join("; "));
+                let _ = writeln!(
+                    out,
+                    "  - load average (1, 5, 15 min) at start, end: {}",
+                    run.load_average.join("; ")
+                );
             }
             if let Some(error) = &run.error {
                 let _ = writeln!(out, "  - error: {error}");
@@ -260,19 +264,29 @@ mod tests {
     fn the_markdown_has_one_row_per_run_and_dashes_for_missing_numbers() {
         let report = Report {
             operator: "gpu-operator".into(),
+            operator_env: vec!["MALLOC_ARENA_MAX=2".into()],
             revision: "abc".into(),
             finished_at: "now".into(),
             runs: vec![run()],
         };
         let md = report.markdown();
         assert!(
-            md.contains("| 100 (86) | 0.4 s | 12.3 s | — | create 1, patch 3 | 0 in 60 s | 20.0 MiB | — |"),
+            md.contains("operator `gpu-operator` with `MALLOC_ARENA_MAX=2` (bench tree abc)"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "| 100 (86) | 0.4 s | 12.3 s | — | create 1, patch 3 | 0 in 60 s | 20.0 MiB | — |"
+            ),
             "{md}"
         );
         assert!(md.contains("- 100 nodes: rollout: create events 1, patch nodes 3; steady: none (+0 lease renewals)"), "{md}");
         let table = report.table();
         assert_eq!(table.lines().count(), 2);
-        assert!(table.starts_with("nodes (GPU)  caches synced  ready"), "{table}");
+        assert!(
+            table.starts_with("nodes (GPU)  caches synced  ready"),
+            "{table}"
+        );
     }
 
     #[test]

@@ -80,18 +80,20 @@ pub async fn measure(kubeconfig: &Path, run: &mut Run, options: &Options) {
     let mut marks = Marks::default();
     let mut user = None;
     run.load_average.push(load_average());
-    if let Err(error) = steps(kubeconfig, run, options, &mut marks, &mut user).await {
+    let steps = Box::pin(steps(kubeconfig, run, options, &mut marks, &mut user));
+    if let Err(error) = steps.await {
         eprintln!("    ! {error:#}");
         run.error = Some(format!("{error:#}"));
     }
     run.load_average.push(load_average());
-    if let (Some(user), Some(created)) = (user, marks.created) {
-        if let Err(error) = count_writes(kubeconfig, &user, created, &marks, run) {
-            run.error.get_or_insert_with(|| format!("{error:#}"));
-        }
+    if let (Some(user), Some(created)) = (user, marks.created)
+        && let Err(error) = count_writes(kubeconfig, &user, created, &marks, run)
+    {
+        run.error.get_or_insert_with(|| format!("{error:#}"));
     }
 }
 
+/// Prepares the cluster, runs the operator through the steps, and stops it.
 async fn steps(
     kubeconfig: &Path,
     run: &mut Run,
@@ -117,13 +119,11 @@ async fn steps(
     )
     .await?;
     *user = Some(operator_user);
-
     let env: Vec<(&str, &str)> = IMAGES
         .into_iter()
         .chain(options.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .collect();
     let ticks = clock_ticks();
-    let started = Instant::now();
     let mut operator = Operator::spawn(
         &options.binary,
         "info",
@@ -132,62 +132,88 @@ async fn steps(
         &env,
         &options.dir.join("operator.log"),
     )?;
-    let (pid, probe_port) = (operator.pid(), operator.probe_port);
-    let result = async {
-        wait_for(&mut operator, "the operator's caches to sync", Duration::from_secs(600), async |_| {
-            Ok(http_ok(probe_port, "/readyz").then_some(()))
-        })
-        .await?;
-        run.caches_synced_s = Some(started.elapsed().as_secs_f64());
-        eprintln!("    caches synced after {:.1} s", started.elapsed().as_secs_f64());
-
-        let policies: Api<ClusterPolicy> = Api::all(client.clone());
-        let daemonsets: Api<DaemonSet> = Api::namespaced(client.clone(), NAMESPACE);
-        let policy: ClusterPolicy = serde_yaml::from_str(&std::fs::read_to_string(
-            repo_root().join("manifests/examples/minimal.yaml"),
-        )?)?;
-        let name = policy.name_any();
-        let gpu_nodes = run.gpu_nodes;
-        marks.created = Some(Timestamp::now());
-        let created = Instant::now();
-        policies.create(&PostParams::default(), &policy).await?;
-        wait_for(&mut operator, "the ClusterPolicy to be ready", options.ready_timeout, async |elapsed| {
-            let policy = policies.get(&name).await?;
-            if elapsed {
-                eprintln!(
-                    "    … {:.0} s: {}; RSS {}",
-                    created.elapsed().as_secs_f64(),
-                    progress(&policy),
-                    status_mib(pid, "VmRSS").map_or_else(String::new, |m| format!("{m:.1} MiB"))
-                );
-            }
-            Ok((is_ready(&policy) && covered(&daemonsets, gpu_nodes).await?).then_some(()))
-        })
-        .await?;
-        run.ready_s = Some(created.elapsed().as_secs_f64());
-        run.cpu_rollout_s = cpu_seconds(pid, ticks);
-        eprintln!("    ready after {:.1} s; settling {SETTLE:?}, then {:?} of steady state", created.elapsed().as_secs_f64(), options.steady);
-
-        tokio::time::sleep(SETTLE).await;
-        marks.steady_from = Some(Timestamp::now());
-        let cpu_before = cpu_seconds(pid, ticks);
-        tokio::time::sleep(options.steady).await;
-        marks.steady_to = Some(Timestamp::now());
-        run.steady_window_s = options.steady.as_secs();
-        run.cpu_steady_s = cpu_seconds(pid, ticks).zip(cpu_before).map(|(a, b)| a - b);
-        run.steady_rss_mib = status_mib(pid, "VmRSS");
-        if !operator.is_running() {
-            bail!("the operator exited; its log ends:\n{}", operator.log_tail());
-        }
-
-        run.patch_to_daemonset_s = Some(patch_to_daemonset(&client, &mut operator, &name).await?);
-        Ok(())
-    }
-    .await;
+    let pid = operator.pid();
+    let result = Box::pin(observe(&client, &mut operator, run, options, marks, ticks)).await;
     run.peak_rss_mib = status_mib(pid, "VmHWM");
     run.cpu_total_s = cpu_seconds(pid, ticks);
     operator.stop()?;
     result
+}
+
+/// The measured part: caches synced, ClusterPolicy to ready, steady state, patch.
+async fn observe(
+    client: &kube::Client,
+    operator: &mut Operator,
+    run: &mut Run,
+    options: &Options,
+    marks: &mut Marks,
+    ticks: f64,
+) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let (pid, probe_port) = (operator.pid(), operator.probe_port);
+    wait_for(
+        operator,
+        "the operator's caches to sync",
+        Duration::from_secs(600),
+        async |_| Ok(http_ok(probe_port, "/readyz").then_some(())),
+    )
+    .await?;
+    run.caches_synced_s = Some(started.elapsed().as_secs_f64());
+    eprintln!(
+        "    caches synced after {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+
+    let policies: Api<ClusterPolicy> = Api::all(client.clone());
+    let daemonsets: Api<DaemonSet> = Api::namespaced(client.clone(), NAMESPACE);
+    let policy: ClusterPolicy = serde_yaml::from_str(&std::fs::read_to_string(
+        repo_root().join("manifests/examples/minimal.yaml"),
+    )?)?;
+    let name = policy.name_any();
+    let gpu_nodes = run.gpu_nodes;
+    marks.created = Some(Timestamp::now());
+    let created = Instant::now();
+    policies.create(&PostParams::default(), &policy).await?;
+    wait_for(
+        operator,
+        "the ClusterPolicy to be ready",
+        options.ready_timeout,
+        async |elapsed| {
+            let policy = policies.get(&name).await?;
+            if elapsed {
+                let rss =
+                    status_mib(pid, "VmRSS").map_or_else(String::new, |m| format!("{m:.1} MiB"));
+                let secs = created.elapsed().as_secs_f64();
+                eprintln!("    … {secs:.0} s: {}; RSS {rss}", progress(&policy));
+            }
+            Ok((is_ready(&policy) && covered(&daemonsets, gpu_nodes).await?).then_some(()))
+        },
+    )
+    .await?;
+    run.ready_s = Some(created.elapsed().as_secs_f64());
+    run.cpu_rollout_s = cpu_seconds(pid, ticks);
+    eprintln!(
+        "    ready after {:.1} s; settling {SETTLE:?}, then {:?} of steady state",
+        created.elapsed().as_secs_f64(),
+        options.steady
+    );
+
+    tokio::time::sleep(SETTLE).await;
+    marks.steady_from = Some(Timestamp::now());
+    let cpu_before = cpu_seconds(pid, ticks);
+    tokio::time::sleep(options.steady).await;
+    marks.steady_to = Some(Timestamp::now());
+    run.steady_window_s = options.steady.as_secs();
+    run.cpu_steady_s = cpu_seconds(pid, ticks).zip(cpu_before).map(|(a, b)| a - b);
+    run.steady_rss_mib = status_mib(pid, "VmRSS");
+    if !operator.is_running() {
+        bail!(
+            "the operator exited; its log ends:\n{}",
+            operator.log_tail()
+        );
+    }
+    run.patch_to_daemonset_s = Some(patch_to_daemonset(client, operator, &name).await?);
+    Ok(())
 }
 
 /// Patches the device plugin's environment and times until the DaemonSet template carries it.
@@ -199,7 +225,8 @@ async fn patch_to_daemonset(
     let policies: Api<ClusterPolicy> = Api::all(client.clone());
     let daemonsets: Api<DaemonSet> = Api::namespaced(client.clone(), NAMESPACE);
     let value = Timestamp::now().as_second().to_string();
-    let patch = json!({"spec": {"devicePlugin": {"env": [{"name": "BENCH_PATCH", "value": value}]}}});
+    let patch =
+        json!({"spec": {"devicePlugin": {"env": [{"name": "BENCH_PATCH", "value": value}]}}});
     let patched = Instant::now();
     policies
         .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
@@ -209,14 +236,20 @@ async fn patch_to_daemonset(
     let deadline = patched + Duration::from_secs(300);
     loop {
         let ds = daemonsets.get_opt(PLUGIN).await?;
-        if ds.as_ref().is_some_and(|ds| carries_env(ds, "BENCH_PATCH", &value)) {
+        if ds
+            .as_ref()
+            .is_some_and(|ds| carries_env(ds, "BENCH_PATCH", &value))
+        {
             return Ok(patched.elapsed().as_secs_f64());
         }
         if Instant::now() > deadline {
             bail!("{PLUGIN} did not pick up the patch within 5 minutes");
         }
         if !operator.is_running() {
-            bail!("the operator exited; its log ends:\n{}", operator.log_tail());
+            bail!(
+                "the operator exited; its log ends:\n{}",
+                operator.log_tail()
+            );
         }
         tokio::time::sleep(poll).await;
     }
@@ -249,12 +282,14 @@ async fn wait_for<T>(
         // A failed request (say, a slow API server) is retried, not fatal.
         match check(report).await {
             Ok(Some(value)) => return Ok(value),
-            Ok(None) => {}
             Err(error) if report => eprintln!("    … {what}: {error:#}"),
-            Err(_) => {}
+            Ok(None) | Err(_) => {}
         }
         if !operator.is_running() {
-            bail!("the operator exited while waiting for {what}; its log ends:\n{}", operator.log_tail());
+            bail!(
+                "the operator exited while waiting for {what}; its log ends:\n{}",
+                operator.log_tail()
+            );
         }
         if started.elapsed() > timeout {
             bail!("timed out after {timeout:?} waiting for {what}");
@@ -329,7 +364,11 @@ async fn install_crd(client: &kube::Client) -> anyhow::Result<()> {
     .context("installing the ClusterPolicy CRD")?;
     let policies: Api<ClusterPolicy> = Api::all(client.clone());
     let deadline = Instant::now() + Duration::from_secs(60);
-    while policies.list(&kube::api::ListParams::default().limit(1)).await.is_err() {
+    while policies
+        .list(&kube::api::ListParams::default().limit(1))
+        .await
+        .is_err()
+    {
         if Instant::now() > deadline {
             bail!("ClusterPolicies were not served within a minute of installing the CRD");
         }
@@ -352,11 +391,10 @@ fn count_writes(
             && marks.steady_to.is_none_or(|to| at <= to);
         let after = marks.steady_to.is_some_and(|to| at > to);
         match (steady, after, write.resource.as_str()) {
-            (_, true, _) => {}
-            (true, _, "leases") => run.steady_lease_writes += 1,
-            (true, _, resource) => run.steady_writes.add(&write.verb, resource, write.code),
-            (false, _, "leases") => {}
-            (false, _, resource) => run.rollout_writes.add(&write.verb, resource, write.code),
+            (true, false, "leases") => run.steady_lease_writes += 1,
+            (true, false, resource) => run.steady_writes.add(&write.verb, resource, write.code),
+            (_, true, _) | (false, _, "leases") => {}
+            (false, false, resource) => run.rollout_writes.add(&write.verb, resource, write.code),
         }
     }
     Ok(())
