@@ -3,7 +3,8 @@
 //! at any fleet size: pods that are not running (pending, unschedulable, pulling an image, failed)
 //! come from a field-selected list of at most `limit` pods; finding running pods that are not
 //! ready (crash loops) and nodes that have no pod needs every pod of the DaemonSet, so that scan
-//! runs at most once per [`FULL_SCAN_EVERY`] per DaemonSet.
+//! runs only when the DaemonSet's counts say the pods that are not running do not explain it all,
+//! and at most once per [`FULL_SCAN_EVERY`] per DaemonSet.
 
 use std::{
     collections::{BTreeMap, BTreeSet, HashMap},
