@@ -31,6 +31,39 @@ pub fn free_port() -> anyhow::Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
+/// Creates ServiceAccount `name` in `namespace`, binds it to `cluster_role` and returns a
+/// kubeconfig (for the cluster of the admin kubeconfig `admin`) that authenticates with a fresh
+/// token of it, with the user name the audit log shows. For the benchmark, which measures the
+/// operator rather than its RBAC.
+pub async fn service_account_kubeconfig_from(
+    admin: &Path,
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    cluster_role: &str,
+    dir: &Path,
+) -> anyhow::Result<(PathBuf, String)> {
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
+    let account: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": name}}))?;
+    accounts
+        .create(&PostParams::default(), &account)
+        .await
+        .context("creating the operator's ServiceAccount")?;
+    let binding = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": format!("{namespace}-{name}")},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_role},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+    });
+    let bindings: Api<k8s_openapi::api::rbac::v1::ClusterRoleBinding> = Api::all(client.clone());
+    bindings
+        .create(&PostParams::default(), &serde_json::from_value(binding)?)
+        .await
+        .context("binding the operator's ServiceAccount")?;
+    crate::chart::token_kubeconfig_from(admin, client, namespace, name, dir).await
+}
+
 /// A running `gpu-operator run` process; stopped (SIGTERM, then kill) when dropped.
 pub struct Operator {
     child: Child,
@@ -43,7 +76,7 @@ pub struct Operator {
 }
 
 impl Operator {
-    /// Starts the operator with `kubeconfig`, in `namespace`, with extra environment `env`.
+    /// Starts the debug build with `kubeconfig`, in `namespace`, with extra environment `env`.
     pub fn start(
         kubeconfig: &Path,
         namespace: &str,
@@ -57,15 +90,29 @@ impl Operator {
                 binary.display()
             );
         }
+        Self::spawn(
+            &binary,
+            "info,gpu_operator=debug",
+            kubeconfig,
+            namespace,
+            env,
+            log,
+        )
+    }
+
+    /// Starts `binary` (a `gpu-operator` build) with log level `log_level`; see [`Self::start`].
+    pub fn spawn(
+        binary: &Path,
+        log_level: &str,
+        kubeconfig: &Path,
+        namespace: &str,
+        env: &[(&str, &str)],
+        log: &Path,
+    ) -> anyhow::Result<Self> {
         let (probe_port, metrics_port) = (free_port()?, free_port()?);
         let out = fs::File::options().create(true).append(true).open(log)?;
-        let child = Command::new(&binary)
-            .args([
-                "run",
-                "--leader-elect",
-                "--log-level",
-                "info,gpu_operator=debug",
-            ])
+        let child = Command::new(binary)
+            .args(["run", "--leader-elect", "--log-level", log_level])
             .arg(format!("--kubeconfig={}", kubeconfig.display()))
             .arg(format!(
                 "--health-probe-bind-address=127.0.0.1:{probe_port}"
@@ -109,6 +156,11 @@ impl Operator {
         bail!("the operator did not exit within 20 s of SIGTERM")
     }
 
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
@@ -137,11 +189,17 @@ pub struct Write {
     pub resource: String,
     /// Object name.
     pub name: String,
+    /// HTTP status of the response, such as 200 or 409 (0 when the log has none).
+    pub code: u16,
 }
 
 /// The harness API server's audit log (beside the kubeconfig, in `logs/audit.log`).
 pub fn audit_log() -> anyhow::Result<PathBuf> {
-    let kubeconfig = kubeconfig_path()?;
+    audit_log_beside(&kubeconfig_path()?)
+}
+
+/// The audit log of the harness cluster whose admin kubeconfig is `kubeconfig`.
+pub fn audit_log_beside(kubeconfig: &Path) -> anyhow::Result<PathBuf> {
     let path = kubeconfig
         .parent()
         .context("kubeconfig has no directory")?
@@ -157,10 +215,29 @@ pub fn audit_log() -> anyhow::Result<PathBuf> {
 
 /// Mutating requests by `user` that completed after `since`.
 pub fn writes_by(user: &str, since: Timestamp) -> anyhow::Result<Vec<Write>> {
-    let file = fs::File::open(audit_log()?)?;
+    Ok(writes_in(&audit_log()?, user, since)?
+        .into_iter()
+        .map(|(_, write)| write)
+        .collect())
+}
+
+/// Mutating requests by `user` in the audit log at `log` that completed after `since`, with the
+/// time each completed.
+pub fn writes_in(
+    log: &Path,
+    user: &str,
+    since: Timestamp,
+) -> anyhow::Result<Vec<(Timestamp, Write)>> {
+    let file = fs::File::open(log)?;
     let mut writes = Vec::new();
     for line in std::io::BufReader::new(file).lines() {
-        let Ok(event) = serde_json::from_str::<serde_json::Value>(&line?) else {
+        let line = line?;
+        // The log holds every write of the cluster (kwok's node heartbeats too): skip the others
+        // before paying for a JSON parse.
+        if !line.contains(user) {
+            continue;
+        }
+        let Ok(event) = serde_json::from_str::<serde_json::Value>(&line) else {
             continue;
         };
         if event["user"]["username"] != user || event["stage"] != "ResponseComplete" {
@@ -180,11 +257,16 @@ pub fn writes_by(user: &str, since: Timestamp) -> anyhow::Result<Vec<Write>> {
         if let Some(sub) = object["subresource"].as_str() {
             resource = format!("{resource}/{sub}");
         }
-        writes.push(Write {
+        let write = Write {
             verb: event["verb"].as_str().unwrap_or_default().to_owned(),
             resource,
             name: object["name"].as_str().unwrap_or_default().to_owned(),
-        });
+            code: event["responseStatus"]["code"]
+                .as_u64()
+                .and_then(|c| u16::try_from(c).ok())
+                .unwrap_or_default(),
+        };
+        writes.push((at, write));
     }
     Ok(writes)
 }

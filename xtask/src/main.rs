@@ -1,6 +1,7 @@
 //! `cargo xtask <task>`: the project's automation, in Rust, so every task works the same on any machine.
 
 mod chart;
+mod bench;
 mod ci;
 mod cluster;
 mod codegen;
@@ -34,6 +35,8 @@ enum Task {
     Ci,
     /// The operator's main job on the local cluster, with simulated GPU nodes.
     Demo(demo::Args),
+    /// Measure the operator on simulated fleets (100, 1,000, 5,000 nodes), each on its own cluster.
+    Bench(bench::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -44,6 +47,7 @@ fn main() -> std::process::ExitCode {
         Task::E2e(args) => e2e::run(&args),
         Task::Ci => ci::run(),
         Task::Demo(args) => demo::run(&args),
+        Task::Bench(args) => bench::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

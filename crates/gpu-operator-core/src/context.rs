@@ -5,7 +5,7 @@ use std::{collections::BTreeMap, sync::Arc};
 
 use kube::runtime::events::{Recorder, Reporter};
 
-use crate::{facts::ClusterFacts, metrics::Metrics, stores::Stores};
+use crate::{facts::ClusterFacts, metrics::Metrics, problems::ScanClock, stores::Stores};
 
 /// Shared state of all reconcilers. Built once in `main`.
 pub struct Context {
@@ -21,6 +21,8 @@ pub struct Context {
     pub recorder: Recorder,
     /// Image fallbacks from the environment, by variable name (`DEVICE_PLUGIN_IMAGE`, …).
     pub image_env: BTreeMap<String, String>,
+    /// Rate limit of the full pod scans behind the operand conditions' problem nodes.
+    pub problem_scans: ScanClock,
 }
 
 /// Environment variables that provide default operand images, as NVIDIA's operator reads them.
@@ -75,6 +77,7 @@ impl Context {
             metrics,
             recorder,
             image_env,
+            problem_scans: ScanClock::default(),
         }
     }
 

@@ -38,7 +38,7 @@ pub fn summarize(nodes: &[Arc<PartialObjectMeta<Node>>]) -> Desired {
                 .is_some_and(|v| v == "true")
         })
         .collect();
-    gpu_nodes.sort_by_key(|n| n.name_any());
+    gpu_nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     let total = gpu_nodes.len();
     if total == 0 {
         return Desired::ok(NODES_VALIDATED, "NoGPUNodes", "no GPU nodes to validate");

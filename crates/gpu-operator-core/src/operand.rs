@@ -296,9 +296,9 @@ async fn rollout_condition<O: Operand>(
         desired += rollout.desired;
         ready += rollout.ready;
         if !rollout.is_ready && problems.len() < PROBLEM_NODES {
+            let limit = PROBLEM_NODES - problems.len();
             let found =
-                problems::problem_nodes(&pods, &live, &nodes, PROBLEM_NODES - problems.len())
-                    .await?;
+                problems::problem_nodes(&pods, &live, &nodes, limit, &ctx.problem_scans).await?;
             problems.extend(found);
         }
     }

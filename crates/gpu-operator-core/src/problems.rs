@@ -1,8 +1,16 @@
 //! Which nodes an operand is not ready on, and why: the first few, found from the DaemonSet's pods
-//! (listed only while it is not ready) and the node cache (nodes that should have a pod but
-//! have none). Bounded, so the summary fits in the ClusterPolicy at any fleet size.
+//! and the node cache. Bounded, so the summary fits in the ClusterPolicy and its cost stays flat
+//! at any fleet size: pods that are not running (pending, unschedulable, pulling an image, failed)
+//! come from a field-selected list of at most `limit` pods; finding running pods that are not
+//! ready (crash loops) and nodes that have no pod needs every pod of the DaemonSet, so that scan
+//! runs only when the DaemonSet's counts say the pods that are not running do not explain it all,
+//! and at most once per [`FULL_SCAN_EVERY`] per DaemonSet.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::{
+    collections::{BTreeMap, BTreeSet, HashMap},
+    sync::{Mutex, PoisonError},
+    time::{Duration, Instant},
+};
 
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
@@ -11,6 +19,31 @@ use k8s_openapi::api::{
 use kube::{Api, ResourceExt as _, api::ListParams, core::PartialObjectMeta};
 
 use crate::{Error, facts::matches_selector};
+
+/// How often, per DaemonSet, every pod may be listed to find the rarer problems.
+pub const FULL_SCAN_EVERY: Duration = Duration::from_secs(30);
+/// Pods per page of the full scan (bounds the memory it takes).
+const PAGE: u32 = 250;
+/// Pods that are not running: pending (unscheduled, pulling an image, initialising) or failed.
+const NOT_RUNNING: &str = "status.phase!=Running,status.phase!=Succeeded";
+
+/// When each DaemonSet was last scanned in full; shared by the reconcilers.
+#[derive(Debug, Default)]
+pub struct ScanClock(Mutex<HashMap<String, Instant>>);
+
+impl ScanClock {
+    /// Whether DaemonSet `name` may be scanned in full at `now`; if so, the scan is recorded.
+    pub fn due(&self, name: &str, now: Instant) -> bool {
+        let mut last = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match last.get(name) {
+            Some(at) if now.saturating_duration_since(*at) < FULL_SCAN_EVERY => false,
+            _ => {
+                last.insert(name.to_owned(), now);
+                true
+            }
+        }
+    }
+}
 
 /// One node the operand is not ready on.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -73,12 +106,14 @@ pub fn pod_problem(pod: &Pod) -> Option<String> {
     })
 }
 
-/// The first `limit` nodes `ds` is not ready on, with their reasons.
+/// Up to `limit` nodes `ds` is not ready on, with their reasons. `clock` rate-limits the full
+/// scan (see the module docs); between two full scans only pods that are not running are named.
 pub async fn problem_nodes(
     pods: &Api<Pod>,
     ds: &DaemonSet,
     nodes: &[std::sync::Arc<PartialObjectMeta<Node>>],
     limit: usize,
+    clock: &ScanClock,
 ) -> Result<Vec<NodeProblem>, Error> {
     let spec = ds.spec.clone().unwrap_or_default();
     let selector: String = spec
@@ -89,26 +124,33 @@ pub async fn problem_nodes(
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
         .join(",");
-    let mut problems = Vec::new();
+    let listing = || Error::kube(format!("listing pods of DaemonSet {}", ds.name_any()));
+    let not_running = ListParams::default()
+        .labels(&selector)
+        .fields(NOT_RUNNING)
+        .limit(u32::try_from(limit).unwrap_or(u32::MAX));
+    let page = pods.list(&not_running).await.map_err(listing())?;
+    let mut problems: Vec<NodeProblem> = page.items.iter().filter_map(problem_of).collect();
+    problems.truncate(limit);
+    if problems.len() >= limit
+        || all_explained(ds, problems.len())
+        || !clock.due(&ds.name_any(), Instant::now())
+    {
+        return Ok(problems);
+    }
     let mut with_pod = BTreeSet::new();
-    let mut params = ListParams::default().labels(&selector).limit(500);
+    let mut params = ListParams::default().labels(&selector).limit(PAGE);
     loop {
-        let page = pods.list(&params).await.map_err(Error::kube(format!(
-            "listing pods of DaemonSet {}",
-            ds.name_any()
-        )))?;
+        let page = pods.list(&params).await.map_err(listing())?;
         for pod in &page.items {
-            let node = pod.spec.as_ref().and_then(|s| s.node_name.clone());
-            if let Some(node) = &node {
-                with_pod.insert(node.clone());
+            if let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) {
+                with_pod.insert(node);
             }
             if problems.len() < limit
-                && let Some(reason) = pod_problem(pod)
+                && let Some(problem) = problem_of(pod)
+                && !problems.iter().any(|p| p.node == problem.node)
             {
-                problems.push(NodeProblem {
-                    node: node.unwrap_or_else(|| format!("(pod {})", pod.name_any())),
-                    reason,
-                });
+                problems.push(problem);
             }
         }
         match page.metadata.continue_ {
@@ -134,6 +176,28 @@ pub async fn problem_nodes(
         }
     }
     Ok(problems)
+}
+
+/// Whether the `found` pods that are not running account for every pod the DaemonSet's status
+/// counts as not ready, and every node that should have a pod has one: then a full scan could
+/// find nothing more.
+fn all_explained(ds: &DaemonSet, found: usize) -> bool {
+    let Some(status) = &ds.status else {
+        return false;
+    };
+    let unready =
+        usize::try_from(status.desired_number_scheduled - status.number_ready).unwrap_or(0);
+    found >= unready && status.current_number_scheduled >= status.desired_number_scheduled
+}
+
+/// The problem of `pod` on its node, if it is not ready.
+fn problem_of(pod: &Pod) -> Option<NodeProblem> {
+    let reason = pod_problem(pod)?;
+    let node = pod.spec.as_ref().and_then(|s| s.node_name.clone());
+    Some(NodeProblem {
+        node: node.unwrap_or_else(|| format!("(pod {})", pod.name_any())),
+        reason,
+    })
 }
 
 #[cfg(test)]
@@ -183,5 +247,18 @@ mod tests {
             pod_problem(&pod(&json!({"phase": "Pending"}))).unwrap(),
             "pod pending"
         );
+    }
+
+    #[test]
+    fn the_full_scan_runs_at_most_once_per_interval_per_daemonset() {
+        let clock = ScanClock::default();
+        let start = Instant::now();
+        assert!(clock.due("plugin", start));
+        assert!(!clock.due("plugin", start + Duration::from_secs(1)));
+        assert!(
+            clock.due("validator", start),
+            "each DaemonSet has its own clock"
+        );
+        assert!(clock.due("plugin", start + FULL_SCAN_EVERY));
     }
 }

@@ -1,6 +1,9 @@
 //! Whether an operand DaemonSet counts as ready, by NVIDIA's rules: no pods wanted is ready;
 //! RollingUpdate needs every desired pod updated and available for the current generation;
 //! OnDelete needs every desired pod ready (the pod revision check is the driver's, later).
+//! Whatever the strategy, the DaemonSet controller must have observed the current generation:
+//! a DaemonSet it has not counted yet says `desiredNumberScheduled: 0`, which is not "no pods
+//! wanted".
 
 use k8s_openapi::api::apps::v1::DaemonSet;
 
@@ -43,7 +46,7 @@ pub fn rollout(ds: &DaemonSet) -> Rollout {
     Rollout {
         desired,
         ready,
-        is_ready: desired == 0 || is_ready,
+        is_ready: observed && (desired == 0 || is_ready),
     }
 }
 
@@ -89,7 +92,23 @@ mod tests {
 
     #[test]
     fn zero_desired_is_ready() {
-        assert!(rollout(&ds("RollingUpdate", 1, status(0, 0, 0, 0, 0))).is_ready);
+        assert!(rollout(&ds("RollingUpdate", 1, status(0, 0, 0, 0, 1))).is_ready);
+    }
+
+    #[test]
+    fn a_daemonset_not_yet_counted_is_not_ready() {
+        let fresh = DaemonSet {
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                generation: Some(1),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert!(!rollout(&fresh).is_ready, "no status yet");
+        assert!(
+            !rollout(&ds("OnDelete", 1, status(0, 0, 0, 0, 0))).is_ready,
+            "zero desired, but generation 1 not observed"
+        );
     }
 
     #[test]

@@ -23,7 +23,11 @@ use kube::{
     Api, ResourceExt as _,
     api::{Patch, PatchParams},
     core::PartialObjectMeta,
-    runtime::{Controller, controller::Action, reflector::ObjectRef},
+    runtime::{
+        Controller,
+        controller::{self, Action},
+        reflector::ObjectRef,
+    },
 };
 use serde_json::{Value, json};
 
@@ -43,6 +47,10 @@ const RESYNC: Duration = Duration::from_secs(3600);
 const RETRY: Duration = Duration::from_secs(10);
 /// Retry delay after the node changed between our read and our patch.
 const CONFLICT_RETRY: Duration = Duration::from_secs(1);
+/// Node reconciles (so patches) in flight at once. A ClusterPolicy change reconciles every node:
+/// unbounded, thousands of requests (and connections) would hit the API server at once, starve
+/// the leader-election renewals and bloat the operator with connection buffers.
+const CONCURRENCY: u16 = 8;
 
 /// The node-labelling reconciler: the shared context plus what it remembers between reconciles.
 pub struct NodeLabeler {
@@ -95,6 +103,7 @@ impl NodeLabeler {
             .clone()
             .filter_map(move |_| future::ready(policy_filter.changed().then_some(())));
         Controller::for_shared_stream(node_events, nodes)
+            .with_config(controller::Config::default().concurrency(CONCURRENCY))
             .reconcile_all_on(policy_changes)
             .graceful_shutdown_on(shutdown)
             .run(reconcile, error_policy, self)

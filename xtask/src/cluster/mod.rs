@@ -14,6 +14,7 @@ use std::time::Duration;
 use clap::Subcommand;
 
 pub use build::ensure as ensure_built;
+pub use components::http_ok;
 pub use layout::{Layout, display as display_path};
 pub use nodes::is_ready as node_is_ready;
 pub use up::UpArgs;

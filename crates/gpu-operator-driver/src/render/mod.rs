@@ -19,8 +19,6 @@ use crate::Input;
 pub fn children(input: &Input) -> Children {
     Children {
         service_accounts: vec![rbac::IDENTITY.service_account()],
-        roles: vec![rbac::role()],
-        role_bindings: vec![rbac::IDENTITY.role_binding(&input.namespace)],
         cluster_roles: vec![rbac::cluster_role()],
         cluster_role_bindings: vec![rbac::IDENTITY.cluster_role_binding(&input.namespace)],
         config_maps: vec![config_map::startup_probe()],

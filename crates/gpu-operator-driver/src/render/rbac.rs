@@ -1,19 +1,20 @@
 //! The driver's identity and permissions, as NVIDIA grants them. The ClusterRole is what
 //! k8s-driver-manager needs to make a node safe for a driver (re)load: read and label the node
 //! (pausing operands through their deploy labels, cordoning), find and evict the GPU pods
-//! (including those holding GPUs through DRA ResourceClaims), and read its DaemonSet; plus the
-//! OpenShift version for the driver container. The Role lets the pods use OpenShift's
-//! `privileged` SecurityContextConstraints (inert elsewhere).
+//! (including those holding GPUs through DRA ResourceClaims), and read its DaemonSet. NVIDIA's
+//! OpenShift-only grants (the cluster version, `use` of the `privileged` SecurityContextConstraints)
+//! are left out: this operator does not run on OpenShift (the chart refuses `platform.openshift`),
+//! and the operator would have to hold them itself to grant them.
 
 use gpu_operator_core::{
     operand::Operand as _,
     rbac::{Identity, rule},
 };
-use k8s_openapi::api::rbac::v1::{ClusterRole, Role};
+use k8s_openapi::api::rbac::v1::ClusterRole;
 
 use crate::{Driver, SERVICE_ACCOUNT};
 
-/// ServiceAccount, Role, ClusterRole and bindings are all `nvidia-driver`.
+/// ServiceAccount, ClusterRole and binding are all `nvidia-driver`.
 pub const IDENTITY: Identity<'static> = Identity {
     name: SERVICE_ACCOUNT,
     component: Driver::NAME,
@@ -22,28 +23,12 @@ pub const IDENTITY: Identity<'static> = Identity {
 /// ClusterRole `nvidia-driver`.
 pub fn cluster_role() -> ClusterRole {
     IDENTITY.cluster_role(vec![
-        rule(
-            "config.openshift.io",
-            &["clusterversions"],
-            &["get", "list"],
-        ),
         rule("", &["nodes"], &["get", "list", "patch", "update", "watch"]),
         rule("", &["pods"], &["get", "list", "watch"]),
         rule("", &["pods/eviction"], &["create"]),
         rule("resource.k8s.io", &["resourceclaims"], &["get", "list"]),
         rule("apps", &["daemonsets"], &["get"]),
     ])
-}
-
-/// Role `nvidia-driver`: `use` of the `privileged` SecurityContextConstraints.
-pub fn role() -> Role {
-    let mut scc = rule(
-        "security.openshift.io",
-        &["securitycontextconstraints"],
-        &["use"],
-    );
-    scc.resource_names = Some(vec!["privileged".to_owned()]);
-    IDENTITY.role(vec![scc])
 }
 
 #[cfg(test)]
@@ -63,10 +48,11 @@ mod tests {
         assert_eq!(grants("pods/eviction"), ["create"]);
         assert!(grants("nodes").contains(&"patch".to_owned()));
         assert_eq!(grants("daemonsets"), ["get"]);
-        let role = role().rules.unwrap();
-        assert_eq!(
-            role[0].resource_names.as_deref(),
-            Some(&["privileged".to_owned()][..])
+        assert!(
+            rules
+                .iter()
+                .all(|r| !r.api_groups.as_ref().unwrap()[0].contains("openshift")),
+            "no OpenShift-only grant"
         );
     }
 }

@@ -1,6 +1,7 @@
 //! The toolkit's identity and permissions, as NVIDIA grants them: list DaemonSets in the operator
-//! namespace (the toolkit looks for the driver's), and use OpenShift's `privileged`
-//! SecurityContextConstraints (inert elsewhere). No cluster-wide permission.
+//! namespace (the toolkit looks for the driver's). No cluster-wide permission. NVIDIA's `use` of
+//! OpenShift's `privileged` SecurityContextConstraints is left out (no OpenShift support, and the
+//! operator would have to hold it to grant it).
 
 use gpu_operator_core::{
     operand::Operand as _,
@@ -18,11 +19,5 @@ pub const IDENTITY: Identity<'static> = Identity {
 
 /// Role `nvidia-container-toolkit`.
 pub fn role() -> Role {
-    let mut scc = rule(
-        "security.openshift.io",
-        &["securitycontextconstraints"],
-        &["use"],
-    );
-    scc.resource_names = Some(vec!["privileged".to_owned()]);
-    IDENTITY.role(vec![scc, rule("apps", &["daemonsets"], &["list"])])
+    IDENTITY.role(vec![rule("apps", &["daemonsets"], &["list"])])
 }

@@ -1,0 +1,299 @@
+//! What one bench run measured, and how it is shown: a table on the terminal, Markdown and JSON
+//! under `target/bench/`.
+
+use std::{collections::BTreeMap, fmt::Write as _};
+
+use serde::Serialize;
+
+/// Mutating requests, counted by verb (`patch`, `create`, …) and by `verb resource`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Writes {
+    /// Count per verb.
+    pub by_verb: BTreeMap<String, u64>,
+    /// Count per `verb resource`, such as `patch nodes`.
+    pub by_resource: BTreeMap<String, u64>,
+    /// Of all, those the API server refused (status 400 and above, such as 409 Conflict).
+    pub refused: u64,
+}
+
+impl Writes {
+    /// Counts one request that got HTTP status `code`.
+    pub fn add(&mut self, verb: &str, resource: &str, code: u16) {
+        if code >= 400 {
+            self.refused += 1;
+        }
+        *self.by_verb.entry(verb.to_owned()).or_default() += 1;
+        *self
+            .by_resource
+            .entry(format!("{verb} {resource}"))
+            .or_default() += 1;
+    }
+
+    /// `patch 12, create 3` (plus `(2 refused)` when some were), or `0`.
+    pub fn summary(&self) -> String {
+        if self.by_verb.is_empty() {
+            return "0".to_owned();
+        }
+        let verbs = self
+            .by_verb
+            .iter()
+            .map(|(verb, n)| format!("{verb} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if self.refused == 0 {
+            verbs
+        } else {
+            format!("{verbs} ({} refused)", self.refused)
+        }
+    }
+}
+
+/// The measurements of one fleet size. Times are seconds; `None` where the step did not finish.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Run {
+    /// Simulated nodes in the cluster.
+    pub nodes: u32,
+    /// Of which GPU nodes.
+    pub gpu_nodes: u32,
+    /// Operator start until its caches synced (`/readyz`).
+    pub caches_synced_s: Option<f64>,
+    /// ClusterPolicy created until `state: ready` with reason `Reconciled`.
+    pub ready_s: Option<f64>,
+    /// `kubectl patch` of the ClusterPolicy until the device plugin DaemonSet carries the change.
+    pub patch_to_daemonset_s: Option<f64>,
+    /// Writes from the ClusterPolicy's creation until the steady window starts.
+    pub rollout_writes: Writes,
+    /// Writes during the steady window (leader-election lease renewals excluded).
+    pub steady_writes: Writes,
+    /// Length of the steady window.
+    pub steady_window_s: u64,
+    /// Lease renewals during the steady window (expected: about one per 2–10 s).
+    pub steady_lease_writes: u64,
+    /// Peak resident memory of the operator (VmHWM), MiB.
+    pub peak_rss_mib: Option<f64>,
+    /// Resident memory at the end of the steady window (VmRSS), MiB.
+    pub steady_rss_mib: Option<f64>,
+    /// CPU seconds (user + system) of the operator from start until ready.
+    pub cpu_rollout_s: Option<f64>,
+    /// CPU seconds during the steady window.
+    pub cpu_steady_s: Option<f64>,
+    /// CPU seconds over the whole run (start to stop).
+    pub cpu_total_s: Option<f64>,
+    /// `/proc/loadavg` when the run started and when it ended: the machine may be shared.
+    pub load_average: Vec<String>,
+    /// What went wrong, if a step failed or timed out.
+    pub error: Option<String>,
+}
+
+/// The whole report: the operator binary measured and one [`Run`] per fleet size.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Report {
+    /// The `gpu-operator` binary that ran.
+    pub operator: String,
+    /// Extra environment it ran with.
+    pub operator_env: Vec<String>,
+    /// `git describe` of the tree it was built from, when known.
+    pub revision: String,
+    /// When the report was written (RFC 3339).
+    pub finished_at: String,
+    /// One entry per fleet size, in the order run.
+    pub runs: Vec<Run>,
+}
+
+fn secs(value: Option<f64>) -> String {
+    value.map_or_else(|| "—".to_owned(), |s| format!("{s:.1} s"))
+}
+
+fn mib(value: Option<f64>) -> String {
+    value.map_or_else(|| "—".to_owned(), |m| format!("{m:.1} MiB"))
+}
+
+const HEADER: [&str; 11] = [
+    "nodes (GPU)",
+    "caches synced",
+    "ready",
+    "patch → DS",
+    "rollout writes",
+    "steady writes",
+    "peak RSS",
+    "steady RSS",
+    "CPU rollout",
+    "CPU steady",
+    "CPU total",
+];
+
+impl Run {
+    fn cells(&self) -> [String; 11] {
+        [
+            format!("{} ({})", self.nodes, self.gpu_nodes),
+            secs(self.caches_synced_s),
+            secs(self.ready_s),
+            secs(self.patch_to_daemonset_s),
+            self.rollout_writes.summary(),
+            format!(
+                "{} in {} s",
+                self.steady_writes.summary(),
+                self.steady_window_s
+            ),
+            mib(self.peak_rss_mib),
+            mib(self.steady_rss_mib),
+            secs(self.cpu_rollout_s),
+            secs(self.cpu_steady_s),
+            secs(self.cpu_total_s),
+        ]
+    }
+}
+
+impl Report {
+    /// The report as Markdown: a table, the writes by resource, and errors.
+    pub fn markdown(&self) -> String {
+        let mut out = format!(
+            "# gpu-operator bench\n\noperator `{}` {}(bench tree {}), finished {}\n\n",
+            self.operator,
+            self.operator_env.iter().fold(String::new(), |mut out, e| {
+                let _ = write!(out, "with `{e}` ");
+                out
+            }),
+            self.revision,
+            self.finished_at
+        );
+        let _ = writeln!(out, "| {} |", HEADER.join(" | "));
+        let _ = writeln!(out, "|{}", "---|".repeat(HEADER.len()));
+        for run in &self.runs {
+            let _ = writeln!(out, "| {} |", run.cells().join(" | "));
+        }
+        out.push_str("\nWrites by resource (rollout; steady, lease renewals excluded):\n\n");
+        for run in &self.runs {
+            let list = |w: &Writes| {
+                if w.by_resource.is_empty() {
+                    return "none".to_owned();
+                }
+                w.by_resource
+                    .iter()
+                    .map(|(k, n)| format!("{k} {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let _ = writeln!(
+                out,
+                "- {} nodes: rollout: {}; steady: {} (+{} lease renewals)",
+                run.nodes,
+                list(&run.rollout_writes),
+                list(&run.steady_writes),
+                run.steady_lease_writes
+            );
+            if !run.load_average.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "  - load average (1, 5, 15 min) at start, end: {}",
+                    run.load_average.join("; ")
+                );
+            }
+            if let Some(error) = &run.error {
+                let _ = writeln!(out, "  - error: {error}");
+            }
+        }
+        out
+    }
+
+    /// The table for a terminal, columns aligned.
+    pub fn table(&self) -> String {
+        let rows: Vec<[String; 11]> = self.runs.iter().map(Run::cells).collect();
+        let widths: Vec<usize> = (0..HEADER.len())
+            .map(|i| {
+                rows.iter()
+                    .map(|r| r[i].chars().count())
+                    .chain([HEADER[i].chars().count()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let line = |cells: Vec<&str>| {
+            cells
+                .iter()
+                .zip(&widths)
+                .map(|(c, w)| format!("{c:<w$}"))
+                .collect::<Vec<_>>()
+                .join("  ")
+                .trim_end()
+                .to_owned()
+        };
+        let mut out = line(HEADER.to_vec());
+        for row in &rows {
+            out.push('\n');
+            out.push_str(&line(row.iter().map(String::as_str).collect()));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run() -> Run {
+        let mut rollout = Writes::default();
+        for _ in 0..3 {
+            rollout.add("patch", "nodes", 200);
+        }
+        rollout.add("create", "events", 201);
+        Run {
+            nodes: 100,
+            gpu_nodes: 86,
+            caches_synced_s: Some(0.42),
+            ready_s: Some(12.345),
+            rollout_writes: rollout,
+            steady_window_s: 60,
+            peak_rss_mib: Some(20.0),
+            ..Run::default()
+        }
+    }
+
+    #[test]
+    fn writes_count_by_verb_and_resource() {
+        let w = run().rollout_writes;
+        assert_eq!(w.summary(), "create 1, patch 3");
+        assert_eq!(w.by_resource["patch nodes"], 3);
+        assert_eq!(Writes::default().summary(), "0");
+        let mut conflicted = w.clone();
+        conflicted.add("patch", "nodes", 409);
+        assert_eq!(conflicted.summary(), "create 1, patch 4 (1 refused)");
+    }
+
+    #[test]
+    fn the_markdown_has_one_row_per_run_and_dashes_for_missing_numbers() {
+        let report = Report {
+            operator: "gpu-operator".into(),
+            operator_env: vec!["MALLOC_ARENA_MAX=2".into()],
+            revision: "abc".into(),
+            finished_at: "now".into(),
+            runs: vec![run()],
+        };
+        let md = report.markdown();
+        assert!(
+            md.contains("operator `gpu-operator` with `MALLOC_ARENA_MAX=2` (bench tree abc)"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "| 100 (86) | 0.4 s | 12.3 s | — | create 1, patch 3 | 0 in 60 s | 20.0 MiB | — |"
+            ),
+            "{md}"
+        );
+        assert!(md.contains("- 100 nodes: rollout: create events 1, patch nodes 3; steady: none (+0 lease renewals)"), "{md}");
+        let table = report.table();
+        assert_eq!(table.lines().count(), 2);
+        assert!(
+            table.starts_with("nodes (GPU)  caches synced  ready"),
+            "{table}"
+        );
+    }
+
+    #[test]
+    fn the_json_names_every_measurement() {
+        let json = serde_json::to_value(run()).unwrap();
+        assert_eq!(json["ready_s"], 12.345);
+        assert_eq!(json["rollout_writes"]["by_verb"]["patch"], 3);
+        assert!(json["patch_to_daemonset_s"].is_null());
+    }
+}

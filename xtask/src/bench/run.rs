@@ -1,0 +1,401 @@
+//! One bench run on a cluster that is up: install the CRD, start the operator as a host process
+//! under a ServiceAccount token, create a ClusterPolicy and time it to `ready`, watch 60 s of
+//! steady state, time a `kubectl patch` to the updated DaemonSet, then count the operator's writes
+//! in the API server's audit log and read its memory and CPU from `/proc`.
+
+use std::{
+    path::{Path, PathBuf},
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context as _, bail};
+use gpu_operator_api::{ClusterPolicy, State, conditions};
+use gpu_operator_e2e::{
+    crd::repo_root,
+    harness::client_for,
+    operator::{Operator, audit_log_beside, service_account_kubeconfig_from, writes_in},
+};
+use k8s_openapi::{
+    api::{apps::v1::DaemonSet, core::v1::Namespace},
+    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+    jiff::Timestamp,
+};
+use kube::{
+    Api, ResourceExt as _,
+    api::{Patch, PatchParams, PostParams},
+};
+use serde_json::json;
+
+use super::{
+    proc_stats::{clock_ticks, cpu_seconds, load_average, status_mib},
+    report::Run,
+};
+use crate::cluster::http_ok;
+
+/// Namespace of the operator and its operands.
+const NAMESPACE: &str = "gpu-operator";
+/// The device plugin DaemonSet the patch step watches.
+const PLUGIN: &str = "nvidia-device-plugin-daemonset";
+/// The operand DaemonSets that must cover every GPU node.
+const DAEMONSETS: [&str; 2] = [PLUGIN, "nvidia-operator-validator"];
+/// Operand images the operator falls back to (the ClusterPolicy names none).
+const IMAGES: [(&str, &str); 2] = [
+    (
+        "DEVICE_PLUGIN_IMAGE",
+        "nvcr.io/nvidia/k8s-device-plugin:v0.17.0",
+    ),
+    ("VALIDATOR_IMAGE", "ghcr.io/example/gpu-operator:bench"),
+];
+/// Quiet time after `ready` before the steady window: longer than every debounce, so the
+/// status writes that follow `ready` count as rollout.
+const SETTLE: Duration = Duration::from_secs(10);
+/// How often progress is printed while waiting.
+const PROGRESS_EVERY: Duration = Duration::from_secs(15);
+
+/// How to run one size.
+pub struct Options {
+    /// The `gpu-operator` binary.
+    pub binary: PathBuf,
+    /// Length of the steady window.
+    pub steady: Duration,
+    /// How long to wait for `ready`.
+    pub ready_timeout: Duration,
+    /// Where the operator log and its kubeconfig go.
+    pub dir: PathBuf,
+    /// Extra environment for the operator.
+    pub env: Vec<(String, String)>,
+}
+
+/// Points in time the audit log is split at.
+#[derive(Default)]
+struct Marks {
+    created: Option<Timestamp>,
+    steady_from: Option<Timestamp>,
+    steady_to: Option<Timestamp>,
+}
+
+/// Measures one run on the cluster of the admin `kubeconfig`; a failed step is recorded in
+/// [`Run::error`] and the measurements taken so far are kept.
+pub async fn measure(kubeconfig: &Path, run: &mut Run, options: &Options) {
+    let mut marks = Marks::default();
+    let mut user = None;
+    run.load_average.push(load_average());
+    let steps = Box::pin(steps(kubeconfig, run, options, &mut marks, &mut user));
+    if let Err(error) = steps.await {
+        eprintln!("    ! {error:#}");
+        run.error = Some(format!("{error:#}"));
+    }
+    run.load_average.push(load_average());
+    if let (Some(user), Some(created)) = (user, marks.created)
+        && let Err(error) = count_writes(kubeconfig, &user, created, &marks, run)
+    {
+        run.error.get_or_insert_with(|| format!("{error:#}"));
+    }
+}
+
+/// Prepares the cluster, runs the operator through the steps, and stops it.
+async fn steps(
+    kubeconfig: &Path,
+    run: &mut Run,
+    options: &Options,
+    marks: &mut Marks,
+    user: &mut Option<String>,
+) -> anyhow::Result<()> {
+    let client = client_for(kubeconfig).await?;
+    install_crd(&client).await?;
+    let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": NAMESPACE}}))?;
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .context("creating the operator namespace")?;
+    std::fs::create_dir_all(&options.dir)?;
+    let (operator_kubeconfig, operator_user) = service_account_kubeconfig_from(
+        kubeconfig,
+        &client,
+        NAMESPACE,
+        "gpu-operator",
+        "cluster-admin",
+        &options.dir,
+    )
+    .await?;
+    *user = Some(operator_user);
+    let env: Vec<(&str, &str)> = IMAGES
+        .into_iter()
+        .chain(options.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .collect();
+    let ticks = clock_ticks();
+    let mut operator = Operator::spawn(
+        &options.binary,
+        "info",
+        &operator_kubeconfig,
+        NAMESPACE,
+        &env,
+        &options.dir.join("operator.log"),
+    )?;
+    let pid = operator.pid();
+    let result = Box::pin(observe(&client, &mut operator, run, options, marks, ticks)).await;
+    run.peak_rss_mib = status_mib(pid, "VmHWM");
+    run.cpu_total_s = cpu_seconds(pid, ticks);
+    operator.stop()?;
+    result
+}
+
+/// The measured part: caches synced, ClusterPolicy to ready, steady state, patch.
+async fn observe(
+    client: &kube::Client,
+    operator: &mut Operator,
+    run: &mut Run,
+    options: &Options,
+    marks: &mut Marks,
+    ticks: f64,
+) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let (pid, probe_port) = (operator.pid(), operator.probe_port);
+    wait_for(
+        operator,
+        "the operator's caches to sync",
+        Duration::from_secs(600),
+        async |_| Ok(http_ok(probe_port, "/readyz").then_some(())),
+    )
+    .await?;
+    run.caches_synced_s = Some(started.elapsed().as_secs_f64());
+    eprintln!(
+        "    caches synced after {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+
+    let policies: Api<ClusterPolicy> = Api::all(client.clone());
+    let daemonsets: Api<DaemonSet> = Api::namespaced(client.clone(), NAMESPACE);
+    let policy: ClusterPolicy = serde_yaml::from_str(&std::fs::read_to_string(
+        repo_root().join("manifests/examples/minimal.yaml"),
+    )?)?;
+    let name = policy.name_any();
+    let gpu_nodes = run.gpu_nodes;
+    marks.created = Some(Timestamp::now());
+    let created = Instant::now();
+    policies.create(&PostParams::default(), &policy).await?;
+    wait_for(
+        operator,
+        "the ClusterPolicy to be ready",
+        options.ready_timeout,
+        async |elapsed| {
+            let policy = policies.get(&name).await?;
+            if elapsed {
+                let rss =
+                    status_mib(pid, "VmRSS").map_or_else(String::new, |m| format!("{m:.1} MiB"));
+                let secs = created.elapsed().as_secs_f64();
+                eprintln!("    … {secs:.0} s: {}; RSS {rss}", progress(&policy));
+            }
+            Ok((is_ready(&policy) && covered(&daemonsets, gpu_nodes).await?).then_some(()))
+        },
+    )
+    .await?;
+    run.ready_s = Some(created.elapsed().as_secs_f64());
+    run.cpu_rollout_s = cpu_seconds(pid, ticks);
+    eprintln!(
+        "    ready after {:.1} s; settling {SETTLE:?}, then {:?} of steady state",
+        created.elapsed().as_secs_f64(),
+        options.steady
+    );
+
+    tokio::time::sleep(SETTLE).await;
+    marks.steady_from = Some(Timestamp::now());
+    let cpu_before = cpu_seconds(pid, ticks);
+    tokio::time::sleep(options.steady).await;
+    marks.steady_to = Some(Timestamp::now());
+    run.steady_window_s = options.steady.as_secs();
+    run.cpu_steady_s = cpu_seconds(pid, ticks).zip(cpu_before).map(|(a, b)| a - b);
+    run.steady_rss_mib = status_mib(pid, "VmRSS");
+    if !operator.is_running() {
+        bail!(
+            "the operator exited; its log ends:\n{}",
+            operator.log_tail()
+        );
+    }
+    run.patch_to_daemonset_s = Some(patch_to_daemonset(client, operator, &name).await?);
+    Ok(())
+}
+
+/// Patches the device plugin's environment and times until the DaemonSet template carries it.
+async fn patch_to_daemonset(
+    client: &kube::Client,
+    operator: &mut Operator,
+    name: &str,
+) -> anyhow::Result<f64> {
+    let policies: Api<ClusterPolicy> = Api::all(client.clone());
+    let daemonsets: Api<DaemonSet> = Api::namespaced(client.clone(), NAMESPACE);
+    let value = Timestamp::now().as_second().to_string();
+    let patch =
+        json!({"spec": {"devicePlugin": {"env": [{"name": "BENCH_PATCH", "value": value}]}}});
+    let patched = Instant::now();
+    policies
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .context("patching the ClusterPolicy")?;
+    let poll = Duration::from_millis(100);
+    let deadline = patched + Duration::from_secs(300);
+    loop {
+        let ds = daemonsets.get_opt(PLUGIN).await?;
+        if ds
+            .as_ref()
+            .is_some_and(|ds| carries_env(ds, "BENCH_PATCH", &value))
+        {
+            return Ok(patched.elapsed().as_secs_f64());
+        }
+        if Instant::now() > deadline {
+            bail!("{PLUGIN} did not pick up the patch within 5 minutes");
+        }
+        if !operator.is_running() {
+            bail!(
+                "the operator exited; its log ends:\n{}",
+                operator.log_tail()
+            );
+        }
+        tokio::time::sleep(poll).await;
+    }
+}
+
+fn carries_env(ds: &DaemonSet, name: &str, value: &str) -> bool {
+    ds.spec
+        .iter()
+        .flat_map(|s| s.template.spec.iter())
+        .flat_map(|s| s.containers.iter())
+        .flat_map(|c| c.env.iter().flatten())
+        .any(|e| e.name == name && e.value.as_deref() == Some(value))
+}
+
+/// Calls `check` about once a second until it returns `Some`, the operator exits or `timeout`
+/// passes; `check` gets `true` when it should print progress.
+async fn wait_for<T>(
+    operator: &mut Operator,
+    what: &str,
+    timeout: Duration,
+    mut check: impl AsyncFnMut(bool) -> anyhow::Result<Option<T>>,
+) -> anyhow::Result<T> {
+    let started = Instant::now();
+    let mut next_progress = started + PROGRESS_EVERY;
+    loop {
+        let report = Instant::now() >= next_progress;
+        if report {
+            next_progress += PROGRESS_EVERY;
+        }
+        // A failed request (say, a slow API server) is retried, not fatal.
+        match check(report).await {
+            Ok(Some(value)) => return Ok(value),
+            Err(error) if report => eprintln!("    … {what}: {error:#}"),
+            Ok(None) | Err(_) => {}
+        }
+        if !operator.is_running() {
+            bail!(
+                "the operator exited while waiting for {what}; its log ends:\n{}",
+                operator.log_tail()
+            );
+        }
+        if started.elapsed() > timeout {
+            bail!("timed out after {timeout:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// Whether every operand DaemonSet has a ready pod on each of the `gpu_nodes` (the ClusterPolicy
+/// may say `ready` while nodes are still being labelled: the bench waits for the whole fleet).
+async fn covered(daemonsets: &Api<DaemonSet>, gpu_nodes: u32) -> anyhow::Result<bool> {
+    let want = i32::try_from(gpu_nodes)?;
+    for name in DAEMONSETS {
+        let Some(ds) = daemonsets.get_opt(name).await? else {
+            return Ok(false);
+        };
+        let status = ds.status.unwrap_or_default();
+        if status.desired_number_scheduled != want || status.number_ready != want {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn is_ready(policy: &ClusterPolicy) -> bool {
+    let Some(status) = &policy.status else {
+        return false;
+    };
+    status.state == State::Ready
+        && status.conditions.iter().flatten().any(|c| {
+            c.type_ == conditions::READY
+                && c.status == "True"
+                && c.reason == conditions::reason::RECONCILED
+        })
+}
+
+/// The operand conditions' messages, shortened, for progress lines.
+fn progress(policy: &ClusterPolicy) -> String {
+    let operands = [
+        conditions::operand::DEVICE_PLUGIN_READY,
+        conditions::operand::VALIDATOR_READY,
+    ];
+    let parts: Vec<String> = policy
+        .status
+        .iter()
+        .flat_map(|s| s.conditions.iter().flatten())
+        .filter(|c| operands.contains(&c.type_.as_str()))
+        .map(|c| {
+            let message: String = c.message.chars().take(90).collect();
+            format!("{}: {message}", c.type_)
+        })
+        .collect();
+    if parts.is_empty() {
+        "no operand condition yet".to_owned()
+    } else {
+        parts.join(" | ")
+    }
+}
+
+/// Installs the generated ClusterPolicy CRD and waits until ClusterPolicies are served.
+async fn install_crd(client: &kube::Client) -> anyhow::Result<()> {
+    let path = repo_root().join("crds/clusterpolicies.nvidia.com.yaml");
+    let crd: CustomResourceDefinition = serde_yaml::from_str(&std::fs::read_to_string(&path)?)
+        .with_context(|| format!("reading {}", path.display()))?;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.patch(
+        &crd.name_any(),
+        &PatchParams::apply("gpu-operator-bench").force(),
+        &Patch::Apply(&crd),
+    )
+    .await
+    .context("installing the ClusterPolicy CRD")?;
+    let policies: Api<ClusterPolicy> = Api::all(client.clone());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while policies
+        .list(&kube::api::ListParams::default().limit(1))
+        .await
+        .is_err()
+    {
+        if Instant::now() > deadline {
+            bail!("ClusterPolicies were not served within a minute of installing the CRD");
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    Ok(())
+}
+
+/// Splits the operator's writes since `created` into the rollout and the steady window.
+fn count_writes(
+    kubeconfig: &Path,
+    user: &str,
+    created: Timestamp,
+    marks: &Marks,
+    run: &mut Run,
+) -> anyhow::Result<()> {
+    let writes = writes_in(&audit_log_beside(kubeconfig)?, user, created)?;
+    for (at, write) in writes {
+        let steady = marks.steady_from.is_some_and(|from| at > from)
+            && marks.steady_to.is_none_or(|to| at <= to);
+        let after = marks.steady_to.is_some_and(|to| at > to);
+        match (steady, after, write.resource.as_str()) {
+            (true, false, "leases") => run.steady_lease_writes += 1,
+            (true, false, resource) => run.steady_writes.add(&write.verb, resource, write.code),
+            (_, true, _) | (false, _, "leases") => {}
+            (false, false, resource) => run.rollout_writes.add(&write.verb, resource, write.code),
+        }
+    }
+    Ok(())
+}
