@@ -12,7 +12,9 @@ use std::{
 };
 
 use anyhow::{Context as _, bail};
-use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::{api::core::v1::ServiceAccount, jiff::Timestamp};
+use kube::{Api, api::PostParams};
+use serde_json::json;
 
 use crate::harness::kubeconfig_path;
 

@@ -1,7 +1,7 @@
 //! `cargo xtask <task>`: the project's automation, in Rust, so every task works the same on any machine.
 
-mod chart;
 mod bench;
+mod chart;
 mod ci;
 mod cluster;
 mod codegen;
