@@ -28,7 +28,7 @@ use gpu_operator_e2e::{
 };
 use k8s_openapi::api::{
     core::v1::{Namespace, ServiceAccount},
-    rbac::v1::{ClusterRole, Role},
+    rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
 };
 use kube::{
     Api,
@@ -118,7 +118,21 @@ async fn the_cluster_policy_counts_validated_nodes_and_names_the_failing_one() {
         let cluster_role = Api::<ClusterRole>::all(client.clone())
             .get_opt(validator_sa)
             .await?;
-        Ok((sa.is_some() && role.is_some() && cluster_role.is_some()).then_some(()))
+        let role_binding = Api::<RoleBinding>::namespaced(client.clone(), &namespace)
+            .get_opt(validator_sa)
+            .await?;
+        // Cluster-scoped and named alike for every install: it must bind this namespace's account.
+        let cluster_binding = Api::<ClusterRoleBinding>::all(client.clone())
+            .get_opt(validator_sa)
+            .await?
+            .and_then(|b| b.subjects)
+            .is_some_and(|s| s.iter().any(|s| s.namespace.as_deref() == Some(&namespace)));
+        Ok((sa.is_some()
+            && role.is_some()
+            && cluster_role.is_some()
+            && role_binding.is_some()
+            && cluster_binding)
+            .then_some(()))
     })
     .await
     .unwrap();
