@@ -6,7 +6,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
+use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, spec::ImageSpec};
 use k8s_openapi::api::core::v1::Pod;
 use kube::{
     Api, Resource, ResourceExt as _,
@@ -123,6 +123,26 @@ pub struct Cluster<'a> {
     pub facts: &'a ClusterFacts,
     /// The operator's image environment fallbacks (`DEVICE_PLUGIN_IMAGE`, …) by variable name.
     pub image_env: &'a (dyn Fn(&str) -> Option<String> + Sync),
+}
+
+impl Cluster<'_> {
+    /// Resolves the image of ClusterPolicy section `section` by NVIDIA's rules, with the
+    /// operator's environment variable `env` as the fallback.
+    pub fn image(&self, section: &str, spec: &ImageSpec, env: &str) -> Result<String, Error> {
+        Ok(crate::image::resolve(
+            section,
+            spec,
+            env,
+            (self.image_env)(env).as_deref(),
+        )?)
+    }
+
+    /// The validator image (`validator` section, `VALIDATOR_IMAGE` fallback), which the
+    /// validation barrier init containers of other operands run.
+    pub fn validator_image(&self, spec: &ClusterPolicySpec) -> Result<String, Error> {
+        let validator = spec.validator.clone().unwrap_or_default();
+        self.image("validator", &validator.image, "VALIDATOR_IMAGE")
+    }
 }
 
 impl std::fmt::Debug for Cluster<'_> {

@@ -1,7 +1,7 @@
 //! Checks the ClusterPolicy for the DCGM exporter and resolves its images. Pure.
 
 use gpu_operator_api::{ClusterPolicySpec, spec::DcgmExporterSpec};
-use gpu_operator_core::{Error, image, operand::Cluster, runtime_class};
+use gpu_operator_core::{Error, operand::Cluster, runtime_class};
 
 /// Env of the exporter that turns on pod-label enrichment.
 pub const POD_LABELS_ENV: &str = "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS";
@@ -67,21 +67,8 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
     if exporter.enabled == Some(false) {
         return Ok(None);
     }
-    let env = "DCGM_EXPORTER_IMAGE";
-    let image = image::resolve(
-        "dcgmExporter",
-        &exporter.image,
-        env,
-        (cluster.image_env)(env).as_deref(),
-    )?;
-    let validator = spec.validator.clone().unwrap_or_default();
-    let env = "VALIDATOR_IMAGE";
-    let validator_image = image::resolve(
-        "validator",
-        &validator.image,
-        env,
-        (cluster.image_env)(env).as_deref(),
-    )?;
+    let image = cluster.image("dcgmExporter", &exporter.image, "DCGM_EXPORTER_IMAGE")?;
+    let validator_image = cluster.validator_image(spec)?;
     Ok(Some(Input {
         image,
         validator_image,

@@ -1,7 +1,7 @@
 //! Checks the ClusterPolicy for DCGM and resolves its images. Pure.
 
 use gpu_operator_api::ClusterPolicySpec;
-use gpu_operator_core::{Error, image, operand::Cluster, runtime_class};
+use gpu_operator_core::{Error, operand::Cluster, runtime_class};
 
 /// What rendering DCGM needs.
 #[derive(Clone, Debug)]
@@ -22,21 +22,8 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
     if spec.dcgm.enabled == Some(false) {
         return Ok(None);
     }
-    let env = "DCGM_IMAGE";
-    let image = image::resolve(
-        "dcgm",
-        &spec.dcgm.image,
-        env,
-        (cluster.image_env)(env).as_deref(),
-    )?;
-    let validator = spec.validator.clone().unwrap_or_default();
-    let env = "VALIDATOR_IMAGE";
-    let validator_image = image::resolve(
-        "validator",
-        &validator.image,
-        env,
-        (cluster.image_env)(env).as_deref(),
-    )?;
+    let image = cluster.image("dcgm", &spec.dcgm.image, "DCGM_IMAGE")?;
+    let validator_image = cluster.validator_image(spec)?;
     Ok(Some(Input {
         image,
         validator_image,

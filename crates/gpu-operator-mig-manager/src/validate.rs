@@ -2,7 +2,11 @@
 //! that the default layouts lack. Pure.
 
 use gpu_operator_api::{ClusterPolicySpec, spec::MigManagerSpec};
-use gpu_operator_core::{Error, image, operand::Cluster, operand::Warning, runtime_class};
+use gpu_operator_core::{
+    Error,
+    operand::{Cluster, Warning},
+    runtime_class,
+};
 
 use crate::{DEFAULT_CONFIG, profiles};
 
@@ -53,21 +57,8 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
     if section.enabled == Some(false) {
         return Ok(None);
     }
-    let env = "MIG_MANAGER_IMAGE";
-    let image = image::resolve(
-        "migManager",
-        &section.image,
-        env,
-        (cluster.image_env)(env).as_deref(),
-    )?;
-    let validator = spec.validator.clone().unwrap_or_default();
-    let env = "VALIDATOR_IMAGE";
-    let validator_image = image::resolve(
-        "validator",
-        &validator.image,
-        env,
-        (cluster.image_env)(env).as_deref(),
-    )?;
+    let image = cluster.image("migManager", &section.image, "MIG_MANAGER_IMAGE")?;
+    let validator_image = cluster.validator_image(spec)?;
     Ok(Some(Input {
         image,
         validator_image,

@@ -4,7 +4,7 @@
 
 use gpu_operator_api::ClusterPolicySpec;
 use gpu_operator_core::{
-    Error, image,
+    Error,
     operand::Cluster,
     runtime_class::{self, ContainerRuntime},
 };
@@ -36,20 +36,8 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
                 .to_owned(),
         ));
     }
-    let env = |name: &str| (cluster.image_env)(name);
-    let image = image::resolve(
-        "toolkit",
-        &spec.toolkit.image,
-        "CONTAINER_TOOLKIT_IMAGE",
-        env("CONTAINER_TOOLKIT_IMAGE").as_deref(),
-    )?;
-    let validator = spec.validator.clone().unwrap_or_default();
-    let validator_image = image::resolve(
-        "validator",
-        &validator.image,
-        "VALIDATOR_IMAGE",
-        env("VALIDATOR_IMAGE").as_deref(),
-    )?;
+    let image = cluster.image("toolkit", &spec.toolkit.image, "CONTAINER_TOOLKIT_IMAGE")?;
+    let validator_image = cluster.validator_image(spec)?;
     let user_runtime = spec
         .toolkit
         .container
