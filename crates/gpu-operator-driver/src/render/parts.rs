@@ -2,8 +2,7 @@
 //! privileged security context and exec probes.
 
 use k8s_openapi::api::core::v1::{
-    EnvVar, EnvVarSource, ExecAction, HostPathVolumeSource, ObjectFieldSelector, Probe,
-    SELinuxOptions, SecurityContext, Volume, VolumeMount,
+    ExecAction, HostPathVolumeSource, Probe, SELinuxOptions, SecurityContext, Volume, VolumeMount,
 };
 
 /// A hostPath volume.
@@ -37,21 +36,6 @@ pub fn read_only(mut mount: VolumeMount) -> VolumeMount {
 pub fn propagated(mut mount: VolumeMount, propagation: &str) -> VolumeMount {
     mount.mount_propagation = Some(propagation.to_owned());
     mount
-}
-
-/// An env variable from a pod field such as `spec.nodeName`.
-pub fn field_env(name: &str, path: &str) -> EnvVar {
-    EnvVar {
-        name: name.to_owned(),
-        value: None,
-        value_from: Some(EnvVarSource {
-            field_ref: Some(ObjectFieldSelector {
-                field_path: path.to_owned(),
-                api_version: None,
-            }),
-            ..EnvVarSource::default()
-        }),
-    }
 }
 
 /// Privileged, with the SELinux level driver containers need to load kernel modules.

@@ -14,9 +14,8 @@ use gpu_operator_core::{
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
     core::v1::{
-        ConfigMapVolumeSource, Container, EnvVar, EnvVarSource, HostPathVolumeSource,
-        LocalObjectReference, ObjectFieldSelector, PodSpec, SELinuxOptions, SecurityContext,
-        Volume, VolumeMount,
+        ConfigMapVolumeSource, Container, EnvVar, HostPathVolumeSource, LocalObjectReference,
+        PodSpec, SELinuxOptions, SecurityContext, Volume, VolumeMount,
     },
 };
 
@@ -83,17 +82,7 @@ fn env(
             value_from: None,
         });
     }
-    env.push(EnvVar {
-        name: "NRI_NAMESPACE".to_owned(),
-        value: None,
-        value_from: Some(EnvVarSource {
-            field_ref: Some(ObjectFieldSelector {
-                field_path: "metadata.namespace".to_owned(),
-                api_version: None,
-            }),
-            ..EnvVarSource::default()
-        }),
-    });
+    env.push(daemonset::field_env("NRI_NAMESPACE", "metadata.namespace"));
     env
 }
 
