@@ -42,6 +42,7 @@ const POLICY: &str = "cluster-policy";
 async fn install_upgrade_crd_hook_uninstall_and_reinstall() {
     let client = client().await.unwrap();
     ensure_crd().await.unwrap();
+    support::ensure_runtime_class();
     // The release (and namespace) name contains the chart name, so objects are named after it.
     let release = unique_name("gpu-operator-chart");
     let _cleanup = steps::Cleanup(release.clone());

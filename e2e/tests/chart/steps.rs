@@ -327,7 +327,9 @@ pub async fn nothing_of_ours_remains(client: &kube::Client, release: &str) {
         "RBAC of the release is left: {bindings}"
     );
     let classes: Api<RuntimeClass> = Api::all(client.clone());
-    for class in classes.list(&ListParams::default()).await.unwrap() {
+    // Made by the tests themselves (labelled temporary), not by the chart.
+    let ours = ListParams::default().labels(&format!("!{}", super::support::TEMPORARY));
+    for class in classes.list(&ours).await.unwrap() {
         assert!(
             !class.name_any().starts_with("nvidia"),
             "RuntimeClass {} is left",

@@ -181,19 +181,25 @@ pub async fn wait_ds_ready(env: &Env, name: &str, node: Option<&str>) {
     .unwrap();
 }
 
-/// RuntimeClass `nvidia`, which operand pods name (the toolkit's reconciler owns it once it runs;
-/// until then pods naming a missing RuntimeClass are refused).
-const RUNTIME_CLASS: &str =
-    "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata:\n  name: nvidia\nhandler: nvidia\n";
+/// Label of the objects a scenario makes only for itself; [`Cleanup`] deletes them.
+pub const TEMPORARY: &str = "e2e.gpu-operator/temporary";
+/// RuntimeClass `nvidia`, which operand pods name, made where the cluster lacks it (pods naming a
+/// missing RuntimeClass are refused; the toolkit's reconciler owns it once it runs).
+const RUNTIME_CLASS: &str = "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata:\n  name: nvidia\n  labels: {e2e.gpu-operator/temporary: \"true\"}\nhandler: nvidia\n";
 
-pub async fn setup() -> Env {
-    let client = client().await.unwrap();
-    ensure_crd().await.unwrap();
+/// Makes RuntimeClass `nvidia` (labelled [`TEMPORARY`]`=true`) unless the cluster has one.
+pub fn ensure_runtime_class() {
     if kubectl_ok(&["get", "runtimeclass", "nvidia"]).is_err() {
         let file = std::env::temp_dir().join(unique_name("runtimeclass"));
         std::fs::write(&file, RUNTIME_CLASS).unwrap();
         let _ = kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
     }
+}
+
+pub async fn setup() -> Env {
+    let client = client().await.unwrap();
+    ensure_crd().await.unwrap();
+    ensure_runtime_class();
     let namespace = unique_name("gpu-operator");
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": namespace}})).unwrap();
     Api::<Namespace>::all(client.clone())
@@ -227,6 +233,13 @@ pub struct Cleanup {
 
 impl Drop for Cleanup {
     fn drop(&mut self) {
+        let _ = kubectl_ok(&[
+            "delete",
+            "runtimeclass",
+            "-l",
+            TEMPORARY,
+            "--ignore-not-found",
+        ]);
         for policy in &self.policies {
             let _ = kubectl_ok(&[
                 "delete",
