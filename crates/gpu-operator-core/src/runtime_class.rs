@@ -4,10 +4,12 @@
 //! pods that use GPUs (device plugin, MPS control daemon, GFD, DCGM, DCGM exporter, MIG manager,
 //! validator) run with `runtimeClassName: <operator.runtimeClass>` (default `nvidia`), except when
 //! CDI is off on CRI-O (the toolkit installs an OCI hook instead of a runtime handler) or when the
-//! NRI plugin injects GPUs. The driver and the toolkit never get it: they run before the NVIDIA
+//! NRI plugin injects GPUs (the pods then ask it for the management CDI device by annotation): see
+//! [`GpuAccess`]. The driver and the toolkit never get it: they run before the NVIDIA
 //! runtime exists.
 
 use gpu_operator_api::ClusterPolicySpec;
+use k8s_openapi::api::apps::v1::DaemonSet;
 
 use crate::facts::ClusterFacts;
 
@@ -91,12 +93,69 @@ pub fn nri_plugin_enabled(spec: &ClusterPolicySpec) -> bool {
         .unwrap_or(false)
 }
 
-/// The `runtimeClassName` of GPU-using operand pods (see the module docs for who calls it), or
-/// `None` when they must run without one.
-pub fn runtime_class_name(spec: &ClusterPolicySpec, facts: &ClusterFacts) -> Option<String> {
-    let runtime = detect(spec, facts);
-    let hook_only = !cdi_enabled(spec) && runtime == ContainerRuntime::CriO;
-    (!hook_only && !nri_plugin_enabled(spec)).then(|| configured_name(spec).to_owned())
+/// Annotation domain under which the toolkit's NRI plugin reads CDI device requests.
+pub const NRI_ANNOTATION_DOMAIN: &str = "nvidia.cdi.k8s.io";
+/// The CDI device that gives a container management access to every GPU of its node.
+pub const MANAGEMENT_CDI_DEVICE: &str = "management.nvidia.com/gpu=all";
+
+/// How a GPU-using operand pod reaches the GPUs (see the module docs for which pods).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GpuAccess {
+    /// `runtimeClassName: <name>`: the NVIDIA runtime handler injects the GPUs.
+    RuntimeClass(String),
+    /// The NRI plugin injects the management CDI device into the container that needs the GPUs,
+    /// asked for by the pod annotation `nvidia.cdi.k8s.io/container.<container>`.
+    NriAnnotation,
+    /// Nothing on the pod: CRI-O without CDI, whose OCI hook injects GPUs into every container.
+    OciHook,
+}
+
+impl GpuAccess {
+    /// The access NVIDIA's rules give operand pods for `spec` on these GPU nodes.
+    pub fn of(spec: &ClusterPolicySpec, facts: &ClusterFacts) -> Self {
+        if nri_plugin_enabled(spec) {
+            Self::NriAnnotation
+        } else if !cdi_enabled(spec) && detect(spec, facts) == ContainerRuntime::CriO {
+            Self::OciHook
+        } else {
+            Self::RuntimeClass(configured_name(spec).to_owned())
+        }
+    }
+
+    /// The RuntimeClass pods run with, if any (also what the validator gives its workload
+    /// pods).
+    pub fn runtime_class(&self) -> Option<&str> {
+        match self {
+            Self::RuntimeClass(name) => Some(name),
+            Self::NriAnnotation | Self::OciHook => None,
+        }
+    }
+
+    /// Gives the pods of `daemonset` this access; `container` is the one that needs the GPUs
+    /// (the main container, or the validator's `toolkit-validation`).
+    pub fn grant(&self, daemonset: &mut DaemonSet, container: &str) {
+        let Some(template) = daemonset.spec.as_mut().map(|spec| &mut spec.template) else {
+            return;
+        };
+        let Some(pod) = template.spec.as_mut() else {
+            return;
+        };
+        match self {
+            Self::RuntimeClass(name) => pod.runtime_class_name = Some(name.clone()),
+            Self::NriAnnotation => {
+                template
+                    .metadata
+                    .get_or_insert_with(Default::default)
+                    .annotations
+                    .get_or_insert_with(Default::default)
+                    .insert(
+                        format!("{NRI_ANNOTATION_DOMAIN}/container.{container}"),
+                        MANAGEMENT_CDI_DEVICE.to_owned(),
+                    );
+            }
+            Self::OciHook => {}
+        }
+    }
 }
 
 #[cfg(test)]
@@ -140,25 +199,93 @@ mod tests {
     #[test]
     fn operand_pods_get_the_configured_class_except_crio_without_cdi_and_nri() {
         let mut spec = ClusterPolicySpec::default();
+        let access =
+            |spec: &ClusterPolicySpec, runtime: &str| GpuAccess::of(spec, &facts(&[runtime]));
         assert_eq!(
-            runtime_class_name(&spec, &facts(&["cri-o"])).as_deref(),
-            Some("nvidia")
+            access(&spec, "cri-o"),
+            GpuAccess::RuntimeClass("nvidia".into())
         );
         spec.operator.runtime_class = Some("nvidia-custom".into());
         assert_eq!(
-            runtime_class_name(&spec, &facts(&["containerd"])).as_deref(),
+            access(&spec, "containerd").runtime_class(),
             Some("nvidia-custom")
         );
         spec.cdi = Some(CdiSpec {
             enabled: Some(false),
             ..CdiSpec::default()
         });
-        assert_eq!(runtime_class_name(&spec, &facts(&["cri-o"])), None);
-        assert!(runtime_class_name(&spec, &facts(&["containerd"])).is_some());
+        assert_eq!(access(&spec, "cri-o"), GpuAccess::OciHook);
+        assert!(access(&spec, "containerd").runtime_class().is_some());
         spec.cdi = Some(CdiSpec {
             nri_plugin_enabled: Some(true),
             ..CdiSpec::default()
         });
-        assert_eq!(runtime_class_name(&spec, &facts(&["containerd"])), None);
+        assert_eq!(access(&spec, "containerd"), GpuAccess::NriAnnotation);
+    }
+
+    fn daemonset(containers: &[&str]) -> DaemonSet {
+        use k8s_openapi::api::{
+            apps::v1::DaemonSetSpec,
+            core::v1::{Container, PodSpec, PodTemplateSpec},
+        };
+        DaemonSet {
+            spec: Some(DaemonSetSpec {
+                template: PodTemplateSpec {
+                    metadata: None,
+                    spec: Some(PodSpec {
+                        containers: containers
+                            .iter()
+                            .map(|name| Container {
+                                name: (*name).to_owned(),
+                                ..Container::default()
+                            })
+                            .collect(),
+                        ..PodSpec::default()
+                    }),
+                },
+                ..DaemonSetSpec::default()
+            }),
+            ..DaemonSet::default()
+        }
+    }
+
+    #[test]
+    fn the_nri_plugin_is_asked_for_the_management_device_of_the_named_container() {
+        let mut ds = daemonset(&["nvidia-device-plugin", "config-manager"]);
+        GpuAccess::NriAnnotation.grant(&mut ds, "nvidia-device-plugin");
+        let template = &ds.spec.as_ref().unwrap().template;
+        assert_eq!(template.spec.as_ref().unwrap().runtime_class_name, None);
+        let annotations = template
+            .metadata
+            .as_ref()
+            .unwrap()
+            .annotations
+            .as_ref()
+            .unwrap();
+        assert_eq!(
+            annotations
+                .get("nvidia.cdi.k8s.io/container.nvidia-device-plugin")
+                .map(String::as_str),
+            Some("management.nvidia.com/gpu=all")
+        );
+        assert_eq!(annotations.len(), 1);
+
+        let mut ds = daemonset(&["main"]);
+        GpuAccess::RuntimeClass("nvidia".into()).grant(&mut ds, "main");
+        let template = &ds.spec.as_ref().unwrap().template;
+        assert_eq!(
+            template
+                .spec
+                .as_ref()
+                .unwrap()
+                .runtime_class_name
+                .as_deref(),
+            Some("nvidia")
+        );
+        assert!(template.metadata.is_none());
+
+        let mut hooked = daemonset(&["main"]);
+        GpuAccess::OciHook.grant(&mut hooked, "main");
+        assert_eq!(hooked, daemonset(&["main"]));
     }
 }

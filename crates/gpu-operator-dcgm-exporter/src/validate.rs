@@ -1,7 +1,7 @@
 //! Checks the ClusterPolicy for the DCGM exporter and resolves its images. Pure.
 
 use gpu_operator_api::{ClusterPolicySpec, spec::DcgmExporterSpec};
-use gpu_operator_core::{Error, operand::Cluster, runtime_class};
+use gpu_operator_core::{Error, operand::Cluster, runtime_class::GpuAccess};
 
 /// Env of the exporter that turns on pod-label enrichment.
 pub const POD_LABELS_ENV: &str = "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS";
@@ -17,8 +17,8 @@ pub struct Input {
     pub image: String,
     /// The validator image, which runs the `toolkit-validation` barrier.
     pub validator_image: String,
-    /// `runtimeClassName` of the pods, if any.
-    pub runtime_class: Option<String>,
+    /// How the pods reach the GPUs (RuntimeClass or NRI annotation).
+    pub gpu_access: GpuAccess,
     /// The operator namespace (role-binding subjects, ServiceMonitor namespace selector).
     pub namespace: String,
     /// The ClusterPolicy spec it was validated from.
@@ -72,7 +72,7 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
     Ok(Some(Input {
         image,
         validator_image,
-        runtime_class: runtime_class::runtime_class_name(spec, cluster.facts),
+        gpu_access: GpuAccess::of(spec, cluster.facts),
         namespace: cluster.namespace.to_owned(),
         spec: spec.clone(),
     }))

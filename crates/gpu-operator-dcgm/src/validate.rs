@@ -1,7 +1,7 @@
 //! Checks the ClusterPolicy for DCGM and resolves its images. Pure.
 
 use gpu_operator_api::ClusterPolicySpec;
-use gpu_operator_core::{Error, operand::Cluster, runtime_class};
+use gpu_operator_core::{Error, operand::Cluster, runtime_class::GpuAccess};
 
 /// What rendering DCGM needs.
 #[derive(Clone, Debug)]
@@ -10,8 +10,8 @@ pub struct Input {
     pub image: String,
     /// The validator image, which runs the `toolkit-validation` barrier.
     pub validator_image: String,
-    /// `runtimeClassName` of the pods, if any.
-    pub runtime_class: Option<String>,
+    /// How the pods reach the GPUs (RuntimeClass or NRI annotation).
+    pub gpu_access: GpuAccess,
     /// The ClusterPolicy spec it was validated from.
     pub spec: ClusterPolicySpec,
 }
@@ -27,7 +27,7 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
     Ok(Some(Input {
         image,
         validator_image,
-        runtime_class: runtime_class::runtime_class_name(spec, cluster.facts),
+        gpu_access: GpuAccess::of(spec, cluster.facts),
         spec: spec.clone(),
     }))
 }

@@ -35,7 +35,7 @@ impl Operand for DevicePlugin {
     type Input = Input;
 
     fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
-        validate::validate(spec, cluster.namespace, cluster.image_env)
+        validate::validate(spec, cluster)
     }
 
     fn render(input: &Input) -> Children {

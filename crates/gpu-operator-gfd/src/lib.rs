@@ -30,7 +30,7 @@ impl Operand for GpuFeatureDiscovery {
     type Input = Input;
 
     fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
-        validate::validate(spec, cluster.namespace, cluster.image_env)
+        validate::validate(spec, cluster)
     }
 
     fn render(input: &Input) -> Children {

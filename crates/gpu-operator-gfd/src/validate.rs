@@ -2,7 +2,7 @@
 //! (barrier) and, with `devicePlugin.config`, the device plugin image (the config manager). Pure.
 
 use gpu_operator_api::ClusterPolicySpec;
-use gpu_operator_core::{Error, image};
+use gpu_operator_core::{Error, operand::Cluster, runtime_class::GpuAccess};
 
 /// What rendering GFD needs.
 #[derive(Clone, Debug)]
@@ -13,6 +13,8 @@ pub struct Input {
     pub validator_image: String,
     /// The resolved device plugin image when `devicePlugin.config.name` is set.
     pub config_manager_image: Option<String>,
+    /// How the pods reach the GPUs (RuntimeClass or NRI annotation).
+    pub gpu_access: GpuAccess,
     /// The operator namespace (subject of the role bindings).
     pub namespace: String,
     /// The ClusterPolicy spec it was validated from.
@@ -20,20 +22,10 @@ pub struct Input {
 }
 
 /// `Ok(None)` when `gfd.enabled` is false (it defaults to true).
-pub fn validate(
-    spec: &ClusterPolicySpec,
-    namespace: &str,
-    image_env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Option<Input>, Error> {
+pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
     if spec.gfd.enabled == Some(false) {
         return Ok(None);
     }
-    let resolve = |section: &str, image_spec, env: &str| {
-        image::resolve(section, image_spec, env, image_env(env).as_deref())
-    };
-    let image = resolve("gfd", &spec.gfd.image, "GFD_IMAGE")?;
-    let validator = spec.validator.clone().unwrap_or_default();
-    let validator_image = resolve("validator", &validator.image, "VALIDATOR_IMAGE")?;
     let configured = spec
         .device_plugin
         .config
@@ -41,7 +33,7 @@ pub fn validate(
         .and_then(|c| c.name.as_deref())
         .is_some_and(|n| !n.is_empty());
     let config_manager_image = if configured {
-        Some(resolve(
+        Some(cluster.image(
             "devicePlugin",
             &spec.device_plugin.image,
             "DEVICE_PLUGIN_IMAGE",
@@ -50,10 +42,11 @@ pub fn validate(
         None
     };
     Ok(Some(Input {
-        image,
-        validator_image,
+        image: cluster.image("gfd", &spec.gfd.image, "GFD_IMAGE")?,
+        validator_image: cluster.validator_image(spec)?,
         config_manager_image,
-        namespace: namespace.to_owned(),
+        gpu_access: GpuAccess::of(spec, cluster.facts),
+        namespace: cluster.namespace.to_owned(),
         spec: spec.clone(),
     }))
 }
@@ -64,16 +57,27 @@ mod tests {
 
     use super::*;
 
+    fn check(
+        spec: &ClusterPolicySpec,
+        image_env: &(dyn Fn(&str) -> Option<String> + Sync),
+    ) -> Result<Option<Input>, Error> {
+        let facts = gpu_operator_core::facts::ClusterFacts::default();
+        let cluster = Cluster {
+            namespace: "gpu-operator",
+            facts: &facts,
+            image_env,
+        };
+        validate(spec, &cluster)
+    }
+
     #[test]
     fn disabled_renders_nothing_and_missing_images_name_the_component() {
         let images = |name: &str| Some(format!("registry.example.com/{name}:1"));
         let mut spec = ClusterPolicySpec::default();
-        let input = validate(&spec, "gpu-operator", &images).unwrap().unwrap();
+        let input = check(&spec, &images).unwrap().unwrap();
         assert_eq!(input.image, "registry.example.com/GFD_IMAGE:1");
         assert_eq!(input.config_manager_image, None);
-        let error = validate(&spec, "gpu-operator", &|_| None)
-            .unwrap_err()
-            .to_string();
+        let error = check(&spec, &|_| None).unwrap_err().to_string();
         assert!(
             error.contains("gfd") && error.contains("GFD_IMAGE"),
             "{error}"
@@ -83,15 +87,9 @@ mod tests {
             default: None,
         });
         let no_plugin = |name: &str| (name != "DEVICE_PLUGIN_IMAGE").then(|| "x:1".to_owned());
-        let error = validate(&spec, "gpu-operator", &no_plugin)
-            .unwrap_err()
-            .to_string();
+        let error = check(&spec, &no_plugin).unwrap_err().to_string();
         assert!(error.contains("DEVICE_PLUGIN_IMAGE"), "{error}");
         spec.gfd.enabled = Some(false);
-        assert!(
-            validate(&spec, "gpu-operator", &|_| None)
-                .unwrap()
-                .is_none()
-        );
+        assert!(check(&spec, &|_| None).unwrap().is_none());
     }
 }

@@ -5,7 +5,7 @@ use gpu_operator_api::{ClusterPolicySpec, spec::MigManagerSpec};
 use gpu_operator_core::{
     Error,
     operand::{Cluster, Warning},
-    runtime_class,
+    runtime_class::GpuAccess,
 };
 
 use crate::{DEFAULT_CONFIG, profiles};
@@ -20,8 +20,8 @@ pub struct Input {
     pub image: String,
     /// The validator image, which runs the `toolkit-validation` barrier.
     pub validator_image: String,
-    /// `runtimeClassName` of the pods, if any.
-    pub runtime_class: Option<String>,
+    /// How the pods reach the GPUs (RuntimeClass or NRI annotation).
+    pub gpu_access: GpuAccess,
     /// The operator namespace (role-binding subjects).
     pub namespace: String,
     /// The ClusterPolicy spec it was validated from.
@@ -62,7 +62,7 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
     Ok(Some(Input {
         image,
         validator_image,
-        runtime_class: runtime_class::runtime_class_name(spec, cluster.facts),
+        gpu_access: GpuAccess::of(spec, cluster.facts),
         namespace: cluster.namespace.to_owned(),
         spec: spec.clone(),
     }))

@@ -27,7 +27,7 @@ impl Operand for Validation {
     type Input = Input;
 
     fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
-        validate::validate(spec, cluster.namespace, cluster.image_env).map(Some)
+        validate::validate(spec, cluster).map(Some)
     }
 
     fn render(input: &Input) -> Children {

@@ -1,7 +1,7 @@
 //! Resolves the validator image (the validator always runs, as NVIDIA's does). Pure.
 
 use gpu_operator_api::ClusterPolicySpec;
-use gpu_operator_core::{Error, image};
+use gpu_operator_core::{Error, operand::Cluster, runtime_class::GpuAccess};
 
 /// What rendering the validator needs.
 #[derive(Clone, Debug)]
@@ -10,23 +10,20 @@ pub struct Input {
     pub image: String,
     /// The ClusterPolicy spec it was validated from.
     pub spec: ClusterPolicySpec,
+    /// How the pods reach the GPUs, and the RuntimeClass of the workload pods the `cuda` and
+    /// `plugin` checks start.
+    pub gpu_access: GpuAccess,
     /// The operator namespace (subject of the validator's role bindings).
     pub namespace: String,
 }
 
 /// The validator has no `enabled` switch; only its image must resolve.
-pub fn validate(
-    spec: &ClusterPolicySpec,
-    namespace: &str,
-    image_env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Input, Error> {
-    let env = "VALIDATOR_IMAGE";
-    let section = spec.validator.clone().unwrap_or_default();
-    let image = image::resolve("validator", &section.image, env, image_env(env).as_deref())?;
+pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Input, Error> {
     Ok(Input {
-        image,
+        image: cluster.validator_image(spec)?,
+        gpu_access: GpuAccess::of(spec, cluster.facts),
         spec: spec.clone(),
-        namespace: namespace.to_owned(),
+        namespace: cluster.namespace.to_owned(),
     })
 }
 
@@ -34,20 +31,29 @@ pub fn validate(
 mod tests {
     use super::*;
 
+    fn check(
+        spec: &ClusterPolicySpec,
+        image_env: &(dyn Fn(&str) -> Option<String> + Sync),
+    ) -> Result<Input, Error> {
+        let facts = gpu_operator_core::facts::ClusterFacts::default();
+        let cluster = Cluster {
+            namespace: "gpu-operator",
+            facts: &facts,
+            image_env,
+        };
+        validate(spec, &cluster)
+    }
+
     #[test]
     fn the_image_comes_from_the_spec_or_the_environment() {
         let spec = ClusterPolicySpec::default();
         assert_eq!(
-            validate(&spec, "gpu-operator", &|_| Some(
-                "ghcr.io/x/gpu-operator:1".into()
-            ))
-            .unwrap()
-            .image,
+            check(&spec, &|_| Some("ghcr.io/x/gpu-operator:1".into()))
+                .unwrap()
+                .image,
             "ghcr.io/x/gpu-operator:1"
         );
-        let error = validate(&spec, "gpu-operator", &|_| None)
-            .unwrap_err()
-            .to_string();
+        let error = check(&spec, &|_| None).unwrap_err().to_string();
         assert!(
             error.contains("validator") && error.contains("VALIDATOR_IMAGE"),
             "{error}"

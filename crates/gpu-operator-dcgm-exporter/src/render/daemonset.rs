@@ -147,7 +147,6 @@ pub fn build(input: &Input) -> DaemonSet {
     let mut pod = PodSpec {
         service_account_name: Some(NAME.to_owned()),
         automount_service_account_token: Some(input.uses_api()),
-        runtime_class_name: input.runtime_class.clone(),
         host_pid: exporter.host_pid.filter(|on| *on),
         containers: vec![Container {
             name: NAME.to_owned(),
@@ -190,6 +189,7 @@ pub fn build(input: &Input) -> DaemonSet {
         always_on_delete: false,
     };
     let mut ds = daemonset::build(id, pod, &spec.daemonsets);
+    input.gpu_access.grant(&mut ds, NAME);
     if let Some(extra) = exporter.annotations.as_ref().filter(|a| !a.is_empty())
         && let Some(template) = ds.spec.as_mut().and_then(|s| s.template.metadata.as_mut())
     {

@@ -4,6 +4,7 @@ use gpu_operator_api::{
     ClusterPolicySpec,
     spec::{DcgmExporterConfig, EnvVar, HostPathsSpec, HpcJobMappingConfig},
 };
+use gpu_operator_core::runtime_class::GpuAccess;
 
 use super::*;
 
@@ -11,7 +12,7 @@ fn render(spec: ClusterPolicySpec) -> PodSpec {
     let ds = build(&Input {
         image: "nvcr.io/nvidia/k8s/dcgm-exporter:4".into(),
         validator_image: "v:1".into(),
-        runtime_class: Some("nvidia".into()),
+        gpu_access: GpuAccess::RuntimeClass("nvidia".into()),
         namespace: "gpu-operator".into(),
         spec,
     });

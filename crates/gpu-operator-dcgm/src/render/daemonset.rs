@@ -18,6 +18,9 @@ use k8s_openapi::{
 
 use crate::{Dcgm, Input, NAME, PORT};
 
+/// The host engine container.
+const CONTAINER: &str = "nvidia-dcgm-ctr";
+
 /// The DaemonSet.
 pub fn build(input: &Input) -> DaemonSet {
     let spec = &input.spec;
@@ -32,9 +35,8 @@ pub fn build(input: &Input) -> DaemonSet {
     };
     let mut pod = PodSpec {
         service_account_name: Some(NAME.to_owned()),
-        runtime_class_name: input.runtime_class.clone(),
         containers: vec![Container {
-            name: "nvidia-dcgm-ctr".to_owned(),
+            name: CONTAINER.to_owned(),
             image: Some(input.image.clone()),
             args: Some(dcgm.container.args().to_vec()).filter(|a| !a.is_empty()),
             env: Some(daemonset::merge_env(&[], dcgm.container.env())).filter(|e| !e.is_empty()),
@@ -66,12 +68,15 @@ pub fn build(input: &Input) -> DaemonSet {
         deploy_label: operand::DCGM,
         always_on_delete: false,
     };
-    daemonset::build(id, pod, &spec.daemonsets)
+    let mut ds = daemonset::build(id, pod, &spec.daemonsets);
+    input.gpu_access.grant(&mut ds, CONTAINER);
+    ds
 }
 
 #[cfg(test)]
 mod tests {
     use gpu_operator_api::{ClusterPolicySpec, spec::EnvVar};
+    use gpu_operator_core::runtime_class::GpuAccess;
 
     use super::*;
 
@@ -79,7 +84,7 @@ mod tests {
         let ds = build(&Input {
             image: "nvcr.io/nvidia/cloud-native/dcgm:4".into(),
             validator_image: "v:1".into(),
-            runtime_class: Some("nvidia".into()),
+            gpu_access: GpuAccess::RuntimeClass("nvidia".into()),
             spec,
         });
         ds.spec.unwrap().template.spec.unwrap()

@@ -90,7 +90,9 @@ pub fn build(input: &Input) -> DaemonSet {
         deploy_label: operand::DEVICE_PLUGIN,
         always_on_delete: false,
     };
-    daemonset::build(id, pod, &spec.daemonsets)
+    let mut ds = daemonset::build(id, pod, &spec.daemonsets);
+    input.gpu_access.grant(&mut ds, CONTAINER);
+    ds
 }
 
 /// The operator's env of the plugin container (the user's env is merged over it).

@@ -4,6 +4,7 @@ use gpu_operator_api::{
     ClusterPolicySpec,
     spec::{DevicePluginConfig, EnvVar, GdsSpec, HostPathsSpec, MigSpec, MigStrategy, MpsConfig},
 };
+use gpu_operator_core::runtime_class::GpuAccess;
 
 use super::*;
 
@@ -11,6 +12,7 @@ fn render(spec: ClusterPolicySpec) -> DaemonSet {
     build(&Input {
         image: "nvcr.io/nvidia/k8s-device-plugin:v0.17.0".into(),
         validator_image: "ghcr.io/x/gpu-operator:1".into(),
+        gpu_access: GpuAccess::RuntimeClass("nvidia".into()),
         namespace: "gpu-operator".into(),
         spec,
     })
@@ -184,5 +186,31 @@ fn args_replace_the_entrypoint_and_kubelet_root_moves_the_socket_dir() {
     assert_eq!(
         sockets.host_path.as_ref().unwrap().path,
         "/data/kubelet/device-plugins"
+    );
+}
+
+#[test]
+fn pods_run_with_the_runtime_class_or_ask_the_nri_plugin_for_the_management_device() {
+    let ds = render(ClusterPolicySpec::default());
+    assert_eq!(pod(&ds).runtime_class_name.as_deref(), Some("nvidia"));
+    let ds = build(&Input {
+        image: "nvcr.io/nvidia/k8s-device-plugin:v0.17.0".into(),
+        validator_image: "ghcr.io/x/gpu-operator:1".into(),
+        gpu_access: GpuAccess::NriAnnotation,
+        namespace: "gpu-operator".into(),
+        spec: ClusterPolicySpec::default(),
+    });
+    assert_eq!(pod(&ds).runtime_class_name, None);
+    let template = &ds.spec.as_ref().unwrap().template;
+    let annotations = template
+        .metadata
+        .as_ref()
+        .unwrap()
+        .annotations
+        .as_ref()
+        .unwrap();
+    assert_eq!(
+        annotations["nvidia.cdi.k8s.io/container.nvidia-device-plugin"],
+        "management.nvidia.com/gpu=all"
     );
 }

@@ -85,7 +85,9 @@ pub fn build(input: &Input) -> DaemonSet {
         deploy_label: operand::DEVICE_PLUGIN,
         always_on_delete: false,
     };
-    daemonset::build(id, pod, &spec.daemonsets)
+    let mut ds = daemonset::build(id, pod, &spec.daemonsets);
+    input.gpu_access.grant(&mut ds, CONTAINER);
+    ds
 }
 
 #[cfg(test)]
@@ -95,12 +97,15 @@ mod tests {
         spec::{DevicePluginConfig, MpsConfig},
     };
 
+    use gpu_operator_core::runtime_class::GpuAccess;
+
     use super::*;
 
     fn render(spec: ClusterPolicySpec) -> PodSpec {
         let ds = build(&Input {
             image: "nvcr.io/nvidia/k8s-device-plugin:v0.17.0".into(),
             validator_image: "ghcr.io/x/gpu-operator:1".into(),
+            gpu_access: GpuAccess::RuntimeClass("nvidia".into()),
             namespace: "gpu-operator".into(),
             spec,
         });

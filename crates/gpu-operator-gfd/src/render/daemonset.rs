@@ -93,6 +93,7 @@ pub fn build(input: &Input) -> DaemonSet {
         always_on_delete: false,
     };
     let mut ds = daemonset::build(id, pod, &spec.daemonsets);
+    input.gpu_access.grant(&mut ds, CONTAINER);
     part_of_nvidia_gpu(&mut ds);
     ds
 }
@@ -139,6 +140,8 @@ mod tests {
         spec::{DevicePluginConfig, EnvVar, MigSpec, MigStrategy},
     };
 
+    use gpu_operator_core::runtime_class::GpuAccess;
+
     use super::*;
 
     fn render(spec: ClusterPolicySpec) -> DaemonSet {
@@ -147,6 +150,7 @@ mod tests {
             image: "nvcr.io/nvidia/k8s-device-plugin:v0.17.0".into(),
             validator_image: "ghcr.io/x/gpu-operator:1".into(),
             config_manager_image: configured.then(|| "plugin:1".to_owned()),
+            gpu_access: GpuAccess::RuntimeClass("nvidia".into()),
             namespace: "gpu-operator".into(),
             spec,
         })

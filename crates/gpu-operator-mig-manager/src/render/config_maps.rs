@@ -91,13 +91,15 @@ mod tests {
         spec::{MigGpuClientsConfigSpec, MigManagerSpec, MigPartedConfigSpec},
     };
 
+    use gpu_operator_core::runtime_class::GpuAccess;
+
     use super::*;
 
     fn names(spec: ClusterPolicySpec) -> Vec<String> {
         let input = Input {
             image: "m:1".into(),
             validator_image: "v:1".into(),
-            runtime_class: None,
+            gpu_access: GpuAccess::OciHook,
             namespace: "gpu-operator".into(),
             spec,
         };

@@ -30,7 +30,6 @@ pub fn build(input: &Input) -> DaemonSet {
     let section = input.section();
     let mut pod = PodSpec {
         service_account_name: Some(NAME.to_owned()),
-        runtime_class_name: input.runtime_class.clone(),
         host_pid: Some(true),
         host_ipc: Some(true),
         containers: vec![Container {
@@ -70,7 +69,9 @@ pub fn build(input: &Input) -> DaemonSet {
         deploy_label: operand::MIG_MANAGER,
         always_on_delete: false,
     };
-    daemonset::build(id, pod, &spec.daemonsets)
+    let mut ds = daemonset::build(id, pod, &spec.daemonsets);
+    input.gpu_access.grant(&mut ds, NAME);
+    ds
 }
 
 /// The operator's env of the container (the user's is merged over it).
@@ -224,6 +225,8 @@ mod tests {
         spec::{EnvVar as SpecEnv, MigManagerSpec, MigPartedConfigSpec},
     };
 
+    use gpu_operator_core::runtime_class::GpuAccess;
+
     use super::*;
 
     fn render(section: MigManagerSpec) -> PodSpec {
@@ -234,7 +237,7 @@ mod tests {
         let ds = build(&Input {
             image: "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.15.0".into(),
             validator_image: "v:1".into(),
-            runtime_class: Some("nvidia".into()),
+            gpu_access: GpuAccess::RuntimeClass("nvidia".into()),
             namespace: "gpu-operator".into(),
             spec,
         });

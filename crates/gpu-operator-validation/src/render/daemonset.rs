@@ -81,7 +81,10 @@ pub fn build(input: &Input) -> DaemonSet {
         deploy_label: operand::OPERATOR_VALIDATOR,
         always_on_delete: false,
     };
-    daemonset::build(id, pod, &spec.daemonsets)
+    let mut ds = daemonset::build(id, pod, &spec.daemonsets);
+    // The toolkit check runs `nvidia-smi` with the GPUs the runtime injects.
+    input.gpu_access.grant(&mut ds, "toolkit-validation");
+    ds
 }
 
 /// The init containers, in NVIDIA's order: driver, toolkit, cuda, and plugin unless the device
@@ -120,7 +123,7 @@ fn checks(input: &Input, section: &ValidatorSpec) -> Vec<Container> {
             input,
             component::CUDA,
             section.cuda.as_ref(),
-            &workload_env(section, &[(names::WITH_WAIT, "false".to_owned())]),
+            &workload_env(input, section, &[(names::WITH_WAIT, "false".to_owned())]),
         ),
     ];
     if plugin_enabled {
@@ -129,6 +132,7 @@ fn checks(input: &Input, section: &ValidatorSpec) -> Vec<Container> {
             component::PLUGIN,
             section.plugin.as_ref(),
             &workload_env(
+                input,
                 section,
                 &[
                     (names::WITH_WAIT, "false".to_owned()),
@@ -152,12 +156,16 @@ fn checks(input: &Input, section: &ValidatorSpec) -> Vec<Container> {
 }
 
 /// `extra` plus what the `cuda` and `plugin` checks give their workload pods: the validator's
-/// pull policy and pull secrets.
+/// pull policy and pull secrets, and the RuntimeClass the validator's own pods run with.
 fn workload_env(
+    input: &Input,
     section: &ValidatorSpec,
     extra: &[(&'static str, String)],
 ) -> Vec<(&'static str, String)> {
     let mut env = extra.to_vec();
+    if let Some(class) = input.gpu_access.runtime_class() {
+        env.push((names::VALIDATOR_RUNTIME_CLASS, class.to_owned()));
+    }
     env.push((
         names::VALIDATOR_IMAGE_PULL_POLICY,
         gpu_operator_core::image::pull_policy(&section.image).to_owned(),
@@ -259,212 +267,5 @@ fn host_path(name: &str, path: &str, type_: Option<&str>) -> Volume {
 }
 
 #[cfg(test)]
-mod tests {
-    use gpu_operator_api::{ClusterPolicySpec, spec::MigSpec};
-
-    use super::*;
-
-    fn render(spec: ClusterPolicySpec) -> PodSpec {
-        let ds = build(&Input {
-            image: "ghcr.io/x/gpu-operator:1".into(),
-            spec,
-            namespace: "gpu-operator".into(),
-        });
-        assert_eq!(ds.metadata.name.as_deref(), Some(DAEMONSET));
-        ds.spec.unwrap().template.spec.unwrap()
-    }
-
-    fn init_names(pod: &PodSpec) -> Vec<String> {
-        pod.init_containers
-            .clone()
-            .unwrap()
-            .into_iter()
-            .map(|c| c.name)
-            .collect()
-    }
-
-    fn env(container: &Container, name: &str) -> Option<String> {
-        container
-            .env
-            .clone()
-            .unwrap()
-            .into_iter()
-            .find(|e| e.name == name)
-            .and_then(|e| e.value)
-    }
-
-    #[test]
-    fn checks_run_in_nvidias_order_and_plugin_only_with_the_plugin() {
-        let pod = render(ClusterPolicySpec::default());
-        assert_eq!(
-            init_names(&pod),
-            [
-                "driver-validation",
-                "toolkit-validation",
-                "cuda-validation",
-                "plugin-validation"
-            ]
-        );
-        assert_eq!(
-            pod.node_selector.unwrap()["nvidia.com/gpu.deploy.operator-validator"],
-            "true"
-        );
-        let mut spec = ClusterPolicySpec::default();
-        spec.device_plugin.enabled = Some(false);
-        assert_eq!(
-            init_names(&render(spec)),
-            ["driver-validation", "toolkit-validation", "cuda-validation"]
-        );
-    }
-
-    #[test]
-    fn the_plugin_check_gets_the_mig_strategy_and_component_env_wins() {
-        let mut spec = ClusterPolicySpec {
-            mig: Some(MigSpec {
-                strategy: Some(MigStrategy::Mixed),
-            }),
-            ..ClusterPolicySpec::default()
-        };
-        spec.validator = Some(ValidatorSpec {
-            plugin: Some(ValidatorComponentSpec {
-                env: Some(vec![SpecEnvVar::new("WITH_WORKLOAD", "true")]),
-            }),
-            ..ValidatorSpec::default()
-        });
-        let pod = render(spec);
-        let plugin = &pod.init_containers.unwrap()[3];
-        assert_eq!(env(plugin, "MIG_STRATEGY").as_deref(), Some("mixed"));
-        assert_eq!(env(plugin, "WITH_WORKLOAD").as_deref(), Some("true"));
-        assert_eq!(env(plugin, "COMPONENT").as_deref(), Some("plugin"));
-    }
-
-    #[test]
-    fn workload_checks_get_the_pull_settings_and_the_driver_check_the_dev_char_link_dir() {
-        let spec = ClusterPolicySpec {
-            validator: Some(ValidatorSpec {
-                image: gpu_operator_api::spec::ImageSpec {
-                    pull_policy: Some("Always".into()),
-                    pull_secrets: Some(vec!["a".into(), "b".into()]),
-                    ..Default::default()
-                },
-                ..ValidatorSpec::default()
-            }),
-            ..ClusterPolicySpec::default()
-        };
-        let pod = render(spec);
-        let inits = pod.init_containers.unwrap();
-        for workload in &inits[2..] {
-            assert_eq!(
-                env(workload, "VALIDATOR_IMAGE_PULL_POLICY").as_deref(),
-                Some("Always")
-            );
-            assert_eq!(
-                env(workload, "VALIDATOR_IMAGE_PULL_SECRETS").as_deref(),
-                Some("a,b")
-            );
-        }
-        assert_eq!(
-            env(&inits[1], "NVIDIA_VISIBLE_DEVICES").as_deref(),
-            Some("all")
-        );
-        assert!(
-            inits[0]
-                .volume_mounts
-                .iter()
-                .flatten()
-                .any(|m| m.name == "host-dev-char" && m.mount_path == "/host-dev-char")
-        );
-    }
-
-    #[test]
-    fn root_fs_and_driver_install_dir_are_rewritten() {
-        let spec = ClusterPolicySpec {
-            host_paths: Some(gpu_operator_api::spec::HostPathsSpec {
-                root_fs: Some("/hostfs".into()),
-                driver_install_dir: Some("/opt/driver".into()),
-                ..Default::default()
-            }),
-            ..ClusterPolicySpec::default()
-        };
-        let pod = render(spec);
-        let driver = &pod.init_containers.as_ref().unwrap()[0];
-        assert_eq!(env(driver, "HOST_ROOT").as_deref(), Some("/hostfs"));
-        assert_eq!(
-            env(driver, "DRIVER_INSTALL_DIR").as_deref(),
-            Some("/opt/driver")
-        );
-        let dev_char = pod
-            .volumes
-            .iter()
-            .flatten()
-            .find(|v| v.name == "host-dev-char")
-            .unwrap();
-        assert_eq!(
-            dev_char.host_path.as_ref().unwrap().path,
-            "/hostfs/dev/char"
-        );
-    }
-
-    #[test]
-    fn the_startup_taint_is_lifted_only_when_asked() {
-        let pod = render(ClusterPolicySpec::default());
-        assert!(
-            pod.init_containers
-                .unwrap()
-                .iter()
-                .all(|c| env(c, "LIFT_STARTUP_TAINT").is_none())
-        );
-        let spec = ClusterPolicySpec {
-            validator: Some(ValidatorSpec {
-                lift_startup_taint: Some(true),
-                ..ValidatorSpec::default()
-            }),
-            ..ClusterPolicySpec::default()
-        };
-        let pod = render(spec);
-        assert!(
-            pod.init_containers
-                .unwrap()
-                .iter()
-                .all(|c| env(c, "LIFT_STARTUP_TAINT").as_deref() == Some("true"))
-        );
-    }
-
-    #[test]
-    fn the_driver_check_waits_and_the_main_container_cleans_up_on_stop() {
-        let pod = render(ClusterPolicySpec::default());
-        assert_eq!(
-            env(&pod.init_containers.clone().unwrap()[0], "WITH_WAIT").as_deref(),
-            Some("true")
-        );
-        let pre_stop = pod.containers[0]
-            .lifecycle
-            .clone()
-            .unwrap()
-            .pre_stop
-            .unwrap()
-            .exec
-            .unwrap()
-            .command
-            .unwrap();
-        assert_eq!(pre_stop, ["gpu-operator-validator", "cleanup"]);
-    }
-
-    #[test]
-    fn the_driver_check_waits_for_the_driver_container_only_when_the_operator_deploys_it() {
-        let pod = render(ClusterPolicySpec::default());
-        let driver = &pod.init_containers.clone().unwrap()[0];
-        assert_eq!(
-            env(driver, "DRIVER_MANAGED_BY_OPERATOR").as_deref(),
-            Some("true")
-        );
-        let mut spec = ClusterPolicySpec::default();
-        spec.driver.enabled = Some(false);
-        let pod = render(spec);
-        let driver = &pod.init_containers.clone().unwrap()[0];
-        assert_eq!(
-            env(driver, "DRIVER_MANAGED_BY_OPERATOR").as_deref(),
-            Some("false")
-        );
-    }
-}
+#[path = "daemonset_tests.rs"]
+mod tests;
