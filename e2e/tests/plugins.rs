@@ -1,7 +1,8 @@
 //! The device plugin, MPS control daemon, GPU Feature Discovery and validator DaemonSets end to
 //! end, with the operator as a host process: they become Ready on the GPU nodes (the MPS daemon
 //! on `mps.capable` ones) with `daemonsets.labels` on every pod; a `mig.strategy` patch rolls
-//! exactly those four with the new `MIG_STRATEGY`; `devicePlugin.config` adds the config manager;
+//! exactly those four with the new `MIG_STRATEGY`; the ConfigMap `devicePlugin.config` names is
+//! checked, copied and mounted by the config managers, a bad edit refused;
 //! GFD can be disabled and enabled; a hand edit is reverted; a no-op change restarts nothing.
 #![cfg(feature = "e2e")]
 #![allow(
@@ -11,6 +12,8 @@
     clippy::large_futures
 )]
 
+#[path = "plugins/config.rs"]
+mod config;
 #[path = "plugins/steps.rs"]
 mod steps;
 #[allow(dead_code)]
@@ -51,7 +54,7 @@ async fn plugins_follow_the_cluster_policy_and_roll_only_on_change() {
 
     steps::operands_become_ready_with_the_common_labels(&env, &name).await;
     steps::mig_strategy_rolls_exactly_the_four(&env, &name).await;
-    steps::a_config_adds_the_config_manager(&env, &name).await;
+    config::a_named_config_map_is_checked_then_copied(&env, &name).await;
     steps::gfd_can_be_disabled_and_enabled(&env, &name).await;
     steps::a_hand_edit_is_reverted(&env).await;
     steps::a_no_op_change_restarts_nothing(&env, &name).await;

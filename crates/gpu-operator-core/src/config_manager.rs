@@ -6,14 +6,31 @@
 //! `nvidia.com/device-plugin.config` label and signals the main process with SIGHUP), both
 //! running the device plugin image's `config-manager`, and a shared process namespace so the
 //! sidecar can signal. Without `devicePlugin.config.name` nothing is added.
+//!
+//! Unlike NVIDIA's, the mounted ConfigMap is the operand's checked copy of the user's (see
+//! [`crate::user_config`]): each key is checked as a device plugin configuration first, and the
+//! pods carry a digest of the copy, so an edit that passes rolls them (the config manager follows
+//! only the node label, so NVIDIA's keep the old configuration until restarted by hand).
 
-use gpu_operator_api::{labels::DEVICE_PLUGIN_CONFIG, spec::DevicePluginConfig};
-use k8s_openapi::api::core::v1::{
-    ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, PodSpec, SecurityContext,
-    Volume, VolumeMount,
+use gpu_operator_api::{ClusterPolicySpec, labels::DEVICE_PLUGIN_CONFIG};
+use k8s_openapi::api::{
+    apps::v1::DaemonSet,
+    core::v1::{
+        ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, PodSpec, SecurityContext,
+        Volume, VolumeMount,
+    },
 };
 
-use crate::daemonset::field_env;
+use crate::{
+    Error,
+    daemonset::field_env,
+    operand::Cluster,
+    plugin_config,
+    user_config::{self, Checked, Source},
+};
+
+/// Pod-template annotation with the digest of the mounted configurations.
+pub const DIGEST_ANNOTATION: &str = "nvidia.com/device-plugin.config-digest";
 
 /// Where the ConfigMap of configurations is mounted.
 pub const AVAILABLE_CONFIGS_DIR: &str = "/available-configs";
@@ -37,14 +54,90 @@ pub struct Wiring<'a> {
     pub image: &'a str,
 }
 
-/// Adds the config manager to `pod` when `config` names a ConfigMap. Call it before the
-/// component's settings (`daemonset::apply_component`), which then reach its containers too.
-pub fn apply(pod: &mut PodSpec, wiring: Wiring<'_>, config: Option<&DevicePluginConfig>) {
-    let Some(config) = config else { return };
+/// The configurations an operand mounts: its checked copy of the user's ConfigMap.
+#[derive(Clone, Copy, Debug)]
+pub struct Configs<'a> {
+    /// The copy's name.
+    pub config_map: &'a str,
+    /// `devicePlugin.config.default`, the configuration of nodes without the label.
+    pub default: &'a str,
+}
+
+impl<'a> Configs<'a> {
+    /// The copy named `copy`, with the default of `spec`'s `devicePlugin.config`.
+    pub fn new(spec: &'a ClusterPolicySpec, copy: &'a str) -> Self {
+        let default = spec.device_plugin.config.as_ref();
+        Self {
+            config_map: copy,
+            default: default
+                .and_then(|c| c.default.as_deref())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// Checks the ConfigMap `devicePlugin.config.name` names, each key as a device plugin
+/// configuration and `devicePlugin.config.default` as one of its keys, into the copy named
+/// `copy`. `Ok(None)` without `devicePlugin.config.name`.
+pub fn check(
+    spec: &ClusterPolicySpec,
+    cluster: &Cluster<'_>,
+    copy: &str,
+) -> Result<Option<Checked>, Error> {
+    let Some(config) = spec.device_plugin.config.as_ref() else {
+        return Ok(None);
+    };
     let Some(name) = config.name.as_deref().filter(|n| !n.is_empty()) else {
+        return Ok(None);
+    };
+    let source = Source {
+        field: "devicePlugin.config.name",
+        name,
+        required_key: config.default.as_deref().filter(|d| !d.is_empty()).map(|d| {
+            (
+                d,
+                "devicePlugin.config.default names it: add it or change devicePlugin.config.default",
+            )
+        }),
+    };
+    let check = |_: &str, text: &str| {
+        let found = plugin_config::check(text);
+        if found.errors.is_empty() {
+            Ok(found.warnings.iter().map(ToString::to_string).collect())
+        } else {
+            Err(found
+                .errors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "))
+        }
+    };
+    user_config::check(cluster, source, copy, &check).map(Some)
+}
+
+/// Annotates the pods of `daemonset` with the digest of `checked`, so they roll when it changes.
+pub fn annotate(daemonset: &mut DaemonSet, checked: &Checked) {
+    if let Some(spec) = daemonset.spec.as_mut() {
+        spec.template
+            .metadata
+            .get_or_insert_with(Default::default)
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(DIGEST_ANNOTATION.to_owned(), checked.digest.clone());
+    }
+}
+
+/// Adds the config manager to `pod` when there are `configs`. Call it before the component's
+/// settings (`daemonset::apply_component`), which then reach its containers too.
+pub fn apply(pod: &mut PodSpec, wiring: Wiring<'_>, configs: Option<Configs<'_>>) {
+    let Some(Configs {
+        config_map: name,
+        default,
+    }) = configs
+    else {
         return;
     };
-    let default = config.default.clone().unwrap_or_default();
     if let Some(main) = pod
         .containers
         .iter_mut()
@@ -60,11 +153,11 @@ pub fn apply(pod: &mut PodSpec, wiring: Wiring<'_>, config: Option<&DevicePlugin
     }
     pod.init_containers
         .get_or_insert_with(Vec::new)
-        .push(container("config-manager-init", &wiring, &default, None));
+        .push(container("config-manager-init", &wiring, default, None));
     pod.containers.push(container(
         "config-manager",
         &wiring,
-        &default,
+        default,
         Some(wiring.process_to_signal),
     ));
     if pod.host_pid != Some(true) {
@@ -171,28 +264,20 @@ mod tests {
     }
 
     #[test]
-    fn without_a_config_name_nothing_is_added() {
+    fn without_configs_nothing_is_added() {
         let mut plain = pod();
         apply(&mut plain, WIRING, None);
-        apply(
-            &mut plain,
-            WIRING,
-            Some(&DevicePluginConfig {
-                name: Some(String::new()),
-                default: Some("any".into()),
-            }),
-        );
         assert_eq!(plain, pod());
     }
 
     #[test]
     fn a_config_adds_init_and_sidecar_with_nvidias_env_volumes_and_process_sharing() {
         let mut pod = pod();
-        let config = DevicePluginConfig {
-            name: Some("time-slicing-config".into()),
-            default: Some("any".into()),
+        let configs = Configs {
+            config_map: "nvidia-device-plugin-configs",
+            default: "any",
         };
-        apply(&mut pod, WIRING, Some(&config));
+        apply(&mut pod, WIRING, Some(configs));
         let init = &pod.init_containers.as_ref().unwrap()[0];
         assert_eq!(init.name, "config-manager-init");
         assert_eq!(
@@ -223,7 +308,7 @@ mod tests {
         let volumes = pod.volumes.unwrap();
         assert_eq!(
             volumes[0].config_map.as_ref().unwrap().name,
-            "time-slicing-config"
+            "nvidia-device-plugin-configs"
         );
         assert!(volumes[1].empty_dir.is_some());
     }
@@ -233,11 +318,11 @@ mod tests {
         let mut pod = pod();
         pod.host_pid = Some(true);
         pod.containers[0].env = Some(vec![value("CONFIG_FILE", "/mine.yaml")]);
-        let config = DevicePluginConfig {
-            name: Some("c".into()),
-            default: None,
+        let configs = Configs {
+            config_map: "c",
+            default: "",
         };
-        apply(&mut pod, WIRING, Some(&config));
+        apply(&mut pod, WIRING, Some(configs));
         assert_eq!(pod.share_process_namespace, None);
         assert_eq!(
             env(&pod.containers[0], "CONFIG_FILE").as_deref(),

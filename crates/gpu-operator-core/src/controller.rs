@@ -1,7 +1,8 @@
 //! Wiring reconcilers into kube-runtime Controllers over the shared caches: each operand and the
 //! status reconciler watch ClusterPolicies, operands own every kind they render, and they are
 //! woken by node label changes and GPU-node runtime changes (not by the status heartbeats of
-//! thousands of nodes) and when the ServiceMonitor CRD comes or goes.
+//! thousands of nodes), by a change of the data of a user's ConfigMap in the operator namespace
+//! (one the ClusterPolicy may name) and when the ServiceMonitor CRD comes or goes.
 
 use std::{
     collections::HashMap,
@@ -24,7 +25,7 @@ use kube::{
 };
 
 use crate::{
-    Context, Error, active, node_validation,
+    Context, Error, active, meta, node_validation,
     operand::{self, Operand},
     policy_status,
     stores::Subscriptions,
@@ -44,6 +45,13 @@ pub fn run_operand<O: Operand>(
     let policies = ctx.stores.policies.clone();
     let runtime_policies = policies.clone();
     let crd_policies = policies.clone();
+    let config_policies = policies.clone();
+    let user_configs = changes(
+        subs.config_maps
+            .clone()
+            .filter(|cm| std::future::ready(!meta::is_managed(cm.as_ref()))),
+        |cm, hasher| cm.data.hash(hasher),
+    );
     let runtimes = changes(subs.node_runtimes, |node, hasher| {
         node.status
             .as_ref()
@@ -64,6 +72,7 @@ pub fn run_operand<O: Operand>(
         .owns_shared_stream(subs.daemonsets)
         .watches_shared_stream(label_changes(subs.nodes), move |_| active_ref(&policies))
         .watches_shared_stream(runtimes, move |_| active_ref(&runtime_policies))
+        .watches_shared_stream(user_configs, move |_| active_ref(&config_policies))
         .watches_shared_stream(subs.service_monitor_crds, move |_| {
             active_ref(&crd_policies)
         })

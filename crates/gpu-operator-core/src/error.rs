@@ -8,6 +8,10 @@ pub enum Error {
     /// The ClusterPolicy cannot be satisfied as written; retried only when it changes.
     #[error("invalid ClusterPolicy: {0}")]
     InvalidSpec(String),
+    /// A ConfigMap the ClusterPolicy references is missing or holds a configuration its operand
+    /// would reject; retried when the ConfigMap or the ClusterPolicy changes.
+    #[error("{0}")]
+    InvalidConfig(String),
     /// No image could be resolved for a component.
     #[error(transparent)]
     Image(#[from] ImageError),
@@ -36,6 +40,7 @@ impl Error {
     pub fn category(&self) -> &'static str {
         match self {
             Self::InvalidSpec(_) => "InvalidSpec",
+            Self::InvalidConfig(_) => "InvalidConfig",
             Self::Image(_) => "ImageUnresolvable",
             Self::Kube { .. } => "ApiError",
             Self::Serialize { .. } => "RenderFailed",

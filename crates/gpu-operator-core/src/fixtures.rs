@@ -4,6 +4,8 @@
 
 use std::collections::BTreeSet;
 
+use k8s_openapi::api::core::v1::ConfigMap;
+
 use crate::{
     children::Children,
     facts::{ClusterFacts, OsRelease},
@@ -82,18 +84,44 @@ pub fn profiles() -> Vec<Profile> {
 }
 
 /// The ClusterPolicies of `manifests/examples/` as (file stem, spec); other documents (such as a
-/// ConfigMap next to the policy) are skipped.
-/// `root` is the repository root.
+/// ConfigMap next to the policy) are skipped. `root` is the repository root.
 pub fn examples(
     root: &std::path::Path,
 ) -> Result<Vec<(String, gpu_operator_api::ClusterPolicySpec)>, Box<dyn std::error::Error>> {
     let mut examples = Vec::new();
+    for (stem, value) in example_documents(root)? {
+        if value.get("kind").and_then(serde_yaml::Value::as_str) == Some("ClusterPolicy") {
+            let policy: gpu_operator_api::ClusterPolicy = serde_yaml::from_value(value)?;
+            examples.push((stem, policy.spec));
+        }
+    }
+    Ok(examples)
+}
+
+/// The ConfigMaps of `manifests/examples/` (those the example ClusterPolicies name).
+pub fn example_config_maps(
+    root: &std::path::Path,
+) -> Result<Vec<ConfigMap>, Box<dyn std::error::Error>> {
+    let mut config_maps = Vec::new();
+    for (_, value) in example_documents(root)? {
+        if value.get("kind").and_then(serde_yaml::Value::as_str) == Some("ConfigMap") {
+            config_maps.push(serde_yaml::from_value(value)?);
+        }
+    }
+    Ok(config_maps)
+}
+
+/// Every YAML document of `manifests/examples/`, with its file stem, in file order.
+fn example_documents(
+    root: &std::path::Path,
+) -> Result<Vec<(String, serde_yaml::Value)>, Box<dyn std::error::Error>> {
     let mut paths: Vec<_> = std::fs::read_dir(root.join("manifests/examples"))?
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
         .collect();
     paths.sort();
+    let mut documents = Vec::new();
     for path in paths {
         let text = std::fs::read_to_string(&path)?;
         let stem = path
@@ -102,13 +130,21 @@ pub fn examples(
             .unwrap_or_default();
         for document in serde_yaml::Deserializer::from_str(&text) {
             let value: serde_yaml::Value = serde::Deserialize::deserialize(document)?;
-            if value.get("kind").and_then(serde_yaml::Value::as_str) == Some("ClusterPolicy") {
-                let policy: gpu_operator_api::ClusterPolicy = serde_yaml::from_value(value)?;
-                examples.push((stem.clone(), policy.spec));
-            }
+            documents.push((stem.clone(), value));
         }
     }
-    Ok(examples)
+    Ok(documents)
+}
+
+/// A ConfigMap of device plugin configurations under any name, with keys `default` and `any`
+/// (for render tests of operands that check `devicePlugin.config`).
+#[allow(clippy::unnecessary_wraps)] // the signature of `Cluster::config_maps`
+pub fn plugin_configs(_name: &str) -> Option<std::sync::Arc<ConfigMap>> {
+    let data = ["default", "any"].map(|key| (key.to_owned(), "version: v1\n".to_owned()));
+    Some(std::sync::Arc::new(ConfigMap {
+        data: Some(data.into()),
+        ..ConfigMap::default()
+    }))
 }
 
 /// The image the fixtures' operator environment gives for variable `env` (such as
@@ -127,6 +163,13 @@ pub fn image_env(env: &str) -> Option<String> {
 pub fn snapshots<O: crate::operand::Operand>(
     root: &std::path::Path,
 ) -> Result<Vec<(String, serde_json::Value)>, Box<dyn std::error::Error>> {
+    let config_maps = example_config_maps(root)?;
+    let lookup = |name: &str| {
+        config_maps
+            .iter()
+            .find(|c| c.metadata.name.as_deref() == Some(name))
+            .map(|c| std::sync::Arc::new(c.clone()))
+    };
     let mut out = Vec::new();
     for (example, spec) in examples(root)? {
         for profile in profiles() {
@@ -134,6 +177,7 @@ pub fn snapshots<O: crate::operand::Operand>(
                 namespace: "gpu-operator",
                 facts: &profile.facts,
                 image_env: &image_env,
+                config_maps: &lookup,
             };
             let value = match O::validate(&spec, &cluster) {
                 Ok(Some(input)) => children_values(&O::render(&input))?,

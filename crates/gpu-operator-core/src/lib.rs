@@ -10,6 +10,7 @@ pub mod config_manager;
 pub mod context;
 pub mod controller;
 pub mod daemonset;
+pub mod digest;
 pub mod error;
 pub mod facts;
 pub mod fixtures;
@@ -29,6 +30,7 @@ pub mod runtime_class;
 pub mod service_monitor;
 pub mod status_write;
 pub mod stores;
+pub mod user_config;
 
 pub use context::Context;
 pub use error::Error;

@@ -22,6 +22,17 @@ pub fn managed_selector() -> String {
     format!("{MANAGED_BY_LABEL}={MANAGED_BY}")
 }
 
+/// Whether `object` is one we manage (carries our `managed-by` label).
+pub fn is_managed(object: &impl kube::Resource) -> bool {
+    object
+        .meta()
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(MANAGED_BY_LABEL))
+        .map(String::as_str)
+        == Some(MANAGED_BY)
+}
+
 /// Label selector of the objects one reconciler (`component`) manages.
 pub fn component_selector(component: &str) -> String {
     format!("{MANAGED_BY_LABEL}={MANAGED_BY},{COMPONENT_LABEL}={component}")

@@ -7,7 +7,7 @@ use std::{
 };
 
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, spec::ImageSpec};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::{
     Api, Resource, ResourceExt as _,
     runtime::{
@@ -123,6 +123,9 @@ pub struct Cluster<'a> {
     pub facts: &'a ClusterFacts,
     /// The operator's image environment fallbacks (`DEVICE_PLUGIN_IMAGE`, …) by variable name.
     pub image_env: &'a (dyn Fn(&str) -> Option<String> + Sync),
+    /// The ConfigMaps of the operator namespace by name, such as the one `devicePlugin.config`
+    /// names.
+    pub config_maps: &'a (dyn Fn(&str) -> Option<Arc<ConfigMap>> + Sync),
 }
 
 impl Cluster<'_> {
@@ -213,11 +216,17 @@ async fn reconcile_once<O: Operand>(
         return Ok(Action::await_change());
     }
     let image_env = |name: &str| ctx.image_env(name).map(str::to_owned);
+    let config_maps = |name: &str| {
+        ctx.stores
+            .config_maps
+            .get(&ObjectRef::new(name).within(&ctx.namespace))
+    };
     let facts = ctx.facts();
     let cluster = Cluster {
         namespace: &ctx.namespace,
         facts: &facts,
         image_env: &image_env,
+        config_maps: &config_maps,
     };
     let (children, state, unserved, mut warnings) = match O::validate(&policy.spec, &cluster)? {
         None => (

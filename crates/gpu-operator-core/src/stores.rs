@@ -1,11 +1,11 @@
 //! One reflector per watched kind, shared by every reconciler: ClusterPolicies; the objects we
-//! manage (label-selected: DaemonSets, ServiceAccounts, ConfigMaps, Services, Roles and
-//! RoleBindings in the operator namespace; ClusterRoles, ClusterRoleBindings and RuntimeClasses
-//! cluster-wide); every Node as metadata only (labels and annotations), so the cache stays small
-//! at thousands of nodes; the GPU nodes' container runtime, stripped to that one field; and the
-//! metadata of one CustomResourceDefinition, the Prometheus Operator's ServiceMonitor, whose
-//! presence decides whether ServiceMonitors can be created.
-
+//! manage (label-selected: DaemonSets, ServiceAccounts, Services, Roles and RoleBindings in the
+//! operator namespace; ClusterRoles, ClusterRoleBindings and RuntimeClasses cluster-wide); every
+//! ConfigMap of the operator namespace, ours and the ones users name in the ClusterPolicy
+//! (`devicePlugin.config.name`, …); every Node as metadata only (labels and annotations), so the
+//! cache stays small at thousands of nodes; the GPU nodes' container runtime, stripped to that
+//! one field; and the metadata of one CustomResourceDefinition, the Prometheus Operator's
+//! ServiceMonitor, whose presence decides whether ServiceMonitors can be created.
 use std::{fmt::Debug, future::Future, hash::Hash, pin::Pin};
 
 use futures::{StreamExt as _, stream::BoxStream};
@@ -113,7 +113,7 @@ pub fn start(
     )?;
     let (config_maps, config_maps_sub) = r.reflect(
         Api::<ConfigMap>::namespaced(c.clone(), ns),
-        &managed,
+        &everything,
         strip_managed_fields,
     )?;
     let (services, services_sub) = r.reflect(

@@ -91,6 +91,7 @@ mod tests {
             namespace: "gpu-operator",
             facts: &facts,
             image_env: &|name: &str| Some(format!("x/{name}:1")),
+            config_maps: &|_| None,
         };
         validate(spec, &cluster).unwrap()
     }

@@ -46,6 +46,7 @@ mod tests {
             namespace: "gpu-operator",
             facts,
             image_env: env,
+            config_maps: &|_| None,
         }
     }
 

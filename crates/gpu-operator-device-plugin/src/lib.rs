@@ -11,7 +11,8 @@ mod validate;
 use gpu_operator_api::{ClusterPolicySpec, conditions::operand::DEVICE_PLUGIN_READY};
 use gpu_operator_core::{
     Error,
-    operand::{Children, Cluster, Operand},
+    operand::{Children, Cluster, Operand, Warning},
+    user_config::Checked,
 };
 
 pub use validate::Input;
@@ -22,6 +23,9 @@ pub const DAEMONSET: &str = "nvidia-device-plugin-daemonset";
 pub const SERVICE_ACCOUNT: &str = "nvidia-device-plugin";
 /// Name of the MPS control daemon DaemonSet, its ServiceAccount and RBAC, as NVIDIA names them.
 pub const MPS_DAEMONSET: &str = "nvidia-device-plugin-mps-control-daemon";
+/// The operator's checked copy of the ConfigMap `devicePlugin.config.name` names, which the
+/// device plugin and the MPS control daemon mount.
+pub const CONFIGS: &str = "nvidia-device-plugin-configs";
 /// The ConfigMap with the device plugin's entrypoint script, as NVIDIA names it.
 pub const ENTRYPOINT_CONFIG_MAP: &str = "nvidia-device-plugin-entrypoint";
 
@@ -41,4 +45,20 @@ impl Operand for DevicePlugin {
     fn render(input: &Input) -> Children {
         render::children(input)
     }
+
+    fn warnings(input: &Input) -> Vec<Warning> {
+        config_warnings(input.configs.as_ref())
+    }
+}
+
+/// What the checked `devicePlugin.config` ConfigMap holds that the device plugin would ignore.
+fn config_warnings(configs: Option<&Checked>) -> Vec<Warning> {
+    configs
+        .iter()
+        .flat_map(|c| &c.warnings)
+        .map(|message| Warning {
+            reason: "ConfigIgnored",
+            message: format!("{message} (the device plugin accepts it but ignores it)"),
+        })
+        .collect()
 }

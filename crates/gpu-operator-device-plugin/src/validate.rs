@@ -2,7 +2,11 @@
 //! (its `toolkit-validation` init container waits on the validator). Pure.
 
 use gpu_operator_api::ClusterPolicySpec;
-use gpu_operator_core::{Error, operand::Cluster, runtime_class::GpuAccess};
+use gpu_operator_core::{
+    Error, config_manager, operand::Cluster, runtime_class::GpuAccess, user_config::Checked,
+};
+
+use crate::CONFIGS;
 
 /// What rendering the device plugin needs.
 #[derive(Clone, Debug)]
@@ -13,6 +17,8 @@ pub struct Input {
     pub validator_image: String,
     /// How the pods reach the GPUs (RuntimeClass or NRI annotation).
     pub gpu_access: GpuAccess,
+    /// The checked copy of the `devicePlugin.config` ConfigMap, when one is named.
+    pub configs: Option<Checked>,
     /// The operator namespace (subject of the role bindings).
     pub namespace: String,
     /// The ClusterPolicy spec it was validated from.
@@ -32,9 +38,29 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
         )?,
         validator_image: cluster.validator_image(spec)?,
         gpu_access: GpuAccess::of(spec, cluster.facts),
+        configs: config_manager::check(spec, cluster, CONFIGS)?,
         namespace: cluster.namespace.to_owned(),
         spec: spec.clone(),
     }))
+}
+
+/// `spec` validated as the operator would on default facts, with the fixtures' images and
+/// device plugin configurations.
+#[cfg(test)]
+pub fn for_tests(spec: &ClusterPolicySpec) -> Input {
+    use gpu_operator_core::fixtures;
+
+    let facts = gpu_operator_core::facts::ClusterFacts::default();
+    let cluster = Cluster {
+        namespace: "gpu-operator",
+        facts: &facts,
+        image_env: &fixtures::image_env,
+        config_maps: &fixtures::plugin_configs,
+    };
+    match validate(spec, &cluster) {
+        Ok(Some(input)) => input,
+        other => panic!("{spec:?} does not validate: {other:?}"),
+    }
 }
 
 #[cfg(test)]
@@ -50,6 +76,7 @@ mod tests {
             namespace: "gpu-operator",
             facts: &facts,
             image_env,
+            config_maps: &|_| None,
         };
         validate(spec, &cluster)
     }

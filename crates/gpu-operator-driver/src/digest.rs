@@ -30,14 +30,7 @@ pub fn of(pod: &PodSpec) -> String {
         })
         .collect();
     let text = json!([containers, pod.volumes]).to_string();
-    format!("{:016x}", fnv1a(text.as_bytes()))
-}
-
-/// 64-bit FNV-1a: stable across Rust versions and platforms, unlike `DefaultHasher`.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+    gpu_operator_core::digest::of(text.as_bytes())
 }
 
 #[cfg(test)]

@@ -207,6 +207,7 @@ mod tests {
             namespace: "gpu-operator",
             facts,
             image_env: &image_env,
+            config_maps: &|_| None,
         };
         validate(spec, &cluster)
     }

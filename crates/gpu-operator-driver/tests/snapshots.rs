@@ -23,6 +23,7 @@ fn render(spec: &ClusterPolicySpec, facts: &ClusterFacts) -> Children {
         namespace: "gpu-operator",
         facts,
         image_env: &image_env,
+        config_maps: &|_| None,
     };
     Driver::validate(spec, &cluster)
         .unwrap()

@@ -17,6 +17,9 @@ pub use validate::Input;
 
 /// Name of the DaemonSet and its `app` label, as NVIDIA names them.
 pub const DAEMONSET: &str = "gpu-feature-discovery";
+/// The operator's checked copy of the ConfigMap `devicePlugin.config.name` names, which GFD's
+/// config manager mounts.
+pub const CONFIGS: &str = "gpu-feature-discovery-configs";
 /// Name of the ServiceAccount and RBAC, as NVIDIA names them.
 pub const SERVICE_ACCOUNT: &str = "nvidia-gpu-feature-discovery";
 

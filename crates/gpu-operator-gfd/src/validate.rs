@@ -2,7 +2,11 @@
 //! (barrier) and, with `devicePlugin.config`, the device plugin image (the config manager). Pure.
 
 use gpu_operator_api::ClusterPolicySpec;
-use gpu_operator_core::{Error, operand::Cluster, runtime_class::GpuAccess};
+use gpu_operator_core::{
+    Error, config_manager, operand::Cluster, runtime_class::GpuAccess, user_config::Checked,
+};
+
+use crate::CONFIGS;
 
 /// What rendering GFD needs.
 #[derive(Clone, Debug)]
@@ -15,6 +19,8 @@ pub struct Input {
     pub config_manager_image: Option<String>,
     /// How the pods reach the GPUs (RuntimeClass or NRI annotation).
     pub gpu_access: GpuAccess,
+    /// The checked copy of the `devicePlugin.config` ConfigMap, when one is named.
+    pub configs: Option<Checked>,
     /// The operator namespace (subject of the role bindings).
     pub namespace: String,
     /// The ClusterPolicy spec it was validated from.
@@ -26,13 +32,8 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
     if spec.gfd.enabled == Some(false) {
         return Ok(None);
     }
-    let configured = spec
-        .device_plugin
-        .config
-        .as_ref()
-        .and_then(|c| c.name.as_deref())
-        .is_some_and(|n| !n.is_empty());
-    let config_manager_image = if configured {
+    let configs = config_manager::check(spec, cluster, CONFIGS)?;
+    let config_manager_image = if configs.is_some() {
         Some(cluster.image(
             "devicePlugin",
             &spec.device_plugin.image,
@@ -46,9 +47,29 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
         validator_image: cluster.validator_image(spec)?,
         config_manager_image,
         gpu_access: GpuAccess::of(spec, cluster.facts),
+        configs,
         namespace: cluster.namespace.to_owned(),
         spec: spec.clone(),
     }))
+}
+
+/// `spec` validated as the operator would on default facts, with the fixtures' images and
+/// device plugin configurations.
+#[cfg(test)]
+pub fn for_tests(spec: &ClusterPolicySpec) -> Input {
+    use gpu_operator_core::fixtures;
+
+    let facts = gpu_operator_core::facts::ClusterFacts::default();
+    let cluster = Cluster {
+        namespace: "gpu-operator",
+        facts: &facts,
+        image_env: &fixtures::image_env,
+        config_maps: &fixtures::plugin_configs,
+    };
+    match validate(spec, &cluster) {
+        Ok(Some(input)) => input,
+        other => panic!("{spec:?} does not validate: {other:?}"),
+    }
 }
 
 #[cfg(test)]
@@ -66,6 +87,7 @@ mod tests {
             namespace: "gpu-operator",
             facts: &facts,
             image_env,
+            config_maps: &gpu_operator_core::fixtures::plugin_configs,
         };
         validate(spec, &cluster)
     }

@@ -24,6 +24,9 @@ pub use validate::Input;
 pub const NAME: &str = "nvidia-mig-manager";
 /// The ConfigMap of default MIG layouts (key `config.yaml`).
 pub const DEFAULT_CONFIG: &str = "default-mig-parted-config";
+/// The operator's checked copy of the user's layouts ConfigMap (`migManager.config.name`), which
+/// the manager mounts instead of the user's.
+pub const CUSTOM_CONFIG: &str = "nvidia-mig-manager-custom-config";
 /// The ConfigMap of host GPU clients (key `clients.yaml`).
 pub const DEFAULT_GPU_CLIENTS: &str = "default-gpu-clients";
 /// The ConfigMap of the container's entrypoint script.

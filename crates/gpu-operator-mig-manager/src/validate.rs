@@ -6,9 +6,13 @@ use gpu_operator_core::{
     Error,
     operand::{Cluster, Warning},
     runtime_class::GpuAccess,
+    user_config::{self, Checked, Source},
 };
 
-use crate::{DEFAULT_CONFIG, profiles};
+use crate::{CUSTOM_CONFIG, DEFAULT_CONFIG, parted, profiles};
+
+/// The key of a layouts ConfigMap the manager reads.
+const LAYOUTS_KEY: &str = "config.yaml";
 
 /// The layout seeded on MIG-capable nodes when `migManager.config.default` is unset.
 const SEEDED_BY_DEFAULT: &str = "all-disabled";
@@ -22,6 +26,8 @@ pub struct Input {
     pub validator_image: String,
     /// How the pods reach the GPUs (RuntimeClass or NRI annotation).
     pub gpu_access: GpuAccess,
+    /// The checked copy of the user's layouts ConfigMap (`migManager.config.name`), if any.
+    pub custom: Option<Checked>,
     /// The operator namespace (role-binding subjects).
     pub namespace: String,
     /// The ClusterPolicy spec it was validated from.
@@ -59,27 +65,76 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
     }
     let image = cluster.image("migManager", &section.image, "MIG_MANAGER_IMAGE")?;
     let validator_image = cluster.validator_image(spec)?;
+    let custom = match section.config.as_ref().and_then(|c| c.name.as_deref()) {
+        Some(name) if !name.is_empty() => Some(check_custom(cluster, name)?),
+        _ => None,
+    };
     Ok(Some(Input {
         image,
         validator_image,
         gpu_access: GpuAccess::of(spec, cluster.facts),
+        custom,
         namespace: cluster.namespace.to_owned(),
         spec: spec.clone(),
     }))
 }
 
-/// A seeded layout (`migManager.config.default`) missing from the default layouts: every node
-/// seeded with it would fail to partition. (A user's ConfigMap is not read here.)
+/// The user's layouts ConfigMap checked by mig-parted's rules: its `config.yaml` must be a
+/// mig-parted configuration (other keys are not read by the manager).
+fn check_custom(cluster: &Cluster<'_>, name: &str) -> Result<Checked, Error> {
+    let source = Source {
+        field: "migManager.config.name",
+        name,
+        required_key: Some((
+            LAYOUTS_KEY,
+            "the MIG manager reads its layouts from that key: put the mig-parted configuration \
+             there",
+        )),
+    };
+    let check = |key: &str, text: &str| {
+        if key != LAYOUTS_KEY {
+            return Ok(Vec::new());
+        }
+        parted::layouts(text)
+            .map(|_| Vec::new())
+            .map_err(|e| e.to_string())
+    };
+    user_config::check(cluster, source, CUSTOM_CONFIG, &check)
+}
+
+/// A seeded layout (`migManager.config.default`) missing from the layouts the manager reads (the
+/// user's, else the default ones): every node seeded with it would fail to partition.
 pub fn warnings(input: &Input) -> Vec<Warning> {
-    if input.custom_config().is_some() {
-        return Vec::new();
-    }
     let seeded = input
         .section()
         .config
         .and_then(|c| c.default)
         .unwrap_or_else(|| SEEDED_BY_DEFAULT.to_owned());
-    if seeded.is_empty() || profiles::default_layouts().contains(&seeded) {
+    if seeded.is_empty() {
+        return Vec::new();
+    }
+    if let Some(custom) = &input.custom {
+        let layouts = custom
+            .config_map
+            .data
+            .as_ref()
+            .and_then(|d| d.get(LAYOUTS_KEY))
+            .and_then(|text| parted::layouts(text).ok())
+            .unwrap_or_default();
+        if layouts.contains(&seeded) {
+            return Vec::new();
+        }
+        let name = input.custom_config().unwrap_or_default();
+        return vec![Warning {
+            reason: "MIGConfigNotFound",
+            message: format!(
+                "migManager.config.default is {seeded:?}, which is not a layout of ConfigMap \
+                 {name} (key {LAYOUTS_KEY}), so MIG-capable nodes seeded with it fail to \
+                 partition: add the layout or set migManager.config.default to one of its layouts"
+            ),
+        }];
+    }
+    if profiles::default_layouts().contains(&seeded) {
         return Vec::new();
     }
     vec![Warning {
@@ -93,50 +148,111 @@ pub fn warnings(input: &Input) -> Vec<Warning> {
     }]
 }
 
+/// `spec` validated as the operator would, with a valid layouts ConfigMap (layout
+/// `all-disabled`) under any name the spec gives.
+#[cfg(test)]
+pub fn for_tests(spec: &ClusterPolicySpec) -> Input {
+    use std::sync::Arc;
+
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    let facts = gpu_operator_core::facts::ClusterFacts::default();
+    let layouts = ConfigMap {
+        data: Some(
+            [(
+                LAYOUTS_KEY.to_owned(),
+                "version: v1\nmig-configs:\n  all-disabled:\n    - devices: all\n      \
+                 mig-enabled: false\n"
+                    .to_owned(),
+            )]
+            .into(),
+        ),
+        ..ConfigMap::default()
+    };
+    let lookup = move |_: &str| Some(Arc::new(layouts.clone()));
+    let cluster = Cluster {
+        namespace: "gpu-operator",
+        facts: &facts,
+        image_env: &|name: &str| Some(format!("x/{name}:1")),
+        config_maps: &lookup,
+    };
+    match validate(spec, &cluster) {
+        Ok(Some(input)) => input,
+        other => panic!("{spec:?} does not validate: {other:?}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use gpu_operator_api::spec::MigPartedConfigSpec;
     use gpu_operator_core::facts::ClusterFacts;
+    use k8s_openapi::api::core::v1::ConfigMap;
 
     use super::*;
 
-    fn input(config: Option<MigPartedConfigSpec>, enabled: Option<bool>) -> Option<Input> {
-        let facts = ClusterFacts::default();
-        let cluster = Cluster {
-            namespace: "gpu-operator",
-            facts: &facts,
-            image_env: &|name: &str| Some(format!("x/{name}:1")),
-        };
-        let spec = ClusterPolicySpec {
+    fn spec(config: Option<MigPartedConfigSpec>, enabled: Option<bool>) -> ClusterPolicySpec {
+        ClusterPolicySpec {
             mig_manager: Some(MigManagerSpec {
                 enabled,
                 config,
                 ..MigManagerSpec::default()
             }),
             ..ClusterPolicySpec::default()
+        }
+    }
+
+    fn config(name: Option<&str>, default: &str) -> Option<MigPartedConfigSpec> {
+        Some(MigPartedConfigSpec {
+            name: name.map(Into::into),
+            default: Some(default.into()),
+        })
+    }
+
+    /// Validation with ConfigMap `mine` holding `data`.
+    fn with_config_map(
+        spec: &ClusterPolicySpec,
+        data: &[(&str, &str)],
+    ) -> Result<Option<Input>, Error> {
+        let facts = ClusterFacts::default();
+        let mine = ConfigMap {
+            data: Some(
+                data.iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+            ),
+            ..ConfigMap::default()
         };
-        validate(&spec, &cluster).unwrap()
+        let lookup = move |name: &str| (name == "mine").then(|| Arc::new(mine.clone()));
+        let cluster = Cluster {
+            namespace: "gpu-operator",
+            facts: &facts,
+            image_env: &|name: &str| Some(format!("x/{name}:1")),
+            config_maps: &lookup,
+        };
+        validate(spec, &cluster)
     }
 
     fn seeded(default: &str, name: Option<&str>) -> Vec<Warning> {
-        let config = MigPartedConfigSpec {
-            name: name.map(Into::into),
-            default: Some(default.into()),
-        };
-        warnings(&input(Some(config), None).unwrap())
+        warnings(&for_tests(&spec(config(name, default), None)))
     }
 
     #[test]
     fn disabled_renders_nothing() {
-        assert!(input(None, Some(false)).is_none());
-        assert!(input(None, None).is_some());
+        assert!(
+            with_config_map(&spec(None, Some(false)), &[])
+                .unwrap()
+                .is_none()
+        );
+        assert!(with_config_map(&spec(None, None), &[]).unwrap().is_some());
     }
 
     #[test]
-    fn a_seeded_layout_missing_from_the_defaults_is_reported_by_name() {
+    fn a_seeded_layout_missing_from_the_layouts_read_is_reported_by_name() {
         assert!(seeded("all-1g.10gb", None).is_empty());
         assert!(seeded("", None).is_empty());
-        assert!(warnings(&input(None, None).unwrap()).is_empty());
+        assert!(warnings(&for_tests(&spec(None, None))).is_empty());
         let missing = seeded("all-9g.99gb", None);
         assert_eq!(missing[0].reason, "MIGConfigNotFound");
         assert!(
@@ -145,9 +261,52 @@ mod tests {
             "{}",
             missing[0].message
         );
+        assert!(seeded("all-disabled", Some("mine")).is_empty());
+        let missing = seeded("all-1g.10gb", Some("mine"));
         assert!(
-            seeded("all-9g.99gb", Some("mine")).is_empty(),
-            "a user's ConfigMap is not judged against the defaults"
+            missing[0]
+                .message
+                .contains("not a layout of ConfigMap mine"),
+            "a user's ConfigMap is judged by its own layouts: {}",
+            missing[0].message
         );
+    }
+
+    #[test]
+    fn a_users_layouts_are_checked_and_copied() {
+        let spec = spec(config(Some("mine"), "custom"), None);
+        let layouts =
+            "version: v1\nmig-configs:\n  custom:\n    - devices: all\n      mig-enabled: false\n";
+        let input = with_config_map(&spec, &[("config.yaml", layouts), ("notes", "anything")])
+            .unwrap()
+            .unwrap();
+        let custom = input.custom.as_ref().unwrap();
+        assert_eq!(
+            custom.config_map.metadata.name.as_deref(),
+            Some(CUSTOM_CONFIG)
+        );
+        assert_eq!(
+            custom.config_map.data.as_ref().unwrap()["config.yaml"],
+            layouts
+        );
+        assert!(warnings(&input).is_empty());
+
+        let error = with_config_map(&spec, &[("config.yaml", "version: v2\n")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("gpu-operator/mine")
+                && error.contains("key \"config.yaml\"")
+                && error.contains("v2"),
+            "{error}"
+        );
+        let error = with_config_map(&spec, &[("layouts.yaml", layouts)])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("no key \"config.yaml\""), "{error}");
+        let error = with_config_map(&self::spec(config(Some("absent"), ""), None), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("does not exist"), "{error}");
     }
 }

@@ -52,6 +52,7 @@ mod tests {
             namespace: "gpu-operator",
             facts: &facts,
             image_env: &|name: &str| Some(format!("x/{name}:1")),
+            config_maps: &|_| None,
         };
         let mut spec = ClusterPolicySpec::default();
         assert!(validate(&spec, &cluster).unwrap().is_none());

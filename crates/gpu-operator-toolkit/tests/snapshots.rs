@@ -22,6 +22,7 @@ fn render(spec: &ClusterPolicySpec, facts: &ClusterFacts) -> Children {
         namespace: "gpu-operator",
         facts,
         image_env: &image_env,
+        config_maps: &|_| None,
     };
     match Toolkit::validate(spec, &cluster).unwrap() {
         Some(input) => Toolkit::render(&input),

@@ -40,6 +40,7 @@ mod tests {
             namespace: "gpu-operator",
             facts: &facts,
             image_env,
+            config_maps: &|_| None,
         };
         validate(spec, &cluster)
     }

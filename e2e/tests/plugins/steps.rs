@@ -20,11 +20,11 @@ pub const MPS: &str = "nvidia-device-plugin-mps-control-daemon";
 /// The DaemonSets a `mig.strategy` change rolls.
 const MIG_FOLLOWERS: [&str; 4] = [PLUGIN, GFD, MPS, VALIDATOR];
 
-async fn daemonset(env: &Env, name: &str) -> DaemonSet {
+pub async fn daemonset(env: &Env, name: &str) -> DaemonSet {
     env.daemonsets().get(name).await.unwrap()
 }
 
-fn containers(ds: &DaemonSet) -> Vec<k8s_openapi::api::core::v1::Container> {
+pub fn containers(ds: &DaemonSet) -> Vec<k8s_openapi::api::core::v1::Container> {
     let pod = ds.spec.clone().unwrap().template.spec.unwrap();
     pod.init_containers
         .unwrap_or_default()
@@ -34,7 +34,7 @@ fn containers(ds: &DaemonSet) -> Vec<k8s_openapi::api::core::v1::Container> {
 }
 
 /// The value of `name` in the first container of `ds` that sets it.
-fn env_value(ds: &DaemonSet, name: &str) -> Option<String> {
+pub fn env_value(ds: &DaemonSet, name: &str) -> Option<String> {
     containers(ds)
         .iter()
         .flat_map(|c| c.env.clone().unwrap_or_default())
@@ -50,7 +50,7 @@ async fn generations(env: &Env) -> BTreeMap<String, i64> {
         .collect()
 }
 
-async fn patch_policy(env: &Env, name: &str, patch: serde_json::Value) {
+pub async fn patch_policy(env: &Env, name: &str, patch: serde_json::Value) {
     env.policies()
         .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
@@ -133,34 +133,6 @@ pub async fn mig_strategy_rolls_exactly_the_four(env: &Env, name: &str) {
         env_value(&plugin, "NVIDIA_MIG_MONITOR_DEVICES").as_deref(),
         Some("all")
     );
-}
-
-/// `devicePlugin.config` adds `config-manager-init` and `config-manager` to the plugin, GFD and
-/// MPS daemon.
-pub async fn a_config_adds_the_config_manager(env: &Env, name: &str) {
-    let config = json!({"spec": {"devicePlugin": {"config": {"name": "time-slicing-config", "default": "any"}}}});
-    patch_policy(env, name, config).await;
-    wait_until("the config manager in the three", TIMEOUT, || async {
-        for app in [PLUGIN, GFD, MPS] {
-            let names: Vec<String> = containers(&daemonset(env, app).await)
-                .into_iter()
-                .map(|c| c.name)
-                .collect();
-            if !names.iter().any(|n| n == "config-manager-init")
-                || !names.iter().any(|n| n == "config-manager")
-            {
-                return Ok(None);
-            }
-        }
-        Ok(Some(()))
-    })
-    .await
-    .unwrap();
-    let plugin = daemonset(env, PLUGIN).await;
-    assert_eq!(env_value(&plugin, "DEFAULT_CONFIG").as_deref(), Some("any"));
-    let pod = plugin.spec.unwrap().template.spec.unwrap();
-    assert_eq!(pod.share_process_namespace, Some(true));
-    wait_policy(env, name, "the ClusterPolicy to be ready again", is_ready).await;
 }
 
 /// `gfd.enabled: false` deletes GFD and says so; `true` brings it back Ready.

@@ -9,13 +9,7 @@ use gpu_operator_core::runtime_class::GpuAccess;
 use super::*;
 
 fn render(spec: ClusterPolicySpec) -> DaemonSet {
-    build(&Input {
-        image: "nvcr.io/nvidia/k8s-device-plugin:v0.17.0".into(),
-        validator_image: "ghcr.io/x/gpu-operator:1".into(),
-        gpu_access: GpuAccess::RuntimeClass("nvidia".into()),
-        namespace: "gpu-operator".into(),
-        spec,
-    })
+    build(&crate::validate::for_tests(&spec))
 }
 
 fn pod(ds: &DaemonSet) -> &PodSpec {
@@ -53,11 +47,14 @@ fn names_selector_image_and_barrier_follow_nvidia() {
     assert_eq!(pod.service_account_name.as_deref(), Some(SERVICE_ACCOUNT));
     assert_eq!(
         pod.containers[0].image.as_deref(),
-        Some("nvcr.io/nvidia/k8s-device-plugin:v0.17.0")
+        Some("registry.example.com/device-plugin:v1")
     );
     let barrier = &pod.init_containers.as_ref().unwrap()[0];
     assert_eq!(barrier.name, "toolkit-validation");
-    assert_eq!(barrier.image.as_deref(), Some("ghcr.io/x/gpu-operator:1"));
+    assert_eq!(
+        barrier.image.as_deref(),
+        Some("registry.example.com/validator:v1")
+    );
     assert_eq!(
         pod.containers.len(),
         1,
@@ -194,11 +191,8 @@ fn pods_run_with_the_runtime_class_or_ask_the_nri_plugin_for_the_management_devi
     let ds = render(ClusterPolicySpec::default());
     assert_eq!(pod(&ds).runtime_class_name.as_deref(), Some("nvidia"));
     let ds = build(&Input {
-        image: "nvcr.io/nvidia/k8s-device-plugin:v0.17.0".into(),
-        validator_image: "ghcr.io/x/gpu-operator:1".into(),
         gpu_access: GpuAccess::NriAnnotation,
-        namespace: "gpu-operator".into(),
-        spec: ClusterPolicySpec::default(),
+        ..crate::validate::for_tests(&ClusterPolicySpec::default())
     });
     assert_eq!(pod(&ds).runtime_class_name, None);
     let template = &ds.spec.as_ref().unwrap().template;

@@ -12,16 +12,24 @@ use k8s_openapi::api::core::v1::{
     HostPathVolumeSource, PodSpec, SecurityContext, Volume, VolumeMount,
 };
 
-use crate::Input;
+use crate::{CONFIGS, Input};
 
 /// Everything the device plugin needs.
 pub fn children(input: &Input) -> Children {
+    let mut daemonsets = vec![daemonset::build(input), mps_daemonset::build(input)];
+    if let Some(configs) = &input.configs {
+        for ds in &mut daemonsets {
+            config_manager::annotate(ds, configs);
+        }
+    }
     Children {
         service_accounts: rbac::service_accounts(),
         cluster_roles: rbac::cluster_roles(),
         cluster_role_bindings: rbac::cluster_role_bindings(&input.namespace),
-        config_maps: vec![config_map::build()],
-        daemonsets: vec![daemonset::build(input), mps_daemonset::build(input)],
+        config_maps: std::iter::once(config_map::build())
+            .chain(input.configs.iter().map(|c| c.config_map.clone()))
+            .collect(),
+        daemonsets,
         ..Children::default()
     }
 }
@@ -36,7 +44,11 @@ fn finish(pod: &mut PodSpec, input: &Input, main: &str, process: &str, args: boo
         process_to_signal: process,
         image: &input.image,
     };
-    config_manager::apply(pod, wiring, plugin.config.as_ref());
+    let configs = input
+        .configs
+        .as_ref()
+        .map(|_| config_manager::Configs::new(&input.spec, CONFIGS));
+    config_manager::apply(pod, wiring, configs);
     common::apply_component(pod, &plugin.image, &plugin.container, plugin.host_network);
     barrier::apply_validator(pod, input.spec.validator.as_ref());
     host_paths::apply(pod, input.spec.host_paths.as_ref());

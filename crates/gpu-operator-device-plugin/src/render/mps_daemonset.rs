@@ -97,18 +97,10 @@ mod tests {
         spec::{DevicePluginConfig, MpsConfig},
     };
 
-    use gpu_operator_core::runtime_class::GpuAccess;
-
     use super::*;
 
     fn render(spec: ClusterPolicySpec) -> PodSpec {
-        let ds = build(&Input {
-            image: "nvcr.io/nvidia/k8s-device-plugin:v0.17.0".into(),
-            validator_image: "ghcr.io/x/gpu-operator:1".into(),
-            gpu_access: GpuAccess::RuntimeClass("nvidia".into()),
-            namespace: "gpu-operator".into(),
-            spec,
-        });
+        let ds = build(&crate::validate::for_tests(&spec));
         assert_eq!(ds.metadata.name.as_deref(), Some(MPS_DAEMONSET));
         ds.spec.unwrap().template.spec.unwrap()
     }
@@ -156,7 +148,7 @@ mod tests {
         let mut spec = ClusterPolicySpec::default();
         spec.device_plugin.config = Some(DevicePluginConfig {
             name: Some("mps-config".into()),
-            default: Some("mps".into()),
+            default: Some("any".into()),
         });
         let pod = render(spec);
         assert_eq!(pod.share_process_namespace, None);

@@ -15,7 +15,7 @@ use k8s_openapi::api::{
     core::v1::{Container, HostPathVolumeSource, PodSpec, SecurityContext, Volume, VolumeMount},
 };
 
-use crate::{DAEMONSET, GpuFeatureDiscovery, Input, SERVICE_ACCOUNT};
+use crate::{CONFIGS, DAEMONSET, GpuFeatureDiscovery, Input, SERVICE_ACCOUNT};
 
 /// The GFD container, also the process the config manager signals.
 const CONTAINER: &str = "gpu-feature-discovery";
@@ -80,7 +80,8 @@ pub fn build(input: &Input) -> DaemonSet {
             process_to_signal: CONTAINER,
             image,
         };
-        config_manager::apply(&mut pod, wiring, spec.device_plugin.config.as_ref());
+        let configs = config_manager::Configs::new(spec, CONFIGS);
+        config_manager::apply(&mut pod, wiring, Some(configs));
     }
     daemonset::apply_component(&mut pod, &gfd.image, &gfd.container, gfd.host_network);
     barrier::apply_validator(&mut pod, spec.validator.as_ref());
@@ -140,20 +141,10 @@ mod tests {
         spec::{DevicePluginConfig, EnvVar, MigSpec, MigStrategy},
     };
 
-    use gpu_operator_core::runtime_class::GpuAccess;
-
     use super::*;
 
     fn render(spec: ClusterPolicySpec) -> DaemonSet {
-        let configured = spec.device_plugin.config.is_some();
-        build(&Input {
-            image: "nvcr.io/nvidia/k8s-device-plugin:v0.17.0".into(),
-            validator_image: "ghcr.io/x/gpu-operator:1".into(),
-            config_manager_image: configured.then(|| "plugin:1".to_owned()),
-            gpu_access: GpuAccess::RuntimeClass("nvidia".into()),
-            namespace: "gpu-operator".into(),
-            spec,
-        })
+        build(&crate::validate::for_tests(&spec))
     }
 
     fn pod(ds: &DaemonSet) -> &PodSpec {
@@ -229,7 +220,10 @@ mod tests {
         let ds = render(spec);
         let pod = pod(&ds);
         assert_eq!(pod.containers[1].name, "config-manager");
-        assert_eq!(pod.containers[1].image.as_deref(), Some("plugin:1"));
+        assert_eq!(
+            pod.containers[1].image.as_deref(),
+            Some("registry.example.com/device-plugin:v1")
+        );
         assert_eq!(pod.share_process_namespace, Some(true));
         let signal = pod.containers[1]
             .env

@@ -3,19 +3,24 @@
 mod daemonset;
 mod rbac;
 
-use gpu_operator_core::operand::Children;
+use gpu_operator_core::{config_manager, operand::Children};
 
 use crate::Input;
 
 /// Everything GFD needs.
 pub fn children(input: &Input) -> Children {
+    let mut gfd = daemonset::build(input);
+    if let Some(configs) = &input.configs {
+        config_manager::annotate(&mut gfd, configs);
+    }
     Children {
         service_accounts: vec![rbac::IDENTITY.service_account()],
         roles: vec![rbac::role()],
         role_bindings: vec![rbac::IDENTITY.role_binding(&input.namespace)],
         cluster_roles: vec![rbac::cluster_role()],
         cluster_role_bindings: vec![rbac::IDENTITY.cluster_role_binding(&input.namespace)],
-        daemonsets: vec![daemonset::build(input)],
+        config_maps: input.configs.iter().map(|c| c.config_map.clone()).collect(),
+        daemonsets: vec![gfd],
         ..Children::default()
     }
 }

@@ -69,7 +69,9 @@ pub fn build(input: &Input) -> Vec<ConfigMap> {
         "entrypoint.sh",
         ENTRYPOINT_SCRIPT.to_owned(),
     )];
-    if input.custom_config().is_none() {
+    if let Some(custom) = &input.custom {
+        maps.push(custom.config_map.clone());
+    } else {
         // The generated layouts serialize without fail; an empty map would say so in the pod.
         let layouts = profiles::default_config().unwrap_or_default();
         maps.push(config_map(DEFAULT_CONFIG, "config.yaml", layouts));
@@ -91,18 +93,11 @@ mod tests {
         spec::{MigGpuClientsConfigSpec, MigManagerSpec, MigPartedConfigSpec},
     };
 
-    use gpu_operator_core::runtime_class::GpuAccess;
-
     use super::*;
+    use crate::CUSTOM_CONFIG;
 
     fn names(spec: ClusterPolicySpec) -> Vec<String> {
-        let input = Input {
-            image: "m:1".into(),
-            validator_image: "v:1".into(),
-            gpu_access: GpuAccess::OciHook,
-            namespace: "gpu-operator".into(),
-            spec,
-        };
+        let input = crate::validate::for_tests(&spec);
         build(&input)
             .into_iter()
             .map(|c| c.metadata.name.unwrap())
@@ -128,7 +123,7 @@ mod tests {
             }),
             ..ClusterPolicySpec::default()
         };
-        assert_eq!(names(custom), [ENTRYPOINT]);
+        assert_eq!(names(custom), [ENTRYPOINT, CUSTOM_CONFIG]);
     }
 
     #[test]

@@ -19,7 +19,9 @@ use k8s_openapi::api::{
     },
 };
 
-use crate::{DEFAULT_CONFIG, DEFAULT_GPU_CLIENTS, ENTRYPOINT, Input, MigManager, NAME};
+use crate::{
+    CUSTOM_CONFIG, DEFAULT_CONFIG, DEFAULT_GPU_CLIENTS, ENTRYPOINT, Input, MigManager, NAME,
+};
 
 /// Where the layouts ConfigMap is mounted.
 const CONFIG_DIR: &str = "/mig-parted-config";
@@ -84,7 +86,7 @@ fn env(input: &Input) -> Vec<EnvVar> {
         literal("GPU_CLIENTS_FILE", "/gpu-clients/clients.yaml"),
         daemonset::field_env("DEFAULT_GPU_CLIENTS_NAMESPACE", "metadata.namespace"),
     ];
-    if input.custom_config().is_some() {
+    if input.custom.is_some() {
         env.push(literal("CONFIG_FILE", &format!("{CONFIG_DIR}/config.yaml")));
     } else {
         env.push(literal(
@@ -132,8 +134,8 @@ fn mounts() -> Vec<VolumeMount> {
 fn volumes(input: &Input) -> Vec<Volume> {
     // The default layouts are mounted as `config-default.yaml`, telling the manager they are a
     // fallback; a user's as they are.
-    let layouts = if let Some(name) = input.custom_config() {
-        config_map_volume("mig-parted-config", &name, None)
+    let layouts = if input.custom.is_some() {
+        config_map_volume("mig-parted-config", CUSTOM_CONFIG, None)
     } else {
         let remap = KeyToPath {
             key: "config.yaml".to_owned(),
@@ -225,8 +227,6 @@ mod tests {
         spec::{EnvVar as SpecEnv, MigManagerSpec, MigPartedConfigSpec},
     };
 
-    use gpu_operator_core::runtime_class::GpuAccess;
-
     use super::*;
 
     fn render(section: MigManagerSpec) -> PodSpec {
@@ -234,13 +234,7 @@ mod tests {
             mig_manager: Some(section),
             ..ClusterPolicySpec::default()
         };
-        let ds = build(&Input {
-            image: "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.15.0".into(),
-            validator_image: "v:1".into(),
-            gpu_access: GpuAccess::RuntimeClass("nvidia".into()),
-            namespace: "gpu-operator".into(),
-            spec,
-        });
+        let ds = build(&crate::validate::for_tests(&spec));
         ds.spec.unwrap().template.spec.unwrap()
     }
 
@@ -302,7 +296,10 @@ mod tests {
         );
         assert_eq!(env(&pod, "DEFAULT_CONFIG_FILE"), None);
         let volume = layouts_volume(&pod);
-        assert_eq!((volume.name.as_str(), volume.items), ("my-layouts", None));
+        assert_eq!(
+            (volume.name.as_str(), volume.items),
+            (crate::CUSTOM_CONFIG, None)
+        );
     }
 
     #[test]
