@@ -22,6 +22,7 @@ pub mod mig;
 pub mod node_validation;
 pub mod operand;
 pub mod placement;
+pub mod plugin_config;
 pub mod policy_status;
 pub mod problems;
 pub mod rbac;
