@@ -365,11 +365,15 @@ async fn publish(
     reason: &str,
     note: &str,
 ) {
+    // The recorder folds an Event into an earlier one with the same type, reason and action,
+    // whatever its note, so a new problem of the same kind would only bump the old Event's count:
+    // the action carries a digest of the note, and only the same note repeats as a series.
+    let note = crate::conditions::truncate(note, 1024);
     let event = Event {
         type_,
         reason: reason.to_owned(),
-        note: Some(crate::conditions::truncate(note, 1024)),
-        action: "Reconcile".to_owned(),
+        action: format!("Reconcile-{}", &crate::digest::of(note.as_bytes())[..8]),
+        note: Some(note),
         secondary: None,
     };
     if let Err(error) = ctx.recorder.publish(&event, &policy.object_ref(&())).await {

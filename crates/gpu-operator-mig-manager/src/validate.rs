@@ -203,11 +203,11 @@ mod tests {
         }
     }
 
-    fn config(name: Option<&str>, default: &str) -> Option<MigPartedConfigSpec> {
-        Some(MigPartedConfigSpec {
+    fn config(name: Option<&str>, default: &str) -> MigPartedConfigSpec {
+        MigPartedConfigSpec {
             name: name.map(Into::into),
             default: Some(default.into()),
-        })
+        }
     }
 
     /// Validation with ConfigMap `mine` holding `data`.
@@ -235,7 +235,7 @@ mod tests {
     }
 
     fn seeded(default: &str, name: Option<&str>) -> Vec<Warning> {
-        warnings(&for_tests(&spec(config(name, default), None)))
+        warnings(&for_tests(&spec(Some(config(name, default)), None)))
     }
 
     #[test]
@@ -274,7 +274,7 @@ mod tests {
 
     #[test]
     fn a_users_layouts_are_checked_and_copied() {
-        let spec = spec(config(Some("mine"), "custom"), None);
+        let spec = spec(Some(config(Some("mine"), "custom")), None);
         let layouts =
             "version: v1\nmig-configs:\n  custom:\n    - devices: all\n      mig-enabled: false\n";
         let input = with_config_map(&spec, &[("config.yaml", layouts), ("notes", "anything")])
@@ -304,7 +304,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("no key \"config.yaml\""), "{error}");
-        let error = with_config_map(&self::spec(config(Some("absent"), ""), None), &[])
+        let error = with_config_map(&self::spec(Some(config(Some("absent"), "")), None), &[])
             .unwrap_err()
             .to_string();
         assert!(error.contains("does not exist"), "{error}");

@@ -8,6 +8,7 @@ use gpu_operator_core::runtime_class::GpuAccess;
 
 use super::*;
 
+#[allow(clippy::needless_pass_by_value)] // callers build the spec inline
 fn render(spec: ClusterPolicySpec) -> DaemonSet {
     build(&crate::validate::for_tests(&spec))
 }

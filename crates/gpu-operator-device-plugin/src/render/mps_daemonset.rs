@@ -99,6 +99,7 @@ mod tests {
 
     use super::*;
 
+    #[allow(clippy::needless_pass_by_value)] // callers build the spec inline
     fn render(spec: ClusterPolicySpec) -> PodSpec {
         let ds = build(&crate::validate::for_tests(&spec));
         assert_eq!(ds.metadata.name.as_deref(), Some(MPS_DAEMONSET));

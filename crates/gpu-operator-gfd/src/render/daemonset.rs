@@ -143,6 +143,7 @@ mod tests {
 
     use super::*;
 
+    #[allow(clippy::needless_pass_by_value)] // callers build the spec inline
     fn render(spec: ClusterPolicySpec) -> DaemonSet {
         build(&crate::validate::for_tests(&spec))
     }

@@ -96,6 +96,7 @@ mod tests {
     use super::*;
     use crate::CUSTOM_CONFIG;
 
+    #[allow(clippy::needless_pass_by_value)] // callers build the spec inline
     fn names(spec: ClusterPolicySpec) -> Vec<String> {
         let input = crate::validate::for_tests(&spec);
         build(&input)
