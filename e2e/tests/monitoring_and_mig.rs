@@ -1,7 +1,8 @@
 //! DCGM, the DCGM exporter and the MIG manager end to end, with the operator as a host process:
 //! DCGM's node-local Service; the exporter's ServiceMonitor created exactly while its CRD exists
 //! (and reported while it does not); the exporter switched off and on; the MIG manager only on
-//! MIG-capable nodes with its ConfigMaps; a seeded MIG layout the defaults lack reported by name.
+//! MIG-capable nodes with its ConfigMaps; a seeded MIG layout the defaults lack reported by name;
+//! a user's layouts ConfigMap refused while mig-parted would reject it, then mounted as a copy.
 #![cfg(feature = "e2e")]
 #![allow(
     clippy::unwrap_used,
@@ -94,6 +95,7 @@ async fn monitoring_and_mig_operands_follow_the_cluster_policy() {
     the_service_monitor_follows_its_crd(&env, &name).await;
     the_exporter_toggles(&env, &name).await;
     a_seeded_layout_the_defaults_lack_is_reported(&env, &name).await;
+    a_users_layouts_are_checked_before_they_are_mounted(&env, &name).await;
     operator.stop().unwrap();
 }
 
@@ -275,6 +277,65 @@ async fn a_seeded_layout_the_defaults_lack_is_reported(env: &Env, name: &str) {
         .patch(name, &PatchParams::default(), &Patch::Merge(&restore))
         .await
         .unwrap();
+}
+
+/// `migManager.config.name`: a ConfigMap mig-parted would reject is refused (condition, Event,
+/// the manager keeps the default layouts); fixed, its checked copy is what the manager mounts.
+async fn a_users_layouts_are_checked_before_they_are_mounted(env: &Env, name: &str) {
+    const USER: &str = "my-mig-layouts";
+    let maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), &env.namespace);
+    let layouts = |version: &str| {
+        let text = format!(
+            "version: {version}\nmig-configs:\n  all-disabled:\n    - devices: all\n      mig-enabled: false\n"
+        );
+        serde_json::from_value::<ConfigMap>(json!({
+            "metadata": {"name": USER}, "data": {"config.yaml": text}
+        }))
+        .unwrap()
+    };
+    maps.create(&PostParams::default(), &layouts("v2"))
+        .await
+        .unwrap();
+    let patch =
+        json!({"spec": {"migManager": {"config": {"name": USER, "default": "all-disabled"}}}});
+    env.policies()
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    let policy = wait_policy(env, name, "MIGManagerReady to refuse the layouts", |p| {
+        condition(p, operand::MIG_MANAGER_READY).is_some_and(|c| c.reason == "InvalidConfig")
+    })
+    .await;
+    let message = &condition(&policy, operand::MIG_MANAGER_READY)
+        .unwrap()
+        .message;
+    assert!(
+        message.contains(USER) && message.contains("config.yaml") && message.contains("v2"),
+        "{message}"
+    );
+    warning_event(env, name, "InvalidConfig", USER).await;
+    let mounted = || async {
+        let ds = env.daemonsets().get(MIG_MANAGER).await.unwrap();
+        let volumes = ds.spec.unwrap().template.spec.unwrap().volumes.unwrap();
+        let layouts = volumes.into_iter().find(|v| v.name == "mig-parted-config");
+        layouts.unwrap().config_map.unwrap().name
+    };
+    assert_eq!(mounted().await, "default-mig-parted-config");
+
+    maps.replace(USER, &PostParams::default(), &layouts("v1"))
+        .await
+        .unwrap();
+    wait_until("the manager to mount the checked copy", TIMEOUT, || async {
+        Ok((mounted().await == "nvidia-mig-manager-custom-config").then_some(()))
+    })
+    .await
+    .unwrap();
+    let copy = maps.get("nvidia-mig-manager-custom-config").await.unwrap();
+    assert!(copy.data.unwrap()["config.yaml"].starts_with("version: v1"));
+    wait_policy(env, name, "MIGManagerReady to accept the layouts", |p| {
+        condition(p, operand::MIG_MANAGER_READY).is_some_and(|c| c.reason != "InvalidConfig")
+    })
+    .await;
 }
 
 fn services(env: &Env) -> Api<Service> {
