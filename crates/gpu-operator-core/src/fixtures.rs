@@ -147,6 +147,21 @@ pub fn plugin_configs(_name: &str) -> Option<std::sync::Arc<ConfigMap>> {
     }))
 }
 
+/// Runs `f` (an operand's validation, say) on a cluster of default facts in namespace
+/// `gpu-operator`, with `image_env` and the [`plugin_configs`].
+pub fn with_cluster<T>(
+    image_env: &(dyn Fn(&str) -> Option<String> + Sync),
+    f: impl FnOnce(&crate::operand::Cluster<'_>) -> T,
+) -> T {
+    let facts = ClusterFacts::default();
+    f(&crate::operand::Cluster {
+        namespace: "gpu-operator",
+        facts: &facts,
+        image_env,
+        config_maps: &plugin_configs,
+    })
+}
+
 /// The image the fixtures' operator environment gives for variable `env` (such as
 /// `DEVICE_PLUGIN_IMAGE` → `registry.example.com/device-plugin:v1`).
 pub fn image_env(env: &str) -> Option<String> {

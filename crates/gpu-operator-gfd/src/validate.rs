@@ -59,14 +59,7 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
 pub fn for_tests(spec: &ClusterPolicySpec) -> Input {
     use gpu_operator_core::fixtures;
 
-    let facts = gpu_operator_core::facts::ClusterFacts::default();
-    let cluster = Cluster {
-        namespace: "gpu-operator",
-        facts: &facts,
-        image_env: &fixtures::image_env,
-        config_maps: &fixtures::plugin_configs,
-    };
-    match validate(spec, &cluster) {
+    match fixtures::with_cluster(&fixtures::image_env, |cluster| validate(spec, cluster)) {
         Ok(Some(input)) => input,
         other => panic!("{spec:?} does not validate: {other:?}"),
     }
@@ -82,14 +75,7 @@ mod tests {
         spec: &ClusterPolicySpec,
         image_env: &(dyn Fn(&str) -> Option<String> + Sync),
     ) -> Result<Option<Input>, Error> {
-        let facts = gpu_operator_core::facts::ClusterFacts::default();
-        let cluster = Cluster {
-            namespace: "gpu-operator",
-            facts: &facts,
-            image_env,
-            config_maps: &gpu_operator_core::fixtures::plugin_configs,
-        };
-        validate(spec, &cluster)
+        gpu_operator_core::fixtures::with_cluster(image_env, |cluster| validate(spec, cluster))
     }
 
     #[test]

@@ -35,14 +35,7 @@ mod tests {
         spec: &ClusterPolicySpec,
         image_env: &(dyn Fn(&str) -> Option<String> + Sync),
     ) -> Result<Input, Error> {
-        let facts = gpu_operator_core::facts::ClusterFacts::default();
-        let cluster = Cluster {
-            namespace: "gpu-operator",
-            facts: &facts,
-            image_env,
-            config_maps: &|_| None,
-        };
-        validate(spec, &cluster)
+        gpu_operator_core::fixtures::with_cluster(image_env, |cluster| validate(spec, cluster))
     }
 
     #[test]
