@@ -2,7 +2,9 @@
 //! as a process for a simulated node of its own, with a fake host root (a fake `nvidia-smi` and a
 //! fake `/proc/driver/nvidia/version`), writes its Node conditions without touching kubelet's,
 //! reports a broken driver with the exact reason and recovers when it is fixed, checks the MIG
-//! strategy, runs and judges the CUDA workload pod, and lifts the startup taint.
+//! strategy, runs and judges the CUDA workload pod, and lifts the startup taint; and its `metrics`
+//! component (the node status exporter), run under NVIDIA's command name, serves the node's
+//! gauges from its status files, driver, Node capacity and PCI devices.
 #![cfg(feature = "e2e")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -19,7 +21,10 @@ use kube::{
     api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
 };
 use serde_json::json;
-use support::{DRIVER, SimulatedNode, TIMEOUT, condition, fake_smi, status_of, write_script};
+use support::{
+    DRIVER, SimulatedNode, TIMEOUT, condition, fake_smi, free_port, gauge, http_get, status_of,
+    validator_binary, write_script,
+};
 
 #[tokio::test]
 #[allow(clippy::too_many_lines, reason = "one scenario, step by step")]
@@ -329,5 +334,103 @@ async fn the_cuda_check_runs_a_pod_on_the_node_and_judges_its_outcome() {
         .delete(&ns, &DeleteParams::default())
         .await
         .unwrap();
+    node.delete().await;
+}
+
+/// Scrapes `/metrics` until the exporter answers.
+async fn scrape(port: u16) -> String {
+    wait_until("the metrics component to answer", TIMEOUT, || async {
+        Ok(http_get(port, "/metrics").await.map(|(status, body)| {
+            assert!(status.contains(" 200 "), "{status}");
+            body
+        }))
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn the_metrics_component_serves_nvidias_node_gauges() {
+    let client = client().await.unwrap();
+    let node = SimulatedNode::new(&client).await;
+    node.install_driver();
+    for file in ["driver-ready", "toolkit-ready"] {
+        std::fs::write(node.validations().join(file), "").unwrap();
+    }
+    for (address, vendor) in [
+        ("0000:18:00.0", "0x10de"),
+        ("0000:2a:00.0", "0x10de"),
+        ("0000:00:1f.0", "0x8086"),
+    ] {
+        let device = node.dir.join("host/sys/bus/pci/devices").join(address);
+        std::fs::create_dir_all(&device).unwrap();
+        std::fs::write(device.join("vendor"), format!("{vendor}\n")).unwrap();
+    }
+    // NVIDIA's command name, as the image links it; COMPONENT selects the exporter.
+    let nvidia_validator = node.dir.join("nvidia-validator");
+    std::os::unix::fs::symlink(validator_binary(), &nvidia_validator).unwrap();
+    let serve = |extra: &[(&str, &str)]| {
+        tokio::process::Command::new(&nvidia_validator)
+            .env_clear()
+            .envs(node.env("metrics", extra))
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap()
+    };
+
+    let port = free_port();
+    let mut exporter = serve(&[("METRICS_PORT", &port.to_string())]);
+    let text = scrape(port).await;
+    let value = |name: &str| {
+        gauge(&text, name, &node.name).unwrap_or_else(|| panic!("no {name} in\n{text}"))
+    };
+    assert_eq!(value("gpu_operator_node_driver_ready"), 1);
+    assert_eq!(value("gpu_operator_node_toolkit_ready"), 1);
+    assert_eq!(value("gpu_operator_node_plugin_ready"), 0);
+    assert_eq!(value("gpu_operator_node_cuda_ready"), 0);
+    assert_eq!(value("gpu_operator_node_driver_validation"), 1);
+    assert!(value("gpu_operator_node_driver_validation_last_success_ts_seconds") > 0);
+    assert_eq!(
+        value("gpu_operator_node_device_plugin_devices_total"),
+        8,
+        "the H100 node's capacity"
+    );
+    assert!(value("gpu_operator_node_device_plugin_validation_last_success_ts_seconds") > 0);
+    assert_eq!(value("gpu_operator_nvidia_pci_devices_total"), 2);
+    assert!(value("gpu_operator_node_metrics_ready_ts_seconds") > 0);
+    let (status, body) = http_get(port, "/healthz").await.unwrap();
+    assert!(
+        status.contains(" 200 ") && body.trim() == "ok",
+        "{status} {body}"
+    );
+    // Status files are read on every scrape.
+    std::fs::remove_file(node.validations().join("toolkit-ready")).unwrap();
+    assert_eq!(
+        gauge(
+            &scrape(port).await,
+            "gpu_operator_node_toolkit_ready",
+            &node.name
+        ),
+        Some(0)
+    );
+    exporter.kill().await.unwrap();
+
+    // A disabled device plugin is -1, not 0, so the "no devices" alert stays quiet.
+    let port = free_port();
+    let mut exporter = serve(&[
+        ("METRICS_PORT", &port.to_string()),
+        ("DEVICE_PLUGIN_ENABLED", "false"),
+    ]);
+    let text = scrape(port).await;
+    assert_eq!(
+        gauge(
+            &text,
+            "gpu_operator_node_device_plugin_devices_total",
+            &node.name
+        ),
+        Some(-1)
+    );
+    exporter.kill().await.unwrap();
     node.delete().await;
 }

@@ -23,6 +23,8 @@ pub mod component {
     pub const CUDA: &str = "cuda";
     /// The device plugin advertises the node's GPUs.
     pub const PLUGIN: &str = "plugin";
+    /// Not a check: the node status exporter's Prometheus endpoint (`nvidia-node-status-exporter`).
+    pub const METRICS: &str = "metrics";
 }
 
 /// Environment variables the validator reads. The first group is NVIDIA's, with NVIDIA's
@@ -84,6 +86,11 @@ pub mod env {
     /// `true` when the operator deploys the driver container (`driver.enabled`): without a host
     /// driver, the driver check waits for the container's `.driver-ctr-ready` before it looks.
     pub const DRIVER_MANAGED_BY_OPERATOR: &str = "DRIVER_MANAGED_BY_OPERATOR";
+    /// Port of the `metrics` component's HTTP server (default 8000).
+    pub const METRICS_PORT: &str = "METRICS_PORT";
+    /// `false` when `devicePlugin.enabled` is false: the `metrics` component then reports
+    /// `gpu_operator_node_device_plugin_devices_total` as -1 instead of 0 (default `true`).
+    pub const DEVICE_PLUGIN_ENABLED: &str = "DEVICE_PLUGIN_ENABLED";
 }
 
 /// Status files in the output directory, NVIDIA's names: present while a component is validated.

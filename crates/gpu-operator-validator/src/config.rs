@@ -9,10 +9,12 @@ use gpu_operator_api::validator::{component, env};
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {
     /// Neither a subcommand nor `COMPONENT` names a component.
-    #[error("no component to validate: pass one of driver, toolkit, cuda, plugin or set COMPONENT")]
+    #[error(
+        "no component to validate: pass one of driver, toolkit, cuda, plugin, metrics or set COMPONENT"
+    )]
     MissingComponent,
     /// The component is not one we validate.
-    #[error("unknown component `{0}`: expected driver, toolkit, cuda or plugin")]
+    #[error("unknown component `{0}`: expected driver, toolkit, cuda, plugin or metrics")]
     UnknownComponent(String),
     /// A boolean variable has a value that is not a boolean.
     #[error("{name}={value:?} is not a boolean (use true or false)")]
@@ -30,6 +32,9 @@ pub enum ConfigError {
         /// Its value.
         value: String,
     },
+    /// `METRICS_PORT` is not a port number.
+    #[error("METRICS_PORT={0:?} is not a port number (0 to 65535; the default is 8000)")]
+    InvalidPort(String),
     /// `MIG_STRATEGY` is not `none`, `single` or `mixed`.
     #[error("MIG_STRATEGY={0:?} is not a MIG strategy: expected none, single or mixed")]
     InvalidMigStrategy(String),
@@ -43,7 +48,7 @@ pub enum ConfigError {
     },
     /// More than one positional argument, or an unknown flag.
     #[error(
-        "unexpected argument `{0}`; usage: gpu-operator-validator [driver|toolkit|cuda|plugin]"
+        "unexpected argument `{0}`; usage: gpu-operator-validator [driver|toolkit|cuda|plugin|metrics]"
     )]
     UnexpectedArgument(String),
 }
@@ -183,18 +188,35 @@ pub struct Config {
     pub lift_startup_taint: bool,
 }
 
+/// The `metrics` component: NVIDIA's node status exporter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetricsConfig {
+    /// `METRICS_PORT`: where `/metrics` is served on every address.
+    pub port: u16,
+    /// `DEVICE_PLUGIN_ENABLED`: when false the device count is reported as -1.
+    pub device_plugin_enabled: bool,
+    /// The settings of the driver check it runs (component `driver`; it never writes status
+    /// files nor reports Node conditions), with the node, output dir and host root it reads.
+    pub checks: Config,
+}
+
+/// The default `METRICS_PORT`, NVIDIA's.
+pub const DEFAULT_METRICS_PORT: u16 = 8000;
+
 /// What the command line asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Invocation {
     /// Run a check.
     Run(Box<Config>),
+    /// Serve the node's metrics until SIGTERM.
+    Metrics(Box<MetricsConfig>),
     /// Print usage.
     Help,
 }
 
 /// Usage text for `--help`.
 pub const USAGE: &str = "\
-usage: gpu-operator-validator [driver|toolkit|cuda|plugin|idle|cleanup|wait <component>]
+usage: gpu-operator-validator [driver|toolkit|cuda|plugin|metrics|idle|cleanup|wait <component>]
 
 `idle` waits for SIGTERM (the validator pod's main container); `cleanup` removes the status files
 (its preStop hook); `wait <component>` returns once `<component>-ready` exists under OUTPUT_DIR
@@ -204,12 +226,18 @@ Checks one component of the node's GPU stack, writes NVIDIA's status file under 
 (default /run/nvidia/validations) and reports Node conditions. The component comes from the
 subcommand or COMPONENT. Exit codes: 0 validated, 1 validation failed, 2 bad configuration,
 3 validated but the Node conditions could not be written.
+
+`metrics` (the node status exporter) serves NVIDIA's gpu_operator_node_* gauges in Prometheus text
+on :METRICS_PORT (default 8000) at /metrics, and `ok` at /healthz, until SIGTERM. It reads the
+status files under OUTPUT_DIR, runs the driver check, reads NODE_NAME's GPU capacity from the API
+(reported as -1 when DEVICE_PLUGIN_ENABLED=false) and counts NVIDIA PCI devices under the host root.
 Environment: COMPONENT WITH_WAIT WITH_WORKLOAD NODE_NAME OPERATOR_NAMESPACE OUTPUT_DIR
 SLEEP_INTERVAL_SECONDS MIG_STRATEGY HOST_ROOT HOST_ROOT_CTR_PATH DRIVER_INSTALL_DIR
 DRIVER_INSTALL_DIR_CTR_PATH DRIVER_VALIDATION_SKIP_GPU_INIT DRIVER_MANAGED_BY_OPERATOR CLEANUP_ALL VALIDATOR_IMAGE
 CUDA_VALIDATOR_IMAGE VALIDATOR_IMAGE_PULL_POLICY VALIDATOR_IMAGE_PULL_SECRETS
 VALIDATOR_RUNTIME_CLASS WORKLOAD_COMMAND WORKLOAD_TIMEOUT_SECONDS GPU_RESOURCE_WAIT_SECONDS
-NVIDIA_SMI_TIMEOUT_SECONDS POD_NAME LIFT_STARTUP_TAINT REPORT_NODE_CONDITIONS KUBECONFIG";
+NVIDIA_SMI_TIMEOUT_SECONDS POD_NAME LIFT_STARTUP_TAINT REPORT_NODE_CONDITIONS METRICS_PORT
+DEVICE_PLUGIN_ENABLED KUBECONFIG";
 
 /// Go's `strconv.ParseBool`, which NVIDIA's validator uses for its boolean variables.
 fn parse_bool(name: &'static str, value: &str) -> Result<bool, ConfigError> {
@@ -256,10 +284,16 @@ where
             a => positional = Some(a.to_owned()),
         }
     }
-    let component: Component = positional
+    let requested = positional
         .or_else(|| text(env::COMPONENT))
-        .ok_or(ConfigError::MissingComponent)?
-        .parse()?;
+        .ok_or(ConfigError::MissingComponent)?;
+    // The exporter runs the driver check, so it is parsed as that component.
+    let metrics = requested == component::METRICS;
+    let component: Component = if metrics {
+        Component::Driver
+    } else {
+        requested.parse()?
+    };
     let mig_strategy = match text(env::MIG_STRATEGY).as_deref() {
         None | Some("single") => MigStrategy::Single,
         Some("none") => MigStrategy::None,
@@ -312,8 +346,33 @@ where
         workload,
         lift_startup_taint: flag(env::LIFT_STARTUP_TAINT, false)?,
     };
+    if metrics {
+        let device_plugin_enabled = flag(env::DEVICE_PLUGIN_ENABLED, true)?;
+        return metrics_invocation(config, text(env::METRICS_PORT), device_plugin_enabled);
+    }
     config.require_what_the_component_needs()?;
     Ok(Invocation::Run(Box::new(config)))
+}
+
+/// The `metrics` component: its port and switch, and `checks` for the driver check it runs,
+/// which only observes (no Node conditions, no taint).
+fn metrics_invocation(
+    checks: Config,
+    port: Option<String>,
+    device_plugin_enabled: bool,
+) -> Result<Invocation, ConfigError> {
+    let port = port.map_or(Ok(DEFAULT_METRICS_PORT), |v| {
+        v.parse().map_err(|_| ConfigError::InvalidPort(v))
+    })?;
+    Ok(Invocation::Metrics(Box::new(MetricsConfig {
+        port,
+        device_plugin_enabled,
+        checks: Config {
+            report_conditions: false,
+            lift_startup_taint: false,
+            ..checks
+        },
+    })))
 }
 
 impl Config {
@@ -338,132 +397,5 @@ impl Config {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::collections::HashMap;
-
-    use super::*;
-
-    fn parse_with(args: &[&str], vars: &[(&str, &str)]) -> Result<Invocation, ConfigError> {
-        let vars: HashMap<String, OsString> = vars
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), OsString::from(v)))
-            .collect();
-        let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
-        parse(&args, |name| vars.get(name).cloned())
-    }
-
-    fn config(args: &[&str], vars: &[(&str, &str)]) -> Config {
-        match parse_with(args, vars).unwrap() {
-            Invocation::Run(config) => *config,
-            Invocation::Help => panic!("expected a run"),
-        }
-    }
-
-    #[test]
-    fn defaults_follow_nvidia() {
-        let c = config(&[], &[("COMPONENT", "driver")]);
-        assert_eq!(c.component, Component::Driver);
-        assert!(!c.with_wait && c.with_workload && !c.cleanup_all && !c.skip_gpu_init);
-        assert_eq!(c.output_dir, PathBuf::from("/run/nvidia/validations"));
-        assert_eq!(c.sleep_interval, Duration::from_secs(5));
-        assert_eq!(c.mig_strategy, MigStrategy::Single);
-        assert_eq!(c.host_root, PathBuf::from("/"));
-        assert_eq!(c.host_root_ctr_path, PathBuf::from("/host"));
-        assert_eq!(c.driver_install_dir, PathBuf::from("/run/nvidia/driver"));
-        assert_eq!(c.workload.command, ["vectorAdd"]);
-        assert_eq!(c.workload.cuda_image, None);
-        assert!(!c.report_conditions, "no NODE_NAME, nothing to report to");
-        assert!(!c.lift_startup_taint);
-    }
-
-    #[test]
-    fn the_subcommand_wins_over_component_and_env_values_are_read() {
-        let c = config(
-            &["plugin"],
-            &[
-                ("COMPONENT", "driver"),
-                ("NODE_NAME", "n1"),
-                ("OPERATOR_NAMESPACE", "gpu-operator"),
-                ("WITH_WAIT", "True"),
-                ("WITH_WORKLOAD", "0"),
-                ("MIG_STRATEGY", "mixed"),
-                ("SLEEP_INTERVAL_SECONDS", "1"),
-                ("VALIDATOR_IMAGE", "nvcr.io/v:1"),
-                ("VALIDATOR_IMAGE_PULL_SECRETS", "a, b,,"),
-                ("WORKLOAD_COMMAND", "sh -c true"),
-                ("LIFT_STARTUP_TAINT", "true"),
-            ],
-        );
-        assert_eq!(c.component, Component::Plugin);
-        assert!(c.with_wait && !c.with_workload && c.report_conditions && c.lift_startup_taint);
-        assert_eq!(c.mig_strategy, MigStrategy::Mixed);
-        assert_eq!(c.sleep_interval, Duration::from_secs(1));
-        assert_eq!(c.workload.cuda_image.as_deref(), Some("nvcr.io/v:1"));
-        assert_eq!(c.workload.pull_secrets, ["a", "b"]);
-        assert_eq!(c.workload.command, ["sh", "-c", "true"]);
-    }
-
-    #[test]
-    fn cuda_image_takes_precedence_and_reporting_can_be_switched_off() {
-        let c = config(
-            &["cuda"],
-            &[
-                ("NODE_NAME", "n"),
-                ("OPERATOR_NAMESPACE", "ns"),
-                ("VALIDATOR_IMAGE", "v"),
-                ("CUDA_VALIDATOR_IMAGE", "c"),
-                ("REPORT_NODE_CONDITIONS", "false"),
-            ],
-        );
-        assert_eq!(c.workload.cuda_image.as_deref(), Some("c"));
-        assert_eq!(c.workload.plugin_image.as_deref(), Some("v"));
-        assert!(!c.report_conditions);
-    }
-
-    #[test]
-    fn bad_input_is_a_config_error_naming_the_variable() {
-        assert_eq!(parse_with(&[], &[]), Err(ConfigError::MissingComponent));
-        assert_eq!(
-            parse_with(&["gpu"], &[]),
-            Err(ConfigError::UnknownComponent("gpu".into()))
-        );
-        let err = parse_with(&["driver"], &[("WITH_WAIT", "yes please")]).unwrap_err();
-        assert!(err.to_string().contains("WITH_WAIT"), "{err}");
-        let err = parse_with(&["driver"], &[("SLEEP_INTERVAL_SECONDS", "-1")]).unwrap_err();
-        assert!(err.to_string().contains("SLEEP_INTERVAL_SECONDS"), "{err}");
-        assert_eq!(
-            parse_with(&["driver"], &[("MIG_STRATEGY", "MIXED")]),
-            Err(ConfigError::InvalidMigStrategy("MIXED".into()))
-        );
-        assert_eq!(
-            parse_with(&["plugin"], &[("OPERATOR_NAMESPACE", "ns")]),
-            Err(ConfigError::Missing {
-                name: "NODE_NAME",
-                component: Component::Plugin
-            })
-        );
-        assert_eq!(
-            parse_with(&["cuda"], &[("NODE_NAME", "n")]),
-            Err(ConfigError::Missing {
-                name: "OPERATOR_NAMESPACE",
-                component: Component::Cuda
-            })
-        );
-        assert!(matches!(
-            parse_with(&["driver", "toolkit"], &[]),
-            Err(ConfigError::UnexpectedArgument(_))
-        ));
-        assert_eq!(parse_with(&["--help"], &[]), Ok(Invocation::Help));
-    }
-
-    #[test]
-    fn cuda_and_plugin_without_workload_need_less() {
-        let c = config(&["cuda"], &[("WITH_WORKLOAD", "false")]);
-        assert_eq!(c.component, Component::Cuda);
-        let c = config(
-            &["plugin"],
-            &[("WITH_WORKLOAD", "false"), ("NODE_NAME", "n")],
-        );
-        assert_eq!(c.component, Component::Plugin);
-    }
-}
+#[path = "config_tests.rs"]
+mod tests;

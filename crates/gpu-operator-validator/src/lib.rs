@@ -14,6 +14,8 @@
 //! | `cuda` | a pod pinned to the node (`nodeName`) running the CUDA check image (`CUDA_VALIDATOR_IMAGE`, else `VALIDATOR_IMAGE`) succeeds; no image configured fails with `CUDAImageNotConfigured` | `cuda-ready` | part of `GPUStackReady` |
 //! | `plugin` | the node's capacity has `nvidia.com/gpu*` (MIG strategy none/single) or `nvidia.com/mig-*` (mixed) and GFD's `nvidia.com/mig.strategy` agrees; with `WITH_WORKLOAD` a pod requesting one runs | `plugin-ready` | `GPUDevicePluginReady` |
 //!
+//! | `metrics` | not a check: NVIDIA's node status exporter, serving the node's `gpu_operator_node_*` gauges on `:METRICS_PORT` (see [`metrics`]) | – | – |
+//!
 //! Every run also derives `GPUStackReady`: True when driver, toolkit and device plugin conditions
 //! are True and the CUDA check passed (`cuda-ready` exists); otherwise False with the first failing
 //! component (`DriverNotReady`, `ToolkitNotReady`, `CUDANotReady`, `DevicePluginNotReady`) or
@@ -33,7 +35,7 @@
 //!
 //! | variable | default | meaning |
 //! |---|---|---|
-//! | `COMPONENT` (or the first argument) | – | `driver`, `toolkit`, `cuda` or `plugin` |
+//! | `COMPONENT` (or the first argument) | – | `driver`, `toolkit`, `cuda`, `plugin` or `metrics` |
 //! | `WITH_WAIT` | `false` | retry until the check passes |
 //! | `WITH_WORKLOAD` | `true` | run the workload pod of `cuda` / `plugin` |
 //! | `NODE_NAME` | – | this node; required by `plugin` and `cuda` with workload; enables reporting |
@@ -56,6 +58,8 @@
 //! | `WORKLOAD_TIMEOUT_SECONDS` | `300` | `WorkloadTimeout` after this long |
 //! | `REPORT_NODE_CONDITIONS` | `true` | write Node conditions (needs `NODE_NAME`) |
 //! | `LIFT_STARTUP_TAINT` | `false` | remove `nvidia.com/gpu.not-ready:NoSchedule` once `GPUStackReady` is True |
+//! | `METRICS_PORT` | `8000` | port of the `metrics` component |
+//! | `DEVICE_PLUGIN_ENABLED` | `true` | `false`: `metrics` reports the device count as -1 |
 //! | `KUBECONFIG` | – | used when not in a cluster (`kube::Client::try_default`) |
 //!
 //! # RBAC
@@ -76,6 +80,7 @@
 //!   verbs: ["create", "get", "list", "delete"]   # workload pods; get: its own pod (owner)
 //! ```
 //!
+//! The `metrics` component needs only `nodes` `get` (its own Node's GPU capacity).
 //! `nodes` `patch` is only used with `LIFT_STARTUP_TAINT=true`; the `pods` rules only by the
 //! `cuda` and `plugin` components. Operands that reuse the validator only as a gate (the
 //! `driver-validation` init containers of the toolkit, device plugin, …) should set
@@ -86,6 +91,7 @@ pub mod components;
 pub mod config;
 pub mod host;
 pub mod lifecycle;
+pub mod metrics;
 pub mod node_conditions;
 pub mod nvml;
 pub mod run;

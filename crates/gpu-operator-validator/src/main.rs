@@ -7,8 +7,8 @@ use anyhow::Context as _;
 use gpu_operator_api::validator::env;
 use gpu_operator_validator::{
     EXIT_FAILED, EXIT_USAGE,
-    config::{self, Invocation, USAGE},
-    lifecycle,
+    config::{self, Invocation, MetricsConfig, USAGE},
+    lifecycle, metrics,
     nvml::NvmlLibrary,
 };
 use tracing_subscriber::EnvFilter;
@@ -34,6 +34,7 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Ok(Invocation::Run(config)) => config,
+        Ok(Invocation::Metrics(config)) => return metrics(*config),
         Err(e) => {
             eprintln!("error: {e}\n\n{USAGE}");
             return ExitCode::from(EXIT_USAGE);
@@ -61,6 +62,44 @@ fn run(config: &config::Config) -> anyhow::Result<u8> {
         .build()
         .context("starting the async runtime")?;
     Ok(runtime.block_on(gpu_operator_validator::run(config, Arc::new(NvmlLibrary))))
+}
+
+/// The node status exporter: serve the gauges until SIGTERM. Without a Kubernetes client it
+/// still serves, with the device count at -1.
+fn metrics(config: MetricsConfig) -> ExitCode {
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        node = config.checks.node_name.as_deref().unwrap_or(""),
+        port = config.port,
+        "gpu-operator-validator metrics starting"
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build();
+    let served = runtime.map_err(anyhow::Error::from).and_then(|rt| {
+        rt.block_on(async {
+            let client = match kube::Client::try_default().await {
+                Ok(client) => Some(client),
+                Err(e) => {
+                    tracing::warn!(
+                        "no Kubernetes client (in-cluster config or KUBECONFIG): {e}; the device count is -1"
+                    );
+                    None
+                }
+            };
+            metrics::serve(config, Arc::new(NvmlLibrary), client)
+                .await
+                .map_err(anyhow::Error::from)
+        })
+    });
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(EXIT_FAILED)
+        }
+    }
 }
 
 /// The main container: report success and wait for SIGTERM.

@@ -1,16 +1,22 @@
 //! Test support: a simulated node under a tempdir (host root, driver install dir, output dir, a
-//! fake `nvidia-smi`, a fake `/proc/driver/nvidia/version`) and a fake NVML.
+//! fake `nvidia-smi`, a fake `/proc/driver/nvidia/version`), a fake NVML, fake sysfs PCI devices
+//! and Nodes with GPU capacity.
 #![allow(
     clippy::unused_self,
     reason = "fixture methods read best on the fixture"
 )]
 
 use std::{
-    collections::HashMap,
+    collections::{BTreeMap, HashMap},
     ffi::OsString,
     fs,
     path::{Path, PathBuf},
     sync::Mutex,
+};
+
+use k8s_openapi::{
+    api::core::v1::{Node, NodeStatus},
+    apimachinery::pkg::api::resource::Quantity,
 };
 
 use crate::{
@@ -62,7 +68,7 @@ impl Fixture {
     pub fn config(&self) -> Config {
         match config::parse(&[], |n| self.vars.get(n).cloned()).unwrap() {
             Invocation::Run(c) => *c,
-            Invocation::Help => unreachable!(),
+            other => unreachable!("{other:?}"),
         }
     }
 
@@ -166,4 +172,28 @@ pub fn unloadable() -> FakeNvml {
         library: "libnvidia-ml.so.1".into(),
         message: "cannot open shared object file".into(),
     })
+}
+
+/// A fake `/sys/bus/pci/devices/<address>/vendor` under `root`.
+pub fn pci_device(root: &Path, address: &str, vendor: &str) {
+    let dir = root
+        .join(crate::metrics::gauges::PCI_DEVICES_DIR)
+        .join(address);
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("vendor"), format!("{vendor}\n")).unwrap();
+}
+
+/// A Node whose capacity is `resources`.
+pub fn node_with_capacity(resources: &[(&str, &str)]) -> Node {
+    let capacity: BTreeMap<String, Quantity> = resources
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), Quantity((*v).to_owned())))
+        .collect();
+    Node {
+        status: Some(NodeStatus {
+            capacity: Some(capacity),
+            ..NodeStatus::default()
+        }),
+        ..Node::default()
+    }
 }

@@ -1,5 +1,6 @@
 //! Support of the validator e2e tests: the validator binary (built by `cargo xtask e2e`), a simulated
-//! node of the test's own with a fake host root, and condition helpers.
+//! node of the test's own with a fake host root, condition helpers, and a scraper of the `metrics`
+//! component.
 
 use std::{
     collections::BTreeMap,
@@ -240,4 +241,36 @@ pub fn fake_smi(count: usize) -> String {
         );
     }
     format!("cat <<'EOF'\n{out}EOF")
+}
+
+/// A port nobody listens on now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `GET path` on `127.0.0.1:port` over plain HTTP/1.1: the status line and body, or `None`
+/// while nothing answers.
+pub async fn http_get(port: u16, path: &str) -> Option<(String, String)> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .ok()?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.ok()?;
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    Some((head.lines().next()?.to_owned(), body.to_owned()))
+}
+
+/// The value of gauge `name` with label `node` in a Prometheus text exposition.
+pub fn gauge(text: &str, name: &str, node: &str) -> Option<i64> {
+    let prefix = format!("{name}{{node=\"{node}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .and_then(|v| v.trim().parse().ok())
 }

@@ -1,8 +1,11 @@
 //! DaemonSet `nvidia-node-status-exporter`: the validator image's metrics component
 //! (`COMPONENT=metrics`) on port 8000, as root, reading the status files under `/run/nvidia` and
-//! the host root.
+//! the host root; `DEVICE_PLUGIN_ENABLED` follows `devicePlugin.enabled`.
 
-use gpu_operator_api::labels::operand;
+use gpu_operator_api::{
+    labels::operand,
+    validator::{component, env},
+};
 use gpu_operator_core::{
     daemonset::{self, Identity},
     host_paths,
@@ -29,8 +32,18 @@ pub fn build(input: &Input) -> DaemonSet {
     };
     let env = vec![
         literal("NVIDIA_VISIBLE_DEVICES", "void"),
-        literal("COMPONENT", "metrics"),
-        literal("METRICS_PORT", &PORT.1.to_string()),
+        literal(env::COMPONENT, component::METRICS),
+        literal(env::METRICS_PORT, &PORT.1.to_string()),
+        // NVIDIA's fix for a disabled device plugin: the device count becomes -1, not 0, so the
+        // "no GPU devices" alert does not fire.
+        literal(
+            env::DEVICE_PLUGIN_ENABLED,
+            if spec.device_plugin.enabled == Some(false) {
+                "false"
+            } else {
+                "true"
+            },
+        ),
         daemonset::field_env("NODE_NAME", "spec.nodeName"),
         daemonset::field_env("OPERATOR_NAMESPACE", "metadata.namespace"),
     ];
@@ -101,6 +114,33 @@ mod tests {
 
     use super::*;
 
+    fn env_value<'a>(container: &'a Container, name: &str) -> Option<&'a str> {
+        container
+            .env
+            .as_ref()?
+            .iter()
+            .find(|e| e.name == name)?
+            .value
+            .as_deref()
+    }
+
+    #[test]
+    fn a_disabled_device_plugin_is_passed_on() {
+        let mut spec = ClusterPolicySpec::default();
+        spec.device_plugin.enabled = Some(false);
+        let ds = build(&Input {
+            image: "nvcr.io/nvidia/gpu-operator:v26".into(),
+            namespace: "gpu-operator".into(),
+            service_monitor: false,
+            spec,
+        });
+        let pod = ds.spec.unwrap().template.spec.unwrap();
+        assert_eq!(
+            env_value(&pod.containers[0], "DEVICE_PLUGIN_ENABLED"),
+            Some("false")
+        );
+    }
+
     #[test]
     fn the_validators_metrics_component_runs_as_root_on_8000() {
         let ds = build(&Input {
@@ -118,6 +158,7 @@ mod tests {
             .iter()
             .find(|e| e.name == "COMPONENT");
         assert_eq!(component.unwrap().value.as_deref(), Some("metrics"));
+        assert_eq!(env_value(main, "DEVICE_PLUGIN_ENABLED"), Some("true"));
         assert_eq!(main.ports.as_ref().unwrap()[0].container_port, 8000);
         assert_eq!(main.security_context.as_ref().unwrap().run_as_user, Some(0));
         assert_eq!(

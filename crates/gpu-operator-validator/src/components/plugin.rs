@@ -29,7 +29,11 @@ fn count(q: &Quantity) -> i64 {
     q.0.trim().parse().unwrap_or(0)
 }
 
-fn advertised(resources: &BTreeMap<String, Quantity>, prefix: &str) -> Vec<(String, i64)> {
+/// The resources named `prefix*` with a positive quantity, and their counts.
+pub(crate) fn advertised(
+    resources: &BTreeMap<String, Quantity>,
+    prefix: &str,
+) -> Vec<(String, i64)> {
     resources
         .iter()
         .filter(|(name, q)| name.starts_with(prefix) && count(q) > 0)
