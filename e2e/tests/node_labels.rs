@@ -106,8 +106,12 @@ impl World {
         name
     }
 
+    /// The node's labels, without the `beta.kubernetes.io/*` ones kwok adds on its own
+    /// schedule when it takes a node over (neither the test nor the operator writes them).
     async fn labels(&self, name: &str) -> BTreeMap<String, String> {
-        self.nodes().get(name).await.unwrap().labels().clone()
+        let mut labels = self.nodes().get(name).await.unwrap().labels().clone();
+        labels.retain(|key, _| !key.starts_with("beta.kubernetes.io/"));
+        labels
     }
 
     /// Sets (`Some`) or removes (`None`) labels of a node, as a user would.
