@@ -18,6 +18,7 @@ pub mod image;
 pub mod meta;
 pub mod metrics;
 pub mod mig;
+pub mod node_runtime;
 pub mod node_validation;
 pub mod operand;
 pub mod placement;
