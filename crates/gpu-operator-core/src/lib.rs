@@ -22,6 +22,7 @@ pub mod node_runtime;
 pub mod node_validation;
 pub mod operand;
 pub mod placement;
+pub mod pod_summary;
 pub mod policy_status;
 pub mod problems;
 pub mod rbac;

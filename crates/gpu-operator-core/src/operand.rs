@@ -7,7 +7,6 @@ use std::{
 };
 
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, spec::ImageSpec};
-use k8s_openapi::api::core::v1::Pod;
 use kube::{
     Api, Resource, ResourceExt as _,
     runtime::{
@@ -21,6 +20,7 @@ pub use crate::children::Children;
 use crate::{
     Context, Error, active, children,
     facts::ClusterFacts,
+    pod_summary::PodSummary,
     problems, readiness,
     status_write::{self, Desired},
 };
@@ -298,7 +298,7 @@ async fn rollout_condition<O: Operand>(
     unserved: Option<String>,
 ) -> Result<Desired, Error> {
     let (mut desired, mut ready, mut problems) = (0, 0, Vec::new());
-    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let pods: Api<PodSummary> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
     let nodes = ctx.stores.nodes.state();
     for ds in &children.daemonsets {
         let Some(live) = ctx
