@@ -151,18 +151,15 @@ impl NodeLabeler {
             ..PatchParams::default()
         };
         self.patches.fetch_add(1, Ordering::Relaxed);
-        let patched = match label_patch(cached, changes) {
-            Some(ops) => {
-                api.patch_metadata(name, &params, &Patch::<()>::Json(ops))
-                    .await
-            }
-            // A node without any label: nothing to test against, so the cached version is
-            // the precondition (nodes carry `kubernetes.io/hostname`; this is a corner case).
-            None => {
-                let body = json!({"metadata": {"resourceVersion": version, "labels": changes}});
-                api.patch_metadata(name, &params, &Patch::Merge(&body))
-                    .await
-            }
+        let patched = if let Some(ops) = label_patch(cached, changes) {
+            api.patch_metadata(name, &params, &Patch::<()>::Json(ops))
+                .await
+        } else {
+            // A node without any label: nothing to test against, so the cached version is the
+            // precondition (nodes carry `kubernetes.io/hostname`; this is a corner case).
+            let body = json!({"metadata": {"resourceVersion": version, "labels": changes}});
+            api.patch_metadata(name, &params, &Patch::Merge(&body))
+                .await
         };
         match patched {
             Ok(patched) => {

@@ -27,6 +27,8 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 pub const TIMEOUT: Duration = Duration::from_secs(120);
 pub const PLUGIN: &str = "nvidia-device-plugin-daemonset";
 pub const VALIDATOR: &str = "nvidia-operator-validator";
+/// The operator's image environment (shared with the bench).
+#[allow(unused_imports)] // not every test binary that includes this module starts the operator
 pub use gpu_operator_e2e::operator::IMAGES;
 
 pub struct Env {
