@@ -18,6 +18,38 @@ use serde_json::json;
 
 use crate::harness::kubeconfig_path;
 
+/// The operator's image environment, one image per operand, so a default ClusterPolicy can get
+/// ready; the device plugin's comes first (an e2e step drops it).
+pub const IMAGES: [(&str, &str); 9] = [
+    (
+        "DEVICE_PLUGIN_IMAGE",
+        "nvcr.io/nvidia/k8s-device-plugin:v0.17.0",
+    ),
+    ("VALIDATOR_IMAGE", "ghcr.io/example/gpu-operator:e2e"),
+    (
+        "DCGM_IMAGE",
+        "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04",
+    ),
+    (
+        "DCGM_EXPORTER_IMAGE",
+        "nvcr.io/nvidia/k8s/dcgm-exporter:4.6.0-4.8.3-distroless",
+    ),
+    (
+        "MIG_MANAGER_IMAGE",
+        "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.15.0",
+    ),
+    ("GFD_IMAGE", "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"),
+    ("DRIVER_IMAGE", "nvcr.io/nvidia/driver:595.91.07"),
+    (
+        "DRIVER_MANAGER_IMAGE",
+        "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0",
+    ),
+    (
+        "CONTAINER_TOOLKIT_IMAGE",
+        "nvcr.io/nvidia/k8s/container-toolkit:v1.20.0",
+    ),
+];
+
 /// Path of a binary of this workspace built by `cargo build` (the `cargo xtask e2e` task builds
 /// them first): `$CARGO_TARGET_DIR` or the workspace's `target/`, debug profile.
 pub fn workspace_binary(name: &str) -> PathBuf {

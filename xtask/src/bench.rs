@@ -75,10 +75,10 @@ fn parse_env(text: &str) -> Result<(String, String), String> {
     }
 }
 
-/// How long to wait for `ready` at `nodes`: kwok readies about 45 pods a second on 2 cores, and
-/// every GPU node runs two operand pods.
+/// How long to wait for `ready` at `nodes`: kwok readies about 45 pods a second on an idle
+/// 2-core machine, and every GPU node runs seven or eight operand pods (much slower when loaded).
 fn ready_timeout(nodes: u32) -> Duration {
-    Duration::from_secs(300 + u64::from(nodes) / 4)
+    Duration::from_secs(300 + u64::from(nodes))
 }
 
 /// Runs the bench (see the module docs).
@@ -221,7 +221,7 @@ mod tests {
 
     #[test]
     fn the_ready_timeout_grows_with_the_fleet() {
-        assert_eq!(ready_timeout(100), Duration::from_secs(325));
-        assert!(ready_timeout(5000) > Duration::from_secs(1500));
+        assert_eq!(ready_timeout(100), Duration::from_secs(400));
+        assert!(ready_timeout(5000) > Duration::from_secs(5000));
     }
 }

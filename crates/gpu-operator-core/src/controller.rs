@@ -13,7 +13,7 @@ use std::{
 };
 
 use futures::{Stream, StreamExt as _};
-use gpu_operator_api::ClusterPolicy;
+use gpu_operator_api::{ClusterPolicy, conditions::NODES_VALIDATED};
 use k8s_openapi::api::core::v1::Node;
 use kube::{
     ResourceExt as _,
@@ -53,23 +53,20 @@ pub fn run_operand<O: Operand>(
         |cm, hasher| cm.data.hash(hasher),
     );
     let runtimes = changes(subs.node_runtimes, |node, hasher| {
-        node.status
-            .as_ref()
-            .and_then(|status| status.node_info.as_ref())
-            .map(|info| &info.container_runtime_version)
-            .hash(hasher);
+        node.container_runtime_version.hash(hasher);
     });
-    Controller::for_shared_stream(subs.policies, policies.clone())
+    let policy_events = policy_changes(subs.policies, O::CONDITION);
+    Controller::for_shared_stream(policy_events, policies.clone())
         .with_config(controller::Config::default().debounce(DEBOUNCE))
-        .owns_shared_stream(subs.service_accounts)
-        .owns_shared_stream(subs.roles)
-        .owns_shared_stream(subs.role_bindings)
-        .owns_shared_stream(subs.cluster_roles)
-        .owns_shared_stream(subs.cluster_role_bindings)
-        .owns_shared_stream(subs.config_maps)
-        .owns_shared_stream(subs.services)
-        .owns_shared_stream(subs.runtime_classes)
-        .owns_shared_stream(subs.daemonsets)
+        .owns_shared_stream(of_component(subs.service_accounts, O::NAME))
+        .owns_shared_stream(of_component(subs.roles, O::NAME))
+        .owns_shared_stream(of_component(subs.role_bindings, O::NAME))
+        .owns_shared_stream(of_component(subs.cluster_roles, O::NAME))
+        .owns_shared_stream(of_component(subs.cluster_role_bindings, O::NAME))
+        .owns_shared_stream(of_component(subs.config_maps, O::NAME))
+        .owns_shared_stream(of_component(subs.services, O::NAME))
+        .owns_shared_stream(of_component(subs.runtime_classes, O::NAME))
+        .owns_shared_stream(of_component(subs.daemonsets, O::NAME))
         .watches_shared_stream(label_changes(subs.nodes), move |_| active_ref(&policies))
         .watches_shared_stream(runtimes, move |_| active_ref(&runtime_policies))
         .watches_shared_stream(user_configs, move |_| active_ref(&config_policies))
@@ -116,6 +113,50 @@ fn all_refs(policies: &Store<ClusterPolicy>) -> Vec<ObjectRef<ClusterPolicy>> {
         .collect()
 }
 
+/// Passes a ClusterPolicy on when what a reconciler writing `condition` acts on changed: its
+/// identity, spec (generation), metadata, deletion, overall state, or that one condition. The
+/// status writes of the other reconcilers (hundreds while thousands of nodes roll out) do not
+/// wake it.
+fn policy_changes<S>(
+    policies: S,
+    condition: &'static str,
+) -> impl Stream<Item = Arc<ClusterPolicy>> + Send
+where
+    S: Stream<Item = Arc<ClusterPolicy>> + Send,
+{
+    changes(policies, move |policy, hasher| {
+        let meta = &policy.metadata;
+        (&meta.uid, meta.generation, &meta.labels, &meta.annotations).hash(hasher);
+        meta.deletion_timestamp.is_some().hash(hasher);
+        policy
+            .status
+            .as_ref()
+            .map(|s| std::mem::discriminant(&s.state))
+            .hash(hasher);
+        let own = policy
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| c.iter().find(|c| c.type_ == condition));
+        own.map(|c| (&c.status, &c.reason, &c.message, c.observed_generation))
+            .hash(hasher);
+    })
+}
+
+/// Passes only the children of reconciler `component` (by their `app.kubernetes.io/component`
+/// label; unlabelled ones too): every operand's children have the same owner, the ClusterPolicy,
+/// so without this each DaemonSet status update would wake every operand.
+fn of_component<S, K>(objects: S, component: &'static str) -> impl Stream<Item = Arc<K>> + Send
+where
+    S: Stream<Item = Arc<K>> + Send,
+    K: kube::Resource + Send + Sync,
+{
+    objects.filter(move |object| {
+        let label = object.labels().get(meta::COMPONENT_LABEL);
+        std::future::ready(label.is_none_or(|c| c == component))
+    })
+}
+
 /// Passes a node on only when its labels changed since it was last seen (or it is new).
 pub fn label_changes<S>(nodes: S) -> impl Stream<Item = Arc<PartialObjectMeta<Node>>> + Send
 where
@@ -124,21 +165,24 @@ where
     changes(nodes, |node, hasher| node.labels().hash(hasher))
 }
 
-/// Passes a node on only when what `fingerprint` hashes of it changed (or it is new).
+/// Passes an object on only when what `fingerprint` hashes of it changed (or it is new). It
+/// remembers one pair of hashes per object (its name's and the fingerprint), not the names.
 fn changes<S, K>(
-    nodes: S,
-    fingerprint: fn(&K, &mut DefaultHasher),
+    objects: S,
+    fingerprint: impl Fn(&K, &mut DefaultHasher) + Send + 'static,
 ) -> impl Stream<Item = Arc<K>> + Send
 where
     S: Stream<Item = Arc<K>> + Send,
     K: kube::Resource + Send + Sync,
 {
-    let mut seen: HashMap<String, u64> = HashMap::new();
-    nodes.filter(move |node| {
+    let mut seen: HashMap<u64, u64> = HashMap::new();
+    objects.filter(move |object| {
         let mut hasher = DefaultHasher::new();
-        fingerprint(node, &mut hasher);
+        fingerprint(object, &mut hasher);
         let hash = hasher.finish();
-        let changed = seen.insert(node.name_any(), hash) != Some(hash);
+        let mut hasher = DefaultHasher::new();
+        object.meta().name.hash(&mut hasher);
+        let changed = seen.insert(hasher.finish(), hash) != Some(hash);
         std::future::ready(changed)
     })
 }
@@ -151,6 +195,7 @@ pub fn run_node_validation(
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) -> impl Future<Output = ()> {
     let policies = ctx.stores.policies.clone();
+    let policy_events = policy_changes(subs.policies, NODES_VALIDATED);
     let reports = changes(subs.nodes, |node, hasher| {
         node.labels()
             .get(gpu_operator_api::labels::GPU_PRESENT)
@@ -159,7 +204,7 @@ pub fn run_node_validation(
             .get(gpu_operator_api::node_validation::ANNOTATION)
             .hash(hasher);
     });
-    Controller::for_shared_stream(subs.policies, policies.clone())
+    Controller::for_shared_stream(policy_events, policies.clone())
         .with_config(controller::Config::default().debounce(SUMMARY_DEBOUNCE))
         .watches_shared_stream(reports, move |_| active_ref(&policies))
         .graceful_shutdown_on(shutdown)

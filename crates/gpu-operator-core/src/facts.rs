@@ -9,6 +9,8 @@ use gpu_operator_api::labels;
 use k8s_openapi::api::core::v1::Node;
 use kube::{ResourceExt as _, core::PartialObjectMeta};
 
+use crate::node_runtime::NodeRuntime;
+
 /// What the node caches say about the cluster.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ClusterFacts {
@@ -47,7 +49,7 @@ impl ClusterFacts {
     /// Computes the facts from node metadata and the GPU nodes' runtime cache.
     pub fn from_nodes<'a>(
         nodes: impl IntoIterator<Item = &'a PartialObjectMeta<Node>>,
-        runtimes: impl IntoIterator<Item = &'a Node>,
+        runtimes: impl IntoIterator<Item = &'a NodeRuntime>,
     ) -> Self {
         let mut facts = Self::default();
         for node in nodes {
@@ -88,8 +90,7 @@ impl ClusterFacts {
         }
         facts.runtimes = runtimes
             .into_iter()
-            .filter_map(|node| node.status.as_ref()?.node_info.as_ref())
-            .filter_map(|info| runtime_name(&info.container_runtime_version))
+            .filter_map(|node| runtime_name(&node.container_runtime_version))
             .map(str::to_owned)
             .collect();
         facts
@@ -111,7 +112,6 @@ pub fn matches_selector(
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::api::core::v1::{NodeStatus, NodeSystemInfo};
     use kube::api::ObjectMeta;
 
     use super::*;
@@ -131,17 +131,8 @@ mod tests {
         }
     }
 
-    fn runtime(version: &str) -> Node {
-        Node {
-            status: Some(NodeStatus {
-                node_info: Some(NodeSystemInfo {
-                    container_runtime_version: version.to_owned(),
-                    ..NodeSystemInfo::default()
-                }),
-                ..NodeStatus::default()
-            }),
-            ..Node::default()
-        }
+    fn runtime(version: &str) -> NodeRuntime {
+        NodeRuntime::new("gpu", version)
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::{
 };
 
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, spec::ImageSpec};
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{
     Api, Resource, ResourceExt as _,
     runtime::{
@@ -21,6 +21,7 @@ pub use crate::children::Children;
 use crate::{
     Context, Error, active, children,
     facts::ClusterFacts,
+    pod_summary::PodSummary,
     problems, readiness,
     status_write::{self, Desired},
 };
@@ -307,7 +308,7 @@ async fn rollout_condition<O: Operand>(
     unserved: Option<String>,
 ) -> Result<Desired, Error> {
     let (mut desired, mut ready, mut problems) = (0, 0, Vec::new());
-    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let pods: Api<PodSummary> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
     let nodes = ctx.stores.nodes.state();
     for ds in &children.daemonsets {
         let Some(live) = ctx

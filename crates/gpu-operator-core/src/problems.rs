@@ -12,18 +12,15 @@ use std::{
     time::{Duration, Instant},
 };
 
-use k8s_openapi::api::{
-    apps::v1::DaemonSet,
-    core::v1::{Node, Pod},
-};
+use k8s_openapi::api::{apps::v1::DaemonSet, core::v1::Node};
 use kube::{Api, ResourceExt as _, api::ListParams, core::PartialObjectMeta};
 
-use crate::{Error, facts::matches_selector};
+use crate::{Error, facts::matches_selector, pod_summary::PodSummary};
 
 /// How often, per DaemonSet, every pod may be listed to find the rarer problems.
 pub const FULL_SCAN_EVERY: Duration = Duration::from_secs(30);
-/// Pods per page of the full scan (bounds the memory it takes).
-const PAGE: u32 = 250;
+/// Pods per page of the full scan (bounds the memory it takes: the response body is held whole).
+const PAGE: u32 = 100;
 /// Pods that are not running: pending (unscheduled, pulling an image, initialising) or failed.
 const NOT_RUNNING: &str = "status.phase!=Running,status.phase!=Succeeded";
 
@@ -54,48 +51,41 @@ pub struct NodeProblem {
     pub reason: String,
 }
 
-/// Why `pod` is not ready, or `None` if it is.
-pub fn pod_problem(pod: &Pod) -> Option<String> {
-    let status = pod.status.as_ref()?;
-    let ready = status
+/// Why `pod` is not ready, or `None` if it is (or reports no status yet).
+pub fn pod_problem(pod: &PodSummary) -> Option<String> {
+    if pod.phase.is_none() && pod.conditions.is_empty() && pod.containers.is_empty() {
+        return None;
+    }
+    let ready = pod
         .conditions
         .iter()
-        .flatten()
         .any(|c| c.type_ == "Ready" && c.status == "True");
     if ready {
         return None;
     }
-    let waiting = status
-        .init_container_statuses
+    if let Some((container, reason)) = pod
+        .containers
         .iter()
-        .flatten()
-        .chain(status.container_statuses.iter().flatten())
-        .find_map(|c| {
-            let waiting = c.state.as_ref()?.waiting.as_ref()?;
-            Some((
-                c.name.clone(),
-                waiting.reason.clone().unwrap_or_default(),
-                c.restart_count,
-            ))
-        });
-    if let Some((container, reason, restarts)) = waiting {
-        return Some(match reason.as_str() {
+        .find_map(|c| c.waiting.as_deref().map(|reason| (c, reason)))
+    {
+        let name = &container.name;
+        return Some(match reason {
             "ErrImagePull" | "ImagePullBackOff" | "InvalidImageName" => {
-                format!("image pull failed ({reason}) in container {container}")
+                format!("image pull failed ({reason}) in container {name}")
             }
-            "CrashLoopBackOff" => {
-                format!("container {container} crash-looping ({restarts} restarts)")
-            }
-            "" => format!("container {container} waiting"),
-            other => format!("container {container} waiting ({other})"),
+            "CrashLoopBackOff" => format!(
+                "container {name} crash-looping ({} restarts)",
+                container.restart_count
+            ),
+            "" => format!("container {name} waiting"),
+            other => format!("container {name} waiting ({other})"),
         });
     }
-    let unschedulable = status
+    let unschedulable = pod
         .conditions
         .iter()
-        .flatten()
         .find(|c| c.type_ == "PodScheduled" && c.status == "False");
-    Some(match (status.phase.as_deref(), unschedulable) {
+    Some(match (pod.phase.as_deref(), unschedulable) {
         (_, Some(c)) => format!(
             "pod not scheduled: {}",
             c.message.clone().unwrap_or_default()
@@ -109,7 +99,7 @@ pub fn pod_problem(pod: &Pod) -> Option<String> {
 /// Up to `limit` nodes `ds` is not ready on, with their reasons. `clock` rate-limits the full
 /// scan (see the module docs); between two full scans only pods that are not running are named.
 pub async fn problem_nodes(
-    pods: &Api<Pod>,
+    pods: &Api<PodSummary>,
     ds: &DaemonSet,
     nodes: &[std::sync::Arc<PartialObjectMeta<Node>>],
     limit: usize,
@@ -143,8 +133,8 @@ pub async fn problem_nodes(
     loop {
         let page = pods.list(&params).await.map_err(listing())?;
         for pod in &page.items {
-            if let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) {
-                with_pod.insert(node);
+            if let Some(node) = &pod.node_name {
+                with_pod.insert(node.clone());
             }
             if problems.len() < limit
                 && let Some(problem) = problem_of(pod)
@@ -191,9 +181,9 @@ fn all_explained(ds: &DaemonSet, found: usize) -> bool {
 }
 
 /// The problem of `pod` on its node, if it is not ready.
-fn problem_of(pod: &Pod) -> Option<NodeProblem> {
+fn problem_of(pod: &PodSummary) -> Option<NodeProblem> {
     let reason = pod_problem(pod)?;
-    let node = pod.spec.as_ref().and_then(|s| s.node_name.clone());
+    let node = pod.node_name.clone();
     Some(NodeProblem {
         node: node.unwrap_or_else(|| format!("(pod {})", pod.name_any())),
         reason,
@@ -206,7 +196,7 @@ mod tests {
 
     use super::*;
 
-    fn pod(status: &serde_json::Value) -> Pod {
+    fn pod(status: &serde_json::Value) -> PodSummary {
         serde_json::from_value(json!({"metadata": {"name": "p"}, "status": status})).unwrap()
     }
 

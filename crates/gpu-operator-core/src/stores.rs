@@ -3,9 +3,10 @@
 //! operator namespace; ClusterRoles, ClusterRoleBindings and RuntimeClasses cluster-wide); every
 //! ConfigMap of the operator namespace, ours and the ones users name in the ClusterPolicy
 //! (`devicePlugin.config.name`, …); every Node as metadata only (labels and annotations), so the
-//! cache stays small at thousands of nodes; the GPU nodes' container runtime, stripped to that
+//! cache stays small at thousands of nodes; the GPU nodes' container runtime, parsed as that
 //! one field; and the metadata of one CustomResourceDefinition, the Prometheus Operator's
 //! ServiceMonitor, whose presence decides whether ServiceMonitors can be created.
+
 use std::{fmt::Debug, future::Future, hash::Hash, pin::Pin};
 
 use futures::{StreamExt as _, stream::BoxStream};
@@ -13,7 +14,7 @@ use gpu_operator_api::{ClusterPolicy, labels};
 use k8s_openapi::{
     api::{
         apps::v1::DaemonSet,
-        core::v1::{ConfigMap, Node, NodeStatus, NodeSystemInfo, Service, ServiceAccount},
+        core::v1::{ConfigMap, Node, Service, ServiceAccount},
         node::v1::RuntimeClass,
         rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
     },
@@ -30,7 +31,7 @@ use kube::{
 };
 use serde::de::DeserializeOwned;
 
-use crate::{meta, service_monitor};
+use crate::{meta, node_runtime::NodeRuntime, service_monitor};
 
 /// Declares the cached kinds once: the caches, their change streams and the readiness wait.
 macro_rules! kinds {
@@ -60,7 +61,7 @@ macro_rules! kinds {
 kinds! {
     policies: ClusterPolicy,
     nodes: PartialObjectMeta<Node>,
-    node_runtimes: Node,
+    node_runtimes: NodeRuntime,
     daemonsets: DaemonSet,
     service_accounts: ServiceAccount,
     config_maps: ConfigMap,
@@ -100,7 +101,7 @@ pub fn start(
         strip_managed_fields,
     )?;
     let (node_runtimes, node_runtimes_sub) =
-        r.reflect(Api::<Node>::all(c.clone()), &gpu_nodes, keep_runtime_only)?;
+        r.reflect(Api::<NodeRuntime>::all(c.clone()), &gpu_nodes, |_| {})?;
     let (daemonsets, daemonsets_sub) = r.reflect(
         Api::<DaemonSet>::namespaced(c.clone(), ns),
         &managed,
@@ -225,29 +226,6 @@ impl Reflectors {
 /// them keeps the caches small (a Node's metadata shrinks several times).
 fn strip_managed_fields<K: Resource>(object: &mut K) {
     object.meta_mut().managed_fields = None;
-}
-
-/// Of a GPU node, only its name and `status.nodeInfo.containerRuntimeVersion` are kept.
-fn keep_runtime_only(node: &mut Node) {
-    let runtime = node
-        .status
-        .as_ref()
-        .and_then(|status| status.node_info.as_ref())
-        .map(|info| info.container_runtime_version.clone())
-        .unwrap_or_default();
-    node.metadata = kube::api::ObjectMeta {
-        name: node.metadata.name.take(),
-        resource_version: node.metadata.resource_version.take(),
-        ..kube::api::ObjectMeta::default()
-    };
-    node.spec = None;
-    node.status = Some(NodeStatus {
-        node_info: Some(NodeSystemInfo {
-            container_runtime_version: runtime,
-            ..NodeSystemInfo::default()
-        }),
-        ..NodeStatus::default()
-    });
 }
 
 /// A reflector writer that hands out no subscriptions (it was not made by `store_shared`).

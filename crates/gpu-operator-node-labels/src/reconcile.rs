@@ -4,10 +4,13 @@
 //!
 //! Triggers: a node that is new or whose labels changed (status heartbeats are filtered out), and
 //! every node when the active ClusterPolicy changes (a spec change, or another policy becoming
-//! active). The patch carries the cached `resourceVersion` as a precondition, so a label someone
-//! set after our read (say `paused-for-mig-change`) is never overwritten by a stale decision.
+//! active). The patch is a JSON patch that first tests the node's labels are still the cached
+//! ones, so a label someone set after our read (say `paused-for-mig-change`) is never overwritten
+//! by a stale decision; unlike a `resourceVersion` precondition it is not refused when only the
+//! node's status moved (kubelet heartbeats), which thousands of nodes do all the time.
 
 use std::{
+    collections::BTreeMap,
     future::{self, Future},
     sync::{
         Arc,
@@ -18,6 +21,9 @@ use std::{
 
 use futures::StreamExt as _;
 use gpu_operator_core::{Context, Error, active, stores::Subscriptions};
+use json_patch::{
+    AddOperation, PatchOperation, RemoveOperation, TestOperation, jsonptr::PointerBuf,
+};
 use k8s_openapi::api::core::v1::Node;
 use kube::{
     Api, ResourceExt as _,
@@ -29,7 +35,7 @@ use kube::{
         reflector::ObjectRef,
     },
 };
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::{
     desired::{LabelChanges, label_changes},
@@ -45,7 +51,7 @@ pub const FIELD_MANAGER: &str = "gpu-operator/node-labels";
 const RESYNC: Duration = Duration::from_secs(3600);
 /// Retry delay after an API error.
 const RETRY: Duration = Duration::from_secs(10);
-/// Retry delay after the node changed between our read and our patch.
+/// Retry delay after the node's labels changed between our read and our patch.
 const CONFLICT_RETRY: Duration = Duration::from_secs(1);
 /// Node reconciles (so patches) in flight at once. A ClusterPolicy change reconciles every node:
 /// unbounded, thousands of requests (and connections) would hit the API server at once, starve
@@ -129,13 +135,14 @@ impl NodeLabeler {
         if changes.is_empty() {
             return Ok(Action::requeue(RESYNC));
         }
-        self.patch(&name, version, &changes).await
+        self.patch(&name, version, node.labels(), &changes).await
     }
 
     async fn patch(
         &self,
         name: &str,
         version: Option<String>,
+        cached: &BTreeMap<String, String>,
         changes: &LabelChanges,
     ) -> Result<Action, Error> {
         let api: Api<Node> = Api::all(self.ctx.client.clone());
@@ -143,12 +150,18 @@ impl NodeLabeler {
             field_manager: Some(FIELD_MANAGER.to_owned()),
             ..PatchParams::default()
         };
-        let body = patch_body(version.as_deref(), changes);
         self.patches.fetch_add(1, Ordering::Relaxed);
-        match api
-            .patch_metadata(name, &params, &Patch::Merge(&body))
-            .await
-        {
+        let patched = if let Some(ops) = label_patch(cached, changes) {
+            api.patch_metadata(name, &params, &Patch::<()>::Json(ops))
+                .await
+        } else {
+            // A node without any label: nothing to test against, so the cached version is the
+            // precondition (nodes carry `kubernetes.io/hostname`; this is a corner case).
+            let body = json!({"metadata": {"resourceVersion": version, "labels": changes}});
+            api.patch_metadata(name, &params, &Patch::Merge(&body))
+                .await
+        };
+        match patched {
             Ok(patched) => {
                 tracing::info!(node = name, ?changes, "labelled node");
                 // A no-op patch leaves the version alone and sends no watch event.
@@ -161,8 +174,11 @@ impl NodeLabeler {
                 }
                 Ok(Action::requeue(RESYNC))
             }
-            Err(kube::Error::Api(status)) if status.is_conflict() => {
-                tracing::debug!(node = name, "node changed since it was cached; retrying");
+            Err(kube::Error::Api(status)) if labels_moved(&status) => {
+                tracing::debug!(
+                    node = name,
+                    "node labels changed since they were cached; retrying"
+                );
                 Ok(Action::requeue(CONFLICT_RETRY))
             }
             Err(kube::Error::Api(status)) if status.is_not_found() => Ok(Action::await_change()),
@@ -171,15 +187,37 @@ impl NodeLabeler {
     }
 }
 
-/// `{"metadata":{"resourceVersion": …, "labels":{key: value or null}}}`: a JSON merge patch
-/// that sets and removes exactly `changes`, and fails with a conflict if the node changed since
-/// `version`.
-fn patch_body(version: Option<&str>, changes: &LabelChanges) -> Value {
-    let mut metadata = json!({ "labels": changes });
-    if let Some(version) = version {
-        metadata["resourceVersion"] = json!(version);
+/// A JSON patch that tests the node's labels are still `cached` and then sets and removes exactly
+/// `changes`; `None` when the node has no labels (there is no map to test or add to).
+fn label_patch(
+    cached: &BTreeMap<String, String>,
+    changes: &LabelChanges,
+) -> Option<json_patch::Patch> {
+    if cached.is_empty() {
+        return None;
     }
-    json!({ "metadata": metadata })
+    let label = |key: &str| PointerBuf::from_tokens(["metadata", "labels", key]);
+    let test = PatchOperation::Test(TestOperation {
+        path: PointerBuf::from_tokens(["metadata", "labels"]),
+        value: json!(cached),
+    });
+    let edits = changes.iter().map(|(key, value)| match value {
+        Some(value) => PatchOperation::Add(AddOperation {
+            path: label(key),
+            value: json!(value),
+        }),
+        None => PatchOperation::Remove(RemoveOperation { path: label(key) }),
+    });
+    Some(json_patch::Patch(
+        std::iter::once(test).chain(edits).collect(),
+    ))
+}
+
+/// Whether the API server refused the patch because the node's labels (the test operation) or,
+/// for the merge patch, its version no longer match the cache: a conflict, or the unprocessable
+/// entity a failed JSON patch test is reported as.
+fn labels_moved(status: &kube::core::Status) -> bool {
+    status.is_conflict() || status.code == 422
 }
 
 #[tracing::instrument(skip_all, fields(node = %node.name_any()))]
@@ -214,24 +252,46 @@ fn error_policy(
 mod tests {
     use super::*;
 
+    fn node(labels: &[(&str, &str)]) -> serde_json::Value {
+        let labels: BTreeMap<&str, &str> = labels.iter().copied().collect();
+        json!({"metadata": {"name": "n", "resourceVersion": "7", "labels": labels}})
+    }
+
     #[test]
-    fn the_patch_sets_removes_and_carries_the_version_precondition() {
+    fn the_patch_sets_and_removes_exactly_the_changes_of_unchanged_labels() {
+        let cached = BTreeMap::from([
+            ("a/b".to_owned(), "1".to_owned()),
+            ("nvidia.com/gpu.deploy.driver".to_owned(), "true".to_owned()),
+        ]);
         let changes = LabelChanges::from([
             ("nvidia.com/gpu.present".to_owned(), Some("true".to_owned())),
             ("nvidia.com/gpu.deploy.driver".to_owned(), None),
         ]);
+        let patch = label_patch(&cached, &changes).unwrap();
+        let mut live = node(&[("a/b", "1"), ("nvidia.com/gpu.deploy.driver", "true")]);
+        json_patch::patch(&mut live, &patch).unwrap();
         assert_eq!(
-            patch_body(Some("42"), &changes),
-            json!({"metadata": {
-                "resourceVersion": "42",
-                "labels": {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.deploy.driver": null}
-            }})
+            live,
+            node(&[("a/b", "1"), ("nvidia.com/gpu.present", "true")]),
+            "a key with a slash is escaped; the version is not part of the patch"
         );
-        assert_eq!(
-            patch_body(None, &changes)["metadata"]
-                .as_object()
-                .map(|m| m.contains_key("resourceVersion")),
-            Some(false)
-        );
+    }
+
+    #[test]
+    fn the_patch_fails_when_a_label_changed_since_the_read() {
+        let cached = BTreeMap::from([("x".to_owned(), "1".to_owned())]);
+        let changes = LabelChanges::from([(
+            "nvidia.com/gpu.deploy.driver".to_owned(),
+            Some("true".to_owned()),
+        )]);
+        let patch = label_patch(&cached, &changes).unwrap();
+        let mut paused = node(&[
+            ("x", "1"),
+            ("nvidia.com/gpu.deploy.driver", "paused-for-mig-change"),
+        ]);
+        let before = paused.clone();
+        assert!(json_patch::patch(&mut paused, &patch).is_err());
+        assert_eq!(paused, before, "nothing is written");
+        assert!(label_patch(&BTreeMap::new(), &changes).is_none());
     }
 }

@@ -27,36 +27,9 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 pub const TIMEOUT: Duration = Duration::from_secs(120);
 pub const PLUGIN: &str = "nvidia-device-plugin-daemonset";
 pub const VALIDATOR: &str = "nvidia-operator-validator";
-/// The operator's image environment; the device plugin's comes first (one step drops it).
-pub const IMAGES: [(&str, &str); 9] = [
-    (
-        "DEVICE_PLUGIN_IMAGE",
-        "nvcr.io/nvidia/k8s-device-plugin:v0.17.0",
-    ),
-    ("VALIDATOR_IMAGE", "ghcr.io/example/gpu-operator:e2e"),
-    (
-        "DCGM_IMAGE",
-        "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04",
-    ),
-    (
-        "DCGM_EXPORTER_IMAGE",
-        "nvcr.io/nvidia/k8s/dcgm-exporter:4.6.0-4.8.3-distroless",
-    ),
-    (
-        "MIG_MANAGER_IMAGE",
-        "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.15.0",
-    ),
-    ("GFD_IMAGE", "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"),
-    ("DRIVER_IMAGE", "nvcr.io/nvidia/driver:595.91.07"),
-    (
-        "DRIVER_MANAGER_IMAGE",
-        "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0",
-    ),
-    (
-        "CONTAINER_TOOLKIT_IMAGE",
-        "nvcr.io/nvidia/k8s/container-toolkit:v1.20.0",
-    ),
-];
+/// The operator's image environment (shared with the bench).
+#[allow(unused_imports)] // not every test binary that includes this module starts the operator
+pub use gpu_operator_e2e::operator::IMAGES;
 
 pub struct Env {
     pub client: kube::Client,

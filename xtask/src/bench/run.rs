@@ -13,7 +13,7 @@ use gpu_operator_api::{ClusterPolicy, State, conditions};
 use gpu_operator_e2e::{
     crd::repo_root,
     harness::client_for,
-    operator::{Operator, audit_log_beside, service_account_kubeconfig_from, writes_in},
+    operator::{IMAGES, Operator, audit_log_beside, service_account_kubeconfig_from, writes_in},
 };
 use k8s_openapi::{
     api::{apps::v1::DaemonSet, core::v1::Namespace},
@@ -38,14 +38,6 @@ const NAMESPACE: &str = "gpu-operator";
 const PLUGIN: &str = "nvidia-device-plugin-daemonset";
 /// The operand DaemonSets that must cover every GPU node.
 const DAEMONSETS: [&str; 2] = [PLUGIN, "nvidia-operator-validator"];
-/// Operand images the operator falls back to (the ClusterPolicy names none).
-const IMAGES: [(&str, &str); 2] = [
-    (
-        "DEVICE_PLUGIN_IMAGE",
-        "nvcr.io/nvidia/k8s-device-plugin:v0.17.0",
-    ),
-    ("VALIDATOR_IMAGE", "ghcr.io/example/gpu-operator:bench"),
-];
 /// Quiet time after `ready` before the steady window: longer than every debounce, so the
 /// status writes that follow `ready` count as rollout.
 const SETTLE: Duration = Duration::from_secs(10);
