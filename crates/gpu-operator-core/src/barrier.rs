@@ -54,6 +54,15 @@ pub fn volume() -> Volume {
     }
 }
 
+/// Makes `pod` wait for the container toolkit on its node: the `toolkit-validation` init
+/// container (its only one) from `validator_image`, the status-file volume, and `validator`'s
+/// settings on that init container (see [`apply_validator`]).
+pub fn after_toolkit(pod: &mut PodSpec, validator_image: &str, validator: Option<&ValidatorSpec>) {
+    pod.init_containers = Some(vec![wait_for("toolkit", validator_image)]);
+    pod.volumes.get_or_insert_with(Vec::new).push(volume());
+    apply_validator(pod, validator);
+}
+
 /// Applies `spec.validator`'s pull policy, pull secrets and resources to the pod's `*-validation`
 /// init containers (after the operand's own component settings, which must not reach them), and
 /// the `validator.driver` / `validator.toolkit` env to `driver-validation` / `toolkit-validation`.

@@ -176,11 +176,7 @@ pub fn build(input: &Input) -> DaemonSet {
         && user_env(exporter, REMOTE_ENGINE_ENV).is_some_and(|v| v.starts_with("localhost"));
     let host_network = (host_engine || exporter.host_network == Some(true)).then_some(true);
     daemonset::apply_component(&mut pod, &exporter.image, &exporter.container, host_network);
-    pod.init_containers = Some(vec![barrier::wait_for("toolkit", &input.validator_image)]);
-    pod.volumes
-        .get_or_insert_with(Vec::new)
-        .push(barrier::volume());
-    barrier::apply_validator(&mut pod, spec.validator.as_ref());
+    barrier::after_toolkit(&mut pod, &input.validator_image, spec.validator.as_ref());
     host_paths::apply(&mut pod, spec.host_paths.as_ref());
     let id = Identity {
         name: NAME,

@@ -59,11 +59,7 @@ pub fn build(input: &Input) -> DaemonSet {
         &section.container,
         section.host_network,
     );
-    pod.init_containers = Some(vec![barrier::wait_for("toolkit", &input.validator_image)]);
-    pod.volumes
-        .get_or_insert_with(Vec::new)
-        .push(barrier::volume());
-    barrier::apply_validator(&mut pod, spec.validator.as_ref());
+    barrier::after_toolkit(&mut pod, &input.validator_image, spec.validator.as_ref());
     host_paths::apply(&mut pod, spec.host_paths.as_ref());
     let id = Identity {
         name: NAME,
