@@ -16,7 +16,7 @@ use std::{collections::BTreeMap, future, sync::Arc, time::Duration};
 
 use futures::StreamExt as _;
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
-use gpu_operator_core::{Context, active, metrics::Metrics, stores};
+use gpu_operator_core::{Context, active, metrics::Metrics, node_meta::NodeMeta, stores};
 use gpu_operator_e2e::{
     client,
     crd::ensure_crd,
@@ -29,7 +29,6 @@ use k8s_openapi::api::core::v1::Node;
 use kube::{
     Api, ResourceExt as _,
     api::{Patch, PatchParams, PostParams},
-    core::PartialObjectMeta,
     runtime::{WatchStreamExt as _, reflector, watcher},
 };
 use serde_json::json;
@@ -161,7 +160,7 @@ impl Reconciler {
         caches.nodes = nodes;
         let selector = format!("{RUN_LABEL}={}", world.run);
         let node_watch = watcher(
-            Api::<PartialObjectMeta<Node>>::all(client.clone()),
+            Api::<NodeMeta>::all(client.clone()),
             watcher::Config::default().labels(&selector),
         )
         .default_backoff()

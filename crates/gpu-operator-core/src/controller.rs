@@ -14,10 +14,8 @@ use std::{
 
 use futures::{Stream, StreamExt as _};
 use gpu_operator_api::{ClusterPolicy, conditions::NODES_VALIDATED};
-use k8s_openapi::api::core::v1::Node;
 use kube::{
     ResourceExt as _,
-    core::PartialObjectMeta,
     runtime::{
         Controller, controller,
         reflector::{ObjectRef, Store},
@@ -25,7 +23,9 @@ use kube::{
 };
 
 use crate::{
-    Context, Error, active, meta, node_validation,
+    Context, Error, active, meta,
+    node_meta::NodeMeta,
+    node_validation,
     operand::{self, Operand},
     policy_status,
     stores::Subscriptions,
@@ -158,9 +158,9 @@ where
 }
 
 /// Passes a node on only when its labels changed since it was last seen (or it is new).
-pub fn label_changes<S>(nodes: S) -> impl Stream<Item = Arc<PartialObjectMeta<Node>>> + Send
+pub fn label_changes<S>(nodes: S) -> impl Stream<Item = Arc<NodeMeta>> + Send
 where
-    S: Stream<Item = Arc<PartialObjectMeta<Node>>> + Send,
+    S: Stream<Item = Arc<NodeMeta>> + Send,
 {
     changes(nodes, |node, hasher| node.labels().hash(hasher))
 }
@@ -200,9 +200,7 @@ pub fn run_node_validation(
         node.labels()
             .get(gpu_operator_api::labels::GPU_PRESENT)
             .hash(hasher);
-        node.annotations()
-            .get(gpu_operator_api::node_validation::ANNOTATION)
-            .hash(hasher);
+        node.validation().hash(hasher);
     });
     Controller::for_shared_stream(policy_events, policies.clone())
         .with_config(controller::Config::default().debounce(SUMMARY_DEBOUNCE))

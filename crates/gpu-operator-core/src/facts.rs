@@ -6,10 +6,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use gpu_operator_api::labels;
-use k8s_openapi::api::core::v1::Node;
-use kube::{ResourceExt as _, core::PartialObjectMeta};
 
-use crate::node_runtime::NodeRuntime;
+use crate::{
+    node_meta::{Labels, NodeMeta},
+    node_runtime::NodeRuntime,
+};
 
 /// What the node caches say about the cluster.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -48,7 +49,7 @@ pub struct OsRelease {
 impl ClusterFacts {
     /// Computes the facts from node metadata and the GPU nodes' runtime cache.
     pub fn from_nodes<'a>(
-        nodes: impl IntoIterator<Item = &'a PartialObjectMeta<Node>>,
+        nodes: impl IntoIterator<Item = &'a NodeMeta>,
         runtimes: impl IntoIterator<Item = &'a NodeRuntime>,
     ) -> Self {
         let mut facts = Self::default();
@@ -61,7 +62,7 @@ impl ClusterFacts {
             {
                 facts.has_nfd_labels = true;
             }
-            if node_labels.get(labels::GPU_PRESENT).map(String::as_str) != Some("true") {
+            if node_labels.get(labels::GPU_PRESENT) != Some("true") {
                 continue;
             }
             facts.gpu_nodes += 1;
@@ -70,8 +71,8 @@ impl ClusterFacts {
                 node_labels.get(labels::NFD_OS_RELEASE_VERSION_ID),
             ) {
                 (Some(id), Some(version_id)) => Some(OsRelease {
-                    id: id.clone(),
-                    version_id: version_id.clone(),
+                    id: id.to_owned(),
+                    version_id: version_id.to_owned(),
                 }),
                 _ => None,
             };
@@ -79,13 +80,13 @@ impl ClusterFacts {
             facts.gpu_nodes_without_os += usize::from(os.is_none());
             facts.gpu_nodes_without_kernel += usize::from(kernel.is_none());
             if let (Some(os), Some(kernel)) = (&os, kernel) {
-                facts.os_kernels.insert((os.clone(), kernel.clone()));
+                facts.os_kernels.insert((os.clone(), kernel.to_owned()));
             }
             if let Some(os) = os {
                 facts.os_releases.insert(os);
             }
             if let Some(kernel) = kernel {
-                facts.kernels.insert(kernel.clone());
+                facts.kernels.insert(kernel.to_owned());
             }
         }
         facts.runtimes = runtimes
@@ -103,32 +104,18 @@ pub fn runtime_name(version: &str) -> Option<&str> {
 }
 
 /// Whether `node_labels` satisfy every `key=value` of a DaemonSet's `nodeSelector`.
-pub fn matches_selector(
-    node_labels: &BTreeMap<String, String>,
-    selector: &BTreeMap<String, String>,
-) -> bool {
-    selector.iter().all(|(k, v)| node_labels.get(k) == Some(v))
+pub fn matches_selector(node_labels: &Labels, selector: &BTreeMap<String, String>) -> bool {
+    selector
+        .iter()
+        .all(|(k, v)| node_labels.get(k) == Some(v.as_str()))
 }
 
 #[cfg(test)]
 mod tests {
-    use kube::api::ObjectMeta;
-
     use super::*;
 
-    fn meta(labels: &[(&str, &str)]) -> PartialObjectMeta<Node> {
-        PartialObjectMeta {
-            metadata: ObjectMeta {
-                labels: Some(
-                    labels
-                        .iter()
-                        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                        .collect(),
-                ),
-                ..ObjectMeta::default()
-            },
-            ..PartialObjectMeta::default()
-        }
+    fn meta(labels: &[(&str, &str)]) -> NodeMeta {
+        NodeMeta::new("node", labels)
     }
 
     fn runtime(version: &str) -> NodeRuntime {

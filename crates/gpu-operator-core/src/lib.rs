@@ -19,6 +19,7 @@ pub mod image;
 pub mod meta;
 pub mod metrics;
 pub mod mig;
+pub mod node_meta;
 pub mod node_runtime;
 pub mod node_validation;
 pub mod operand;

@@ -8,13 +8,14 @@ use std::{sync::Arc, time::Instant};
 use gpu_operator_api::{
     ClusterPolicy,
     conditions::{NODES_VALIDATED, node},
-    labels,
-    node_validation::{self, ANNOTATION},
+    labels, node_validation,
 };
-use k8s_openapi::api::core::v1::Node;
-use kube::{ResourceExt as _, core::PartialObjectMeta, runtime::controller::Action};
+use kube::{Resource as _, ResourceExt as _, runtime::controller::Action};
 
-use crate::{Context, Error, active, conditions::Desired, operand::PROBLEM_NODES, status_write};
+use crate::{
+    Context, Error, active, conditions::Desired, node_meta::NodeMeta, operand::PROBLEM_NODES,
+    status_write,
+};
 
 /// Name of this reconciler (field manager suffix, metric label).
 pub const NAME: &str = "node-validation";
@@ -28,17 +29,13 @@ const COMPONENTS: [(&str, &str); 4] = [
 ];
 
 /// The `NodesValidated` condition for `nodes`. Pure.
-pub fn summarize(nodes: &[Arc<PartialObjectMeta<Node>>]) -> Desired {
-    let mut gpu_nodes: Vec<&PartialObjectMeta<Node>> = nodes
+pub fn summarize(nodes: &[Arc<NodeMeta>]) -> Desired {
+    let mut gpu_nodes: Vec<&NodeMeta> = nodes
         .iter()
         .map(AsRef::as_ref)
-        .filter(|n| {
-            n.labels()
-                .get(labels::GPU_PRESENT)
-                .is_some_and(|v| v == "true")
-        })
+        .filter(|n| n.labels().get(labels::GPU_PRESENT) == Some("true"))
         .collect();
-    gpu_nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    gpu_nodes.sort_by(|a, b| a.meta().name.cmp(&b.meta().name));
     let total = gpu_nodes.len();
     if total == 0 {
         return Desired::ok(NODES_VALIDATED, "NoGPUNodes", "no GPU nodes to validate");
@@ -48,9 +45,8 @@ pub fn summarize(nodes: &[Arc<PartialObjectMeta<Node>>]) -> Desired {
     let (mut failed, mut silent) = (Vec::new(), Vec::new());
     for node in &gpu_nodes {
         let report = node
-            .annotations()
-            .get(ANNOTATION)
-            .map(|v| node_validation::decode(v))
+            .validation()
+            .map(node_validation::decode)
             .unwrap_or_default();
         for (i, (type_, _)) in COMPONENTS.iter().enumerate() {
             if report.get(*type_).is_some_and(|e| e.ready) {
@@ -118,22 +114,19 @@ pub async fn reconcile(policy: Arc<ClusterPolicy>, ctx: Arc<Context>) -> Result<
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
 
-    fn node(name: &str, gpu: bool, annotation: Option<&str>) -> Arc<PartialObjectMeta<Node>> {
-        let mut meta = PartialObjectMeta::<Node>::default();
-        meta.metadata.name = Some(name.into());
-        if gpu {
-            meta.metadata.labels = Some(BTreeMap::from([(
-                labels::GPU_PRESENT.into(),
-                "true".into(),
-            )]));
-        }
-        meta.metadata.annotations =
-            annotation.map(|a| BTreeMap::from([(ANNOTATION.into(), a.into())]));
-        Arc::new(meta)
+    fn node(name: &str, gpu: bool, annotation: Option<&str>) -> Arc<NodeMeta> {
+        let labels: &[(&str, &str)] = if gpu {
+            &[(labels::GPU_PRESENT, "true")]
+        } else {
+            &[]
+        };
+        let meta = NodeMeta::new(name, labels);
+        Arc::new(match annotation {
+            Some(report) => meta.with_validation(report),
+            None => meta,
+        })
     }
 
     const READY: &str = "GPUDriverReady=True/DriverValidated,GPUToolkitReady=True/ToolkitValidated,GPUDevicePluginReady=True/PluginValidated,GPUStackReady=True/StackReady";

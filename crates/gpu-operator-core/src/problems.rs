@@ -12,10 +12,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use k8s_openapi::api::{apps::v1::DaemonSet, core::v1::Node};
-use kube::{Api, ResourceExt as _, api::ListParams, core::PartialObjectMeta};
+use k8s_openapi::api::apps::v1::DaemonSet;
+use kube::{Api, ResourceExt as _, api::ListParams};
 
-use crate::{Error, facts::matches_selector, pod_summary::PodSummary};
+use crate::{Error, facts::matches_selector, node_meta::NodeMeta, pod_summary::PodSummary};
 
 /// How often, per DaemonSet, every pod may be listed to find the rarer problems.
 pub const FULL_SCAN_EVERY: Duration = Duration::from_secs(30);
@@ -101,7 +101,7 @@ pub fn pod_problem(pod: &PodSummary) -> Option<String> {
 pub async fn problem_nodes(
     pods: &Api<PodSummary>,
     ds: &DaemonSet,
-    nodes: &[std::sync::Arc<PartialObjectMeta<Node>>],
+    nodes: &[std::sync::Arc<NodeMeta>],
     limit: usize,
     clock: &ScanClock,
 ) -> Result<Vec<NodeProblem>, Error> {

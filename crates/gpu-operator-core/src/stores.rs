@@ -2,8 +2,9 @@
 //! manage (label-selected: DaemonSets, ServiceAccounts, Services, Roles and RoleBindings in the
 //! operator namespace; ClusterRoles, ClusterRoleBindings and RuntimeClasses cluster-wide); every
 //! ConfigMap of the operator namespace, ours and the ones users name in the ClusterPolicy
-//! (`devicePlugin.config.name`, …); every Node as metadata only (labels and annotations), so the
-//! cache stays small at thousands of nodes; the GPU nodes' container runtime, parsed as that
+//! (`devicePlugin.config.name`, …); every Node as metadata only, watched as such and kept as
+//! [`NodeMeta`] (name, labels, the validators' report), so the cache stays small at thousands of
+//! nodes; the GPU nodes' container runtime, parsed as that
 //! one field; and the metadata of one CustomResourceDefinition, the Prometheus Operator's
 //! ServiceMonitor, whose presence decides whether ServiceMonitors can be created.
 
@@ -14,7 +15,7 @@ use gpu_operator_api::{ClusterPolicy, labels};
 use k8s_openapi::{
     api::{
         apps::v1::DaemonSet,
-        core::v1::{ConfigMap, Node, Service, ServiceAccount},
+        core::v1::{ConfigMap, Service, ServiceAccount},
         node::v1::RuntimeClass,
         rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
     },
@@ -31,7 +32,7 @@ use kube::{
 };
 use serde::de::DeserializeOwned;
 
-use crate::{meta, node_runtime::NodeRuntime, service_monitor};
+use crate::{meta, node_meta::NodeMeta, node_runtime::NodeRuntime, service_monitor};
 
 /// Declares the cached kinds once: the caches, their change streams and the readiness wait.
 macro_rules! kinds {
@@ -60,7 +61,7 @@ macro_rules! kinds {
 
 kinds! {
     policies: ClusterPolicy,
-    nodes: PartialObjectMeta<Node>,
+    nodes: NodeMeta,
     node_runtimes: NodeRuntime,
     daemonsets: DaemonSet,
     service_accounts: ServiceAccount,
@@ -95,11 +96,7 @@ pub fn start(
         &everything,
         strip_managed_fields,
     )?;
-    let (nodes, nodes_sub) = r.reflect(
-        Api::<PartialObjectMeta<Node>>::all(c.clone()),
-        &everything,
-        strip_managed_fields,
-    )?;
+    let (nodes, nodes_sub) = r.reflect(Api::<NodeMeta>::all(c.clone()), &everything, |_| {})?;
     let (node_runtimes, node_runtimes_sub) =
         r.reflect(Api::<NodeRuntime>::all(c.clone()), &gpu_nodes, |_| {})?;
     let (daemonsets, daemonsets_sub) = r.reflect(

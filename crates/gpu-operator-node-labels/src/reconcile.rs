@@ -20,7 +20,7 @@ use std::{
 };
 
 use futures::StreamExt as _;
-use gpu_operator_core::{Context, Error, active, stores::Subscriptions};
+use gpu_operator_core::{Context, Error, active, node_meta::NodeMeta, stores::Subscriptions};
 use json_patch::{
     AddOperation, PatchOperation, RemoveOperation, TestOperation, jsonptr::PointerBuf,
 };
@@ -28,7 +28,6 @@ use k8s_openapi::api::core::v1::Node;
 use kube::{
     Api, ResourceExt as _,
     api::{Patch, PatchParams},
-    core::PartialObjectMeta,
     runtime::{
         Controller,
         controller::{self, Action},
@@ -121,7 +120,7 @@ impl NodeLabeler {
             })
     }
 
-    async fn label(&self, node: &PartialObjectMeta<Node>) -> Result<Action, Error> {
+    async fn label(&self, node: &NodeMeta) -> Result<Action, Error> {
         let Some(policy) = active::active(&self.ctx.stores.policies.state()) else {
             return Ok(Action::await_change());
         };
@@ -131,11 +130,12 @@ impl NodeLabeler {
             // The watch event of our last patch is on its way and will trigger a reconcile.
             return Ok(Action::await_change());
         }
-        let changes = label_changes(node.labels(), &policy.spec);
+        let labels = node.labels().to_map();
+        let changes = label_changes(&labels, &policy.spec);
         if changes.is_empty() {
             return Ok(Action::requeue(RESYNC));
         }
-        self.patch(&name, version, node.labels(), &changes).await
+        self.patch(&name, version, &labels, &changes).await
     }
 
     async fn patch(
@@ -221,10 +221,7 @@ fn labels_moved(status: &kube::core::Status) -> bool {
 }
 
 #[tracing::instrument(skip_all, fields(node = %node.name_any()))]
-async fn reconcile(
-    node: Arc<PartialObjectMeta<Node>>,
-    labeler: Arc<NodeLabeler>,
-) -> Result<Action, Error> {
+async fn reconcile(node: Arc<NodeMeta>, labeler: Arc<NodeLabeler>) -> Result<Action, Error> {
     let started = Instant::now();
     let result = labeler.label(&node).await;
     let category = result.as_ref().err().map(Error::category);
@@ -236,11 +233,7 @@ async fn reconcile(
 }
 
 /// API errors retry after a delay; anything else waits for the node or the policy to change.
-fn error_policy(
-    _node: Arc<PartialObjectMeta<Node>>,
-    error: &Error,
-    _labeler: Arc<NodeLabeler>,
-) -> Action {
+fn error_policy(_node: Arc<NodeMeta>, error: &Error, _labeler: Arc<NodeLabeler>) -> Action {
     if error.is_transient() {
         Action::requeue(RETRY)
     } else {

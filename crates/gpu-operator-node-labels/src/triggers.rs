@@ -8,11 +8,9 @@ use std::{
 };
 
 use gpu_operator_api::ClusterPolicy;
-use gpu_operator_core::active;
-use k8s_openapi::api::core::v1::Node;
+use gpu_operator_core::{active, node_meta::NodeMeta};
 use kube::{
     Resource as _, ResourceExt as _,
-    core::PartialObjectMeta,
     runtime::reflector::{ObjectRef, Store},
 };
 
@@ -23,12 +21,12 @@ const PRUNE_EVERY: u32 = 1024;
 pub struct NodeLabelFilter {
     seen: HashMap<String, u64>,
     events: u32,
-    nodes: Store<PartialObjectMeta<Node>>,
+    nodes: Store<NodeMeta>,
 }
 
 impl NodeLabelFilter {
     /// A filter that forgets nodes once they are gone from `nodes`.
-    pub fn new(nodes: Store<PartialObjectMeta<Node>>) -> Self {
+    pub fn new(nodes: Store<NodeMeta>) -> Self {
         Self {
             seen: HashMap::new(),
             events: 0,
@@ -38,7 +36,7 @@ impl NodeLabelFilter {
 
     /// Whether `node` needs a reconcile: true the first time it is seen, after its labels
     /// changed, and when it was recreated under the same name.
-    pub fn changed(&mut self, node: &PartialObjectMeta<Node>) -> bool {
+    pub fn changed(&mut self, node: &NodeMeta) -> bool {
         self.events = self.events.wrapping_add(1);
         if self.events.is_multiple_of(PRUNE_EVERY) {
             let nodes = &self.nodes;
@@ -95,12 +93,25 @@ mod tests {
     use std::collections::BTreeMap;
 
     use gpu_operator_api::ClusterPolicySpec;
+    use k8s_openapi::api::core::v1::Node;
     use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
-    use kube::runtime::{reflector::store::Writer, watcher::Event};
+    use kube::{
+        core::PartialObjectMeta,
+        runtime::{reflector::store::Writer, watcher::Event},
+    };
 
     use super::*;
 
-    fn node(name: &str, uid: &str, labels: &[(&str, &str)], rv: &str) -> PartialObjectMeta<Node> {
+    fn node(name: &str, uid: &str, labels: &[(&str, &str)], rv: &str) -> NodeMeta {
+        partial(name, uid, labels, rv).into()
+    }
+
+    fn partial(
+        name: &str,
+        uid: &str,
+        labels: &[(&str, &str)],
+        rv: &str,
+    ) -> PartialObjectMeta<Node> {
         let mut node = PartialObjectMeta::<Node>::default();
         node.metadata.name = Some(name.to_owned());
         node.metadata.uid = Some(uid.to_owned());
@@ -116,16 +127,25 @@ mod tests {
 
     #[test]
     fn only_new_nodes_and_label_changes_pass() {
-        let writer = Writer::<PartialObjectMeta<Node>>::default();
+        let writer = Writer::<NodeMeta>::default();
         let mut filter = NodeLabelFilter::new(writer.as_reader());
         let first = node("a", "u1", &[("x", "1")], "1");
         assert!(filter.changed(&first), "a new node passes");
         assert!(!filter.changed(&first), "a repeat does not");
-        let heartbeat = node("a", "u1", &[("x", "1")], "2");
-        assert!(!filter.changed(&heartbeat), "a status-only change does not");
-        let mut annotated = heartbeat.clone();
-        annotated.metadata.annotations = Some(BTreeMap::from([("a".into(), "b".into())]));
-        assert!(!filter.changed(&annotated), "an annotation change does not");
+        let heartbeat = partial("a", "u1", &[("x", "1")], "2");
+        assert!(
+            !filter.changed(&heartbeat.clone().into()),
+            "a status-only change does not"
+        );
+        let mut annotated = heartbeat;
+        annotated.metadata.annotations = Some(BTreeMap::from([(
+            gpu_operator_api::node_validation::ANNOTATION.into(),
+            "b".into(),
+        )]));
+        assert!(
+            !filter.changed(&annotated.into()),
+            "an annotation change does not"
+        );
         assert!(
             filter.changed(&node("a", "u1", &[("x", "2")], "3")),
             "a label change passes"
@@ -142,7 +162,7 @@ mod tests {
 
     #[test]
     fn deleted_nodes_are_forgotten() {
-        let mut writer = Writer::<PartialObjectMeta<Node>>::default();
+        let mut writer = Writer::<NodeMeta>::default();
         let kept = node("kept", "u", &[], "1");
         writer.apply_watcher_event(&Event::Apply(kept.clone()));
         let mut filter = NodeLabelFilter::new(writer.as_reader());
