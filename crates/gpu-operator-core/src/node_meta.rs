@@ -179,17 +179,40 @@ impl Serialize for Labels {
 /// node that leaves takes them with it.
 const SHARED_VALUE_LEN: usize = 16;
 
-/// The label keys and short values seen so far; they repeat across nodes, so the set stays small.
-static SHARED: LazyLock<Mutex<HashSet<Arc<str>>>> = LazyLock::new(Mutex::default);
+/// The label keys and short values of the cached nodes; they repeat across nodes, so the set
+/// stays small. Strings no node uses any more (the host name of a node that left) are dropped
+/// whenever the set has doubled since the last sweep, so node churn does not grow it.
+static SHARED: LazyLock<Mutex<Interner>> = LazyLock::new(Mutex::default);
+
+/// Size below which the shared set is never swept.
+const SWEEP_FROM: usize = 1024;
+
+#[derive(Default)]
+struct Interner {
+    strings: HashSet<Arc<str>>,
+    sweep_at: usize,
+}
+
+impl Interner {
+    fn get(&mut self, text: &str) -> Arc<str> {
+        if let Some(existing) = self.strings.get(text) {
+            return existing.clone();
+        }
+        if self.strings.len() >= self.sweep_at.max(SWEEP_FROM) {
+            self.strings.retain(|s| Arc::strong_count(s) > 1);
+            self.sweep_at = self.strings.len() * 2;
+        }
+        let new: Arc<str> = Arc::from(text);
+        self.strings.insert(new.clone());
+        new
+    }
+}
 
 fn shared(text: &str) -> Arc<str> {
-    let mut set = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(existing) = set.get(text) {
-        return existing.clone();
-    }
-    let new: Arc<str> = Arc::from(text);
-    set.insert(new.clone());
-    new
+    SHARED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(text)
 }
 
 fn value(text: String) -> Arc<str> {
@@ -280,6 +303,24 @@ mod tests {
         assert!(
             !Arc::ptr_eq(&a.0[0].1, &b.0[0].1),
             "host names are the nodes' own"
+        );
+    }
+
+    #[test]
+    fn strings_no_node_uses_are_swept_once_the_set_has_doubled() {
+        let mut interner = Interner::default();
+        let kept = interner.get("kept");
+        for i in 0..SWEEP_FROM * 3 {
+            drop(interner.get(&format!("gone-{i}")));
+        }
+        assert!(
+            interner.strings.len() <= SWEEP_FROM,
+            "{}",
+            interner.strings.len()
+        );
+        assert!(
+            Arc::ptr_eq(&kept, &interner.get("kept")),
+            "a string in use stays"
         );
     }
 }
