@@ -256,14 +256,51 @@ pub fn writes_by(user: &str, since: Timestamp) -> anyhow::Result<Vec<Write>> {
 }
 
 /// Mutating requests by `user` in the audit log at `log` that completed after `since`, with the
-/// time each completed.
+/// time each completed, in log order. The API server rotates its audit log every 100 MB (a large
+/// fleet's heartbeats fill that in minutes) and keeps the older parts beside it, named
+/// `audit-<time>.log`: they are read too, oldest first.
 pub fn writes_in(
     log: &Path,
     user: &str,
     since: Timestamp,
 ) -> anyhow::Result<Vec<(Timestamp, Write)>> {
-    let file = fs::File::open(log)?;
     let mut writes = Vec::new();
+    for part in audit_log_parts(log)? {
+        writes_in_part(&part, user, since, &mut writes)?;
+    }
+    Ok(writes)
+}
+
+/// The rotated parts of the audit log at `log`, oldest first (their names sort by time), then `log`.
+fn audit_log_parts(log: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let stem = log.file_stem().and_then(|s| s.to_str()).unwrap_or("audit");
+    let rotated_prefix = format!("{stem}-");
+    let mut parts: Vec<PathBuf> = match log.parent() {
+        Some(dir) => fs::read_dir(dir)?
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .filter(|path| {
+                path.extension().is_some_and(|e| e == "log")
+                    && path
+                        .file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with(&rotated_prefix))
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    parts.sort();
+    parts.push(log.to_owned());
+    Ok(parts)
+}
+
+fn writes_in_part(
+    log: &Path,
+    user: &str,
+    since: Timestamp,
+    writes: &mut Vec<(Timestamp, Write)>,
+) -> anyhow::Result<()> {
+    let file = fs::File::open(log)?;
     for line in std::io::BufReader::new(file).lines() {
         let line = line?;
         // The log holds every write of the cluster (kwok's node heartbeats too): skip the others
@@ -302,5 +339,53 @@ pub fn writes_in(
         };
         writes.push((at, write));
     }
-    Ok(writes)
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(user: &str, at: &str, name: &str) -> String {
+        json!({
+            "stage": "ResponseComplete", "stageTimestamp": at, "verb": "patch",
+            "user": {"username": user},
+            "objectRef": {"resource": "nodes", "name": name},
+            "responseStatus": {"code": 200}
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn the_rotated_parts_of_the_audit_log_are_read_oldest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("audit.log");
+        let op = "system:serviceaccount:gpu-operator:gpu-operator";
+        let write = |file: &str, lines: &[String]| {
+            fs::write(dir.path().join(file), lines.join("\n") + "\n").unwrap();
+        };
+        write(
+            "audit-2026-11-22T11-00-00.000.log",
+            &[entry(op, "2026-11-22T10:59:00Z", "a")],
+        );
+        write(
+            "audit-2026-11-22T11-10-00.000.log",
+            &[
+                entry(op, "2026-11-22T11:05:00Z", "b"),
+                entry("kwok", "2026-11-22T11:05:01Z", "x"),
+            ],
+        );
+        write("audit.log", &[entry(op, "2026-11-22T11:15:00Z", "c")]);
+        write(
+            "kube-apiserver.log",
+            &[entry(op, "2026-11-22T11:15:00Z", "not-audit")],
+        );
+        let since: Timestamp = "2026-11-22T10:00:00Z".parse().unwrap();
+        let names: Vec<String> = writes_in(&log, op, since)
+            .unwrap()
+            .into_iter()
+            .map(|(_, w)| w.name)
+            .collect();
+        assert_eq!(names, ["a", "b", "c"]);
+    }
 }
