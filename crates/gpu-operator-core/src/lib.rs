@@ -28,6 +28,7 @@ pub mod plugin_config;
 pub mod pod_summary;
 pub mod policy_status;
 pub mod problems;
+mod projection;
 pub mod rbac;
 pub mod readiness;
 pub mod runtime_class;

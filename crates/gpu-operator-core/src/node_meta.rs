@@ -8,14 +8,13 @@
 //! `node.labels()` gives the compact labels, never the empty map of its bare `ObjectMeta`.
 
 use std::{
-    borrow::Cow,
     collections::{BTreeMap, HashSet},
     sync::{Arc, LazyLock, Mutex, PoisonError},
 };
 
 use gpu_operator_api::node_validation;
 use k8s_openapi::{ClusterResourceScope, api::core::v1::Node};
-use kube::{Resource, api::ObjectMeta, core::PartialObjectMeta};
+use kube::{api::ObjectMeta, core::PartialObjectMeta};
 use serde::{Deserialize, Serialize, Serializer, ser::SerializeMap as _};
 
 /// A cached Node's metadata. `Api<NodeMeta>` asks the API server for the metadata-only form
@@ -80,32 +79,7 @@ impl From<PartialObjectMeta<Node>> for NodeMeta {
     }
 }
 
-impl Resource for NodeMeta {
-    type DynamicType = ();
-    type Scope = ClusterResourceScope;
-
-    fn kind(dt: &()) -> Cow<'_, str> {
-        Node::kind(dt)
-    }
-    fn group(dt: &()) -> Cow<'_, str> {
-        Node::group(dt)
-    }
-    fn version(dt: &()) -> Cow<'_, str> {
-        Node::version(dt)
-    }
-    fn plural(dt: &()) -> Cow<'_, str> {
-        Node::plural(dt)
-    }
-    fn metadata_api() -> bool {
-        true
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+crate::projection::projection!(NodeMeta, Node, ClusterResourceScope, metadata_only);
 
 /// A node's labels, sorted by key. Serializes as the JSON map the API server holds.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -225,7 +199,7 @@ fn value(text: String) -> Arc<str> {
 
 #[cfg(test)]
 mod tests {
-    use kube::ResourceExt as _;
+    use kube::{Resource as _, ResourceExt as _};
     use serde_json::json;
 
     use super::*;

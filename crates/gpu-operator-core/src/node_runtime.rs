@@ -4,10 +4,8 @@
 //! every status heartbeat of thousands of nodes) is skipped by the parser instead of being
 //! allocated and then thrown away.
 
-use std::borrow::Cow;
-
 use k8s_openapi::{ClusterResourceScope, api::core::v1::Node};
-use kube::{Resource, api::ObjectMeta};
+use kube::api::ObjectMeta;
 use serde::Deserialize;
 
 /// A GPU node's container runtime, such as `containerd://1.7.27`.
@@ -32,29 +30,7 @@ impl NodeRuntime {
     }
 }
 
-impl Resource for NodeRuntime {
-    type DynamicType = ();
-    type Scope = ClusterResourceScope;
-
-    fn kind(dt: &()) -> Cow<'_, str> {
-        Node::kind(dt)
-    }
-    fn group(dt: &()) -> Cow<'_, str> {
-        Node::group(dt)
-    }
-    fn version(dt: &()) -> Cow<'_, str> {
-        Node::version(dt)
-    }
-    fn plural(dt: &()) -> Cow<'_, str> {
-        Node::plural(dt)
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+crate::projection::projection!(NodeRuntime, Node, ClusterResourceScope);
 
 /// The parts of a Node's JSON that are read; serde skips every other field.
 #[derive(Deserialize)]
@@ -101,7 +77,7 @@ impl From<Wire> for NodeRuntime {
 
 #[cfg(test)]
 mod tests {
-    use kube::ResourceExt as _;
+    use kube::{Resource as _, ResourceExt as _};
     use serde_json::json;
 
     use super::*;

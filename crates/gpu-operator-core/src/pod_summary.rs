@@ -4,10 +4,8 @@
 //! of being allocated; a heap profile of a 1,000-node rollout showed the scan's pages of full
 //! Pods as the operator's peak.
 
-use std::borrow::Cow;
-
 use k8s_openapi::{NamespaceResourceScope, api::core::v1::Pod};
-use kube::{Resource, api::ObjectMeta};
+use kube::api::ObjectMeta;
 use serde::Deserialize;
 
 /// The parts of a Pod that say whether and why it is not ready.
@@ -53,29 +51,7 @@ pub struct ContainerState {
     pub waiting: Option<String>,
 }
 
-impl Resource for PodSummary {
-    type DynamicType = ();
-    type Scope = NamespaceResourceScope;
-
-    fn kind(dt: &()) -> Cow<'_, str> {
-        Pod::kind(dt)
-    }
-    fn group(dt: &()) -> Cow<'_, str> {
-        Pod::group(dt)
-    }
-    fn version(dt: &()) -> Cow<'_, str> {
-        Pod::version(dt)
-    }
-    fn plural(dt: &()) -> Cow<'_, str> {
-        Pod::plural(dt)
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+crate::projection::projection!(PodSummary, Pod, NamespaceResourceScope);
 
 /// `state.waiting.reason`, present (possibly empty) only when the container waits.
 fn waiting_reason<'de, D: serde::Deserializer<'de>>(
@@ -155,7 +131,7 @@ impl From<Wire> for PodSummary {
 
 #[cfg(test)]
 mod tests {
-    use kube::ResourceExt as _;
+    use kube::{Resource as _, ResourceExt as _};
     use serde_json::json;
 
     use super::*;
