@@ -4,8 +4,8 @@
 //! of a `BTreeMap` (whose tree nodes cost more than the labels), with label keys and short values
 //! shared between nodes (`nvidia.com/gpu.present` and `true` exist once, not once per node).
 //!
-//! The type shadows `ResourceExt::labels`/`annotations` with its own methods, so reading
-//! `node.labels()` gives the compact labels, never the empty map of its bare `ObjectMeta`.
+//! The type shadows `ResourceExt::labels` with its own method, so reading `node.labels()` gives
+//! the compact labels, never the empty map of its bare `ObjectMeta`; the report is `validation()`.
 
 use std::{
     collections::{BTreeMap, HashSet},

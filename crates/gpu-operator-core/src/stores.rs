@@ -4,9 +4,9 @@
 //! ConfigMap of the operator namespace, ours and the ones users name in the ClusterPolicy
 //! (`devicePlugin.config.name`, …); every Node as metadata only, watched as such and kept as
 //! [`NodeMeta`] (name, labels, the validators' report), so the cache stays small at thousands of
-//! nodes; the GPU nodes' container runtime, parsed as that
-//! one field; and the metadata of one CustomResourceDefinition, the Prometheus Operator's
-//! ServiceMonitor, whose presence decides whether ServiceMonitors can be created.
+//! nodes; the GPU nodes' container runtime, parsed as that one field; and the metadata of one
+//! CustomResourceDefinition, the Prometheus Operator's ServiceMonitor, whose presence decides
+//! whether ServiceMonitors can be created.
 
 use std::{fmt::Debug, future::Future, hash::Hash, pin::Pin};
 
