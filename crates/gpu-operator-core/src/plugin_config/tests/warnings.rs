@@ -1,7 +1,7 @@
 //! §9.3: configurations the device plugin accepts but ignores or overrides in part. Each test
 //! asserts the field path and a key phrase of the warning.
 
-use super::{assert_warning, check};
+use super::{assert_warning, check, has};
 
 #[test]
 fn rename_by_default_under_flags_is_ignored() {
@@ -95,19 +95,19 @@ fn keys_matched_only_by_ignoring_case() {
     // The plugin's own decoders do not: this `Resources` is ignored, so nothing is shared.
     let findings = check("sharing: {timeSlicing: {Resources: [{name: gpu, replicas: 2}]}}\n");
     assert!(
-        findings
-            .warnings
-            .iter()
-            .any(|w| w.field == "sharing.timeSlicing.Resources"
-                && w.message.contains("did you mean `resources`?")),
+        has(
+            &findings.warnings,
+            "sharing.timeSlicing.Resources",
+            "did you mean `resources`?"
+        ),
         "{findings:#?}"
     );
     assert!(
-        findings
-            .errors
-            .iter()
-            .any(|e| e.field == "sharing.timeSlicing"
-                && e.message.contains("no resources specified")),
+        has(
+            &findings.errors,
+            "sharing.timeSlicing",
+            "no resources specified"
+        ),
         "{findings:#?}"
     );
 }
