@@ -309,7 +309,8 @@ async fn rollout_condition<O: Operand>(
 ) -> Result<Desired, Error> {
     let (mut desired, mut ready, mut problems) = (0, 0, Vec::new());
     let pods: Api<PodSummary> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let nodes = ctx.stores.nodes.state();
+    // A snapshot of the node cache (thousands of entries) only once a DaemonSet is not ready.
+    let mut nodes = None;
     for ds in &children.daemonsets {
         let Some(live) = ctx
             .stores
@@ -327,8 +328,9 @@ async fn rollout_condition<O: Operand>(
         ready += rollout.ready;
         if !rollout.is_ready && problems.len() < PROBLEM_NODES {
             let limit = PROBLEM_NODES - problems.len();
+            let nodes = nodes.get_or_insert_with(|| ctx.stores.nodes.state());
             let found =
-                problems::problem_nodes(&pods, &live, &nodes, limit, &ctx.problem_scans).await?;
+                problems::problem_nodes(&pods, &live, nodes, limit, &ctx.problem_scans).await?;
             problems.extend(found);
         }
     }
