@@ -23,7 +23,7 @@ use k8s_openapi::api::{
 
 use crate::{
     Error,
-    daemonset::field_env,
+    daemonset::{self, field_env},
     operand::Cluster,
     plugin_config,
     user_config::{self, Checked, Source},
@@ -118,14 +118,11 @@ pub fn check(
 
 /// Annotates the pods of `daemonset` with the digest of `checked`, so they roll when it changes.
 pub fn annotate(daemonset: &mut DaemonSet, checked: &Checked) {
-    if let Some(spec) = daemonset.spec.as_mut() {
-        spec.template
-            .metadata
-            .get_or_insert_with(Default::default)
-            .annotations
-            .get_or_insert_with(Default::default)
-            .insert(DIGEST_ANNOTATION.to_owned(), checked.digest.clone());
-    }
+    daemonset::annotate_pods(
+        daemonset,
+        DIGEST_ANNOTATION.to_owned(),
+        checked.digest.clone(),
+    );
 }
 
 /// Adds the config manager to `pod` when there are `configs`. Call it before the component's

@@ -195,6 +195,18 @@ pub fn apply_args(pod: &mut PodSpec, main: &str, container: &ContainerSpec) {
     }
 }
 
+/// Sets annotation `key` on the pods of `daemonset` (its pod template).
+pub fn annotate_pods(daemonset: &mut DaemonSet, key: String, value: String) {
+    if let Some(spec) = daemonset.spec.as_mut() {
+        spec.template
+            .metadata
+            .get_or_insert_with(Default::default)
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(key, value);
+    }
+}
+
 /// An env variable from the pod's own fields (downward API), such as `NODE_NAME` from
 /// `spec.nodeName`.
 pub fn field_env(name: &str, field_path: &str) -> EnvVar {

@@ -11,7 +11,7 @@
 use gpu_operator_api::ClusterPolicySpec;
 use k8s_openapi::api::apps::v1::DaemonSet;
 
-use crate::facts::ClusterFacts;
+use crate::{daemonset, facts::ClusterFacts};
 
 /// Name of the RuntimeClass (and its handler) when `operator.runtimeClass` is unset.
 pub const DEFAULT_RUNTIME_CLASS: &str = "nvidia";
@@ -134,25 +134,21 @@ impl GpuAccess {
     /// Gives the pods of `daemonset` this access; `container` is the one that needs the GPUs
     /// (the main container, or the validator's `toolkit-validation`).
     pub fn grant(&self, daemonset: &mut DaemonSet, container: &str) {
-        let Some(template) = daemonset.spec.as_mut().map(|spec| &mut spec.template) else {
-            return;
-        };
-        let Some(pod) = template.spec.as_mut() else {
-            return;
-        };
         match self {
-            Self::RuntimeClass(name) => pod.runtime_class_name = Some(name.clone()),
-            Self::NriAnnotation => {
-                template
-                    .metadata
-                    .get_or_insert_with(Default::default)
-                    .annotations
-                    .get_or_insert_with(Default::default)
-                    .insert(
-                        format!("{NRI_ANNOTATION_DOMAIN}/container.{container}"),
-                        MANAGEMENT_CDI_DEVICE.to_owned(),
-                    );
+            Self::RuntimeClass(name) => {
+                if let Some(pod) = daemonset
+                    .spec
+                    .as_mut()
+                    .and_then(|spec| spec.template.spec.as_mut())
+                {
+                    pod.runtime_class_name = Some(name.clone());
+                }
             }
+            Self::NriAnnotation => daemonset::annotate_pods(
+                daemonset,
+                format!("{NRI_ANNOTATION_DOMAIN}/container.{container}"),
+                MANAGEMENT_CDI_DEVICE.to_owned(),
+            ),
             Self::OciHook => {}
         }
     }
