@@ -1,4 +1,5 @@
-//! Installing the generated ClusterPolicy CRD on the test cluster, once per test process.
+//! Installing the generated ClusterPolicy CRD on the test cluster, once per test process; the
+//! Prometheus Operator's ServiceMonitor CRD for the tests that need one.
 
 use std::{
     path::{Path, PathBuf},
@@ -68,4 +69,39 @@ async fn install() -> anyhow::Result<()> {
         },
     )
     .await
+}
+
+/// The Prometheus Operator's ServiceMonitor CRD.
+pub const SERVICE_MONITOR_CRD: &str = "servicemonitors.monitoring.coreos.com";
+
+/// A minimal ServiceMonitor CRD: the kind, with any content.
+pub const SERVICE_MONITOR_CRD_YAML: &str = r"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: servicemonitors.monitoring.coreos.com
+spec:
+  group: monitoring.coreos.com
+  scope: Namespaced
+  names: {plural: servicemonitors, singular: servicemonitor, kind: ServiceMonitor, listKind: ServiceMonitorList}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+";
+
+/// Removes the ServiceMonitor CRD when dropped, also when a step panics.
+pub struct ServiceMonitorCrdCleanup;
+
+impl Drop for ServiceMonitorCrdCleanup {
+    fn drop(&mut self) {
+        let _ = kubectl_ok(&[
+            "delete",
+            "crd",
+            SERVICE_MONITOR_CRD,
+            "--ignore-not-found",
+            "--wait=false",
+        ]);
+    }
 }

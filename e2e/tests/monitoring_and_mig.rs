@@ -16,7 +16,14 @@
 mod support;
 
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, conditions::operand, labels};
-use gpu_operator_e2e::{harness::kubectl_ok, unique_name, wait_until};
+use gpu_operator_e2e::{
+    crd::{
+        SERVICE_MONITOR_CRD as SM_CRD, SERVICE_MONITOR_CRD_YAML as SM_CRD_YAML,
+        ServiceMonitorCrdCleanup as CrdCleanup,
+    },
+    harness::kubectl_ok,
+    unique_name, wait_until,
+};
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Service};
 use kube::{
     Api, ResourceExt as _,
@@ -32,40 +39,6 @@ use support::{
 const DCGM: &str = "nvidia-dcgm";
 const EXPORTER: &str = "nvidia-dcgm-exporter";
 const MIG_MANAGER: &str = "nvidia-mig-manager";
-const SM_CRD: &str = "servicemonitors.monitoring.coreos.com";
-
-/// A minimal ServiceMonitor CRD: the kind, with any content.
-const SM_CRD_YAML: &str = r"apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: servicemonitors.monitoring.coreos.com
-spec:
-  group: monitoring.coreos.com
-  scope: Namespaced
-  names: {plural: servicemonitors, singular: servicemonitor, kind: ServiceMonitor, listKind: ServiceMonitorList}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
-";
-
-/// Removes the ServiceMonitor CRD when dropped, also when a step panics.
-struct CrdCleanup;
-
-impl Drop for CrdCleanup {
-    fn drop(&mut self) {
-        let _ = kubectl_ok(&[
-            "delete",
-            "crd",
-            SM_CRD,
-            "--ignore-not-found",
-            "--wait=false",
-        ]);
-    }
-}
-
 #[tokio::test]
 async fn monitoring_and_mig_operands_follow_the_cluster_policy() {
     let env = setup().await;

@@ -12,6 +12,7 @@ pub mod controller;
 pub mod daemonset;
 pub mod digest;
 pub mod error;
+pub mod exposition;
 pub mod facts;
 pub mod fixtures;
 pub mod host_paths;

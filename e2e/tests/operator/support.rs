@@ -266,23 +266,21 @@ pub async fn wait_settled(env: &Env, name: &str, quiet: Duration) {
 
 /// A plain HTTP GET that reports whether the answer was 200.
 pub async fn probe(url: &str) -> bool {
-    let Some(rest) = url.strip_prefix("http://") else {
-        return false;
-    };
-    let Some((host, path)) = rest.split_once('/') else {
-        return false;
-    };
-    let Ok(mut stream) = tokio::net::TcpStream::connect(host).await else {
-        return false;
-    };
-    if stream
+    get(url).await.is_some()
+}
+
+/// The body of a plain HTTP GET of `url`, when the answer was 200.
+pub async fn get(url: &str) -> Option<String> {
+    let rest = url.strip_prefix("http://")?;
+    let (host, path) = rest.split_once('/')?;
+    let mut stream = tokio::net::TcpStream::connect(host).await.ok()?;
+    stream
         .write_all(format!("GET /{path} HTTP/1.0\r\nHost: {host}\r\n\r\n").as_bytes())
         .await
-        .is_err()
-    {
-        return false;
-    }
+        .ok()?;
     let mut response = String::new();
     let _ = stream.read_to_string(&mut response).await;
-    response.starts_with("HTTP/1.1 200") || response.starts_with("HTTP/1.0 200")
+    let ok = response.starts_with("HTTP/1.1 200") || response.starts_with("HTTP/1.0 200");
+    let (_, body) = response.split_once("\r\n\r\n")?;
+    ok.then(|| body.to_owned())
 }

@@ -1,0 +1,100 @@
+//! The steps of the converged-writes scenario: converge on a policy, and the node status
+//! exporter's DaemonSet (the quiet window and the positive control are in `operator/quiet.rs`).
+
+use std::time::Duration;
+
+use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
+use gpu_operator_e2e::{operator::Operator, wait_until};
+use kube::api::{ListParams, PostParams};
+
+use super::support::{Env, TIMEOUT, condition, is_ready, pods_of, wait_policy, wait_settled};
+
+/// Creates the ClusterPolicy `name` with `spec` (or replaces its spec) and waits until it is ready
+/// for that spec, every DaemonSet in the namespace has rolled out, and nothing has changed for 5 s.
+pub async fn converge(
+    env: &Env,
+    name: &str,
+    spec: &ClusterPolicySpec,
+    operator: &Operator,
+    stem: &str,
+) {
+    let generation = match env.policies().get_opt(name).await.unwrap() {
+        None => {
+            let created = env
+                .policies()
+                .create(
+                    &PostParams::default(),
+                    &ClusterPolicy::new(name, spec.clone()),
+                )
+                .await
+                .unwrap();
+            created.metadata.generation
+        }
+        Some(mut live) => {
+            live.spec = spec.clone();
+            let replaced = env
+                .policies()
+                .replace(name, &PostParams::default(), &live)
+                .await
+                .unwrap();
+            replaced.metadata.generation
+        }
+    };
+    wait_policy(
+        env,
+        name,
+        &format!("{stem}: the ClusterPolicy to be ready"),
+        |p| {
+            is_ready(p)
+                && p.metadata.generation == generation
+                && p.status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|c| c.iter().all(|c| c.observed_generation == generation))
+        },
+    )
+    .await;
+    wait_until(
+        &format!("{stem}: every DaemonSet to roll out"),
+        TIMEOUT,
+        || async {
+            let all = env.daemonsets().list(&ListParams::default()).await?.items;
+            let done = all.iter().all(|ds| {
+                let status = ds.status.clone().unwrap_or_default();
+                status.observed_generation == ds.metadata.generation
+                    && status.number_ready == status.desired_number_scheduled
+                    && status.updated_number_scheduled.unwrap_or_default()
+                        == status.desired_number_scheduled
+            });
+            Ok((!all.is_empty() && done).then_some(()))
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", operator.log_tail()));
+    wait_settled(env, name, Duration::from_secs(5)).await;
+    assert!(
+        condition(
+            &env.policies().get(name).await.unwrap(),
+            gpu_operator_api::conditions::READY
+        )
+        .is_some_and(|c| c.status == "True"),
+        "{stem}: ready"
+    );
+}
+
+/// NVIDIA's `nvidia-node-status-exporter` DaemonSet exists and has a pod on every GPU node.
+pub async fn node_status_exporter_runs_on_every_gpu_node(env: &Env, gpus: &[String]) {
+    let pods = pods_of(env, "nvidia-node-status-exporter").await;
+    let missing: Vec<&String> = gpus.iter().filter(|g| !pods.contains_key(*g)).collect();
+    assert!(
+        missing.is_empty(),
+        "nvidia-node-status-exporter has no pod on {missing:?}: {pods:?}"
+    );
+    let ds = env
+        .daemonsets()
+        .get("nvidia-node-status-exporter")
+        .await
+        .unwrap();
+    let status = ds.status.unwrap_or_default();
+    assert_eq!(status.number_ready, status.desired_number_scheduled);
+}
