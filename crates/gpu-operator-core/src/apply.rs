@@ -74,7 +74,8 @@ where
 }
 
 /// Whether every field of `desired` has the same value in `live`. Lists must have the same length
-/// and match element by element; empty objects and lists match an absent field.
+/// and match element by element; empty objects, lists and strings match an absent field (the API
+/// server leaves out empty `omitempty` fields, such as an env variable's empty `value`, on read).
 pub fn is_subset(desired: &Value, live: &Value) -> bool {
     match (desired, live) {
         (Value::Object(d), Value::Object(l)) => d.iter().all(|(key, value)| match l.get(key) {
@@ -94,6 +95,7 @@ fn is_empty(value: &Value) -> bool {
         Value::Null => true,
         Value::Object(map) => map.is_empty(),
         Value::Array(items) => items.is_empty(),
+        Value::String(text) => text.is_empty(),
         _ => false,
     }
 }
@@ -123,5 +125,26 @@ mod tests {
             "a list with more entries differs"
         );
         assert!(!is_subset(&desired, &missing));
+    }
+
+    #[test]
+    fn an_empty_string_matches_an_absent_field_as_the_api_server_stores_it() {
+        let desired =
+            json!({"env": [{"name": "KUBECONFIG", "value": ""}, {"name": "SIGNAL", "value": ""}]});
+        let live = json!({"env": [{"name": "KUBECONFIG"}, {"name": "SIGNAL", "value": null}]});
+        assert!(is_subset(&desired, &live));
+        let set = json!({"env": [{"name": "KUBECONFIG", "value": "/k"}, {"name": "SIGNAL"}]});
+        assert!(
+            !is_subset(&desired, &set),
+            "a value someone set differs from an empty one"
+        );
+        assert!(
+            !is_subset(&json!({"value": "1"}), &json!({})),
+            "a non-empty value is not absent"
+        );
+        assert!(
+            !is_subset(&json!({"replicas": 0}), &json!({})),
+            "zero is a value, not an empty field"
+        );
     }
 }

@@ -224,10 +224,12 @@ fn mounts() -> [VolumeMount; 2] {
     ]
 }
 
+/// A literal env variable. An empty value is left out, as the API server stores it (`value` is
+/// `omitempty`), so the rendered container compares equal to the live one.
 fn value(name: &str, value: &str) -> EnvVar {
     EnvVar {
         name: name.to_owned(),
-        value: Some(value.to_owned()),
+        value: Some(value.to_owned()).filter(|v| !v.is_empty()),
         value_from: None,
     }
 }
@@ -325,9 +327,46 @@ mod tests {
             env(&pod.containers[0], "CONFIG_FILE").as_deref(),
             Some("/mine.yaml")
         );
+        assert_eq!(env(&pod.containers[1], "DEFAULT_CONFIG").as_deref(), None);
+    }
+
+    /// The API server drops an empty `value` on read; rendering one makes every reconcile see a
+    /// difference and re-apply the DaemonSet (NVIDIA's empty `KUBECONFIG`, `SIGNAL` and
+    /// `PROCESS_TO_SIGNAL` of the one-shot init container, and an empty `DEFAULT_CONFIG`).
+    #[test]
+    fn no_env_value_is_rendered_empty_but_every_variable_is_kept() {
+        let mut pod = pod();
+        let configs = Configs {
+            config_map: "c",
+            default: "",
+        };
+        apply(&mut pod, WIRING, Some(configs));
+        let init = &pod.init_containers.as_ref().unwrap()[0];
+        for c in [init, &pod.containers[1]] {
+            for e in c.env.iter().flatten() {
+                assert_ne!(e.value.as_deref(), Some(""), "{}: {}", c.name, e.name);
+            }
+        }
+        let names: Vec<&str> = init.env.iter().flatten().map(|e| e.name.as_str()).collect();
         assert_eq!(
-            env(&pod.containers[1], "DEFAULT_CONFIG").as_deref(),
-            Some("")
+            names,
+            [
+                "ONESHOT",
+                "KUBECONFIG",
+                "NODE_NAME",
+                "NODE_LABEL",
+                "CONFIG_FILE_SRCDIR",
+                "CONFIG_FILE_DST",
+                "DEFAULT_CONFIG",
+                "FALLBACK_STRATEGIES",
+                "SEND_SIGNAL",
+                "SIGNAL",
+                "PROCESS_TO_SIGNAL"
+            ],
+            "NVIDIA's variables, in NVIDIA's order"
         );
+        assert_eq!(env(init, "SIGNAL"), None);
+        assert_eq!(env(init, "PROCESS_TO_SIGNAL"), None);
+        assert_eq!(env(init, "KUBECONFIG"), None);
     }
 }
