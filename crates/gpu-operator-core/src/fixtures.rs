@@ -172,9 +172,14 @@ pub fn image_env(env: &str) -> Option<String> {
     Some(format!("registry.example.com/{name}:v1"))
 }
 
-/// Operand `O` rendered for every example ClusterPolicy × every profile, for snapshots: the
-/// name `<example>-<profile>` and the rendered objects in apply order, or `disabled`, or the
-/// validation error. `root` is the repository root.
+/// Operand `O` rendered for every example ClusterPolicy × every profile, for snapshots: one entry
+/// per distinct output (the rendered objects in apply order, `disabled`, or the validation error),
+/// so the snapshot count is the number of distinct cases. An entry is named after the first case
+/// with that output: `<example>` when no profile changes the example's output (the node facts do
+/// not reach this operand's rendering there), else `<example>-<profile>`, and `disabled` for every
+/// example that disables the operand. A last entry, `matrix`, says which snapshot each
+/// example × profile renders, so a profile that starts to matter shows up as a change there.
+/// `root` is the repository root.
 pub fn snapshots<O: crate::operand::Operand>(
     root: &std::path::Path,
 ) -> Result<Vec<(String, serde_json::Value)>, Box<dyn std::error::Error>> {
@@ -185,24 +190,85 @@ pub fn snapshots<O: crate::operand::Operand>(
             .find(|c| c.metadata.name.as_deref() == Some(name))
             .map(|c| std::sync::Arc::new(c.clone()))
     };
-    let mut out = Vec::new();
-    for (example, spec) in examples(root)? {
-        for profile in profiles() {
-            let cluster = crate::operand::Cluster {
-                namespace: "gpu-operator",
-                facts: &profile.facts,
-                image_env: &image_env,
-                config_maps: &lookup,
-            };
-            let value = match O::validate(&spec, &cluster) {
-                Ok(Some(input)) => children_values(&O::render(&input))?,
-                Ok(None) => serde_json::json!("disabled"),
-                Err(error) => serde_json::json!({ "error": error.to_string() }),
-            };
-            out.push((format!("{example}-{}", profile.name), value));
-        }
-    }
+    let distinct = distinct_snapshots(root, |spec, facts| {
+        let cluster = crate::operand::Cluster {
+            namespace: "gpu-operator",
+            facts,
+            image_env: &image_env,
+            config_maps: &lookup,
+        };
+        Ok(match O::validate(spec, &cluster) {
+            Ok(Some(input)) => children_values(&O::render(&input))?,
+            Ok(None) => serde_json::json!(DISABLED),
+            Err(error) => serde_json::json!({ "error": error.to_string() }),
+        })
+    })?;
+    let mut out = distinct.cases;
+    out.push(("matrix".to_owned(), distinct.matrix));
     Ok(out)
+}
+
+/// What an operand renders where an example disables it.
+const DISABLED: &str = "disabled";
+
+/// The distinct outputs of a render over every example × profile, and which one each case renders.
+#[derive(Clone, Debug)]
+pub struct DistinctSnapshots<V> {
+    /// One entry per distinct output, named as [`snapshots`] describes.
+    pub cases: Vec<(String, V)>,
+    /// Example → its snapshot's name, or profile → snapshot name where profiles differ.
+    pub matrix: serde_json::Value,
+}
+
+/// The snapshots of `render` (one example's spec on one profile's facts) over every example ×
+/// profile, one per distinct output, named as [`snapshots`] describes, and the matrix. An output
+/// equal to `"disabled"` is named `disabled`.
+pub fn distinct_snapshots<V: PartialEq + From<&'static str>>(
+    root: &std::path::Path,
+    render: impl Fn(
+        &gpu_operator_api::ClusterPolicySpec,
+        &ClusterFacts,
+    ) -> Result<V, Box<dyn std::error::Error>>,
+) -> Result<DistinctSnapshots<V>, Box<dyn std::error::Error>> {
+    let disabled = V::from(DISABLED);
+    let mut out: Vec<(String, V)> = Vec::new();
+    let mut matrix = serde_json::Map::new();
+    for (example, spec) in examples(root)? {
+        let mut rendered = Vec::new();
+        for profile in profiles() {
+            rendered.push((profile.name, render(&spec, &profile.facts)?));
+        }
+        let same_everywhere = rendered.iter().all(|(_, v)| *v == rendered[0].1);
+        let mut row = serde_json::Map::new();
+        for (profile, value) in rendered {
+            let name = if let Some((name, _)) = out.iter().find(|(_, v)| *v == value) {
+                name.clone()
+            } else {
+                let name = if value == disabled {
+                    DISABLED.to_owned()
+                } else if same_everywhere {
+                    example.clone()
+                } else {
+                    format!("{example}-{profile}")
+                };
+                out.push((name.clone(), value));
+                name
+            };
+            row.insert(profile.to_owned(), serde_json::Value::String(name));
+        }
+        let row = if same_everywhere {
+            row.into_iter()
+                .next()
+                .map_or(serde_json::Value::Null, |(_, name)| name)
+        } else {
+            serde_json::Value::Object(row)
+        };
+        matrix.insert(example, row);
+    }
+    Ok(DistinctSnapshots {
+        cases: out,
+        matrix: serde_json::Value::Object(matrix),
+    })
 }
 
 /// Every rendered object as JSON, in apply order.

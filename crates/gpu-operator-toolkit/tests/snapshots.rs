@@ -63,12 +63,12 @@ fn yaml(children: &Children) -> serde_yaml::Value {
 #[test]
 fn examples_by_profile() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    for (example, spec) in fixtures::examples(&root).unwrap() {
-        for profile in fixtures::profiles() {
-            let children = render(&spec, &profile.facts);
-            insta::assert_yaml_snapshot!(format!("{example}-{}", profile.name), yaml(&children));
-        }
+    let snapshots =
+        fixtures::distinct_snapshots(&root, |spec, facts| Ok(yaml(&render(spec, facts)))).unwrap();
+    for (name, rendered) in snapshots.cases {
+        insta::assert_yaml_snapshot!(name, rendered);
     }
+    insta::assert_yaml_snapshot!("matrix", snapshots.matrix);
 }
 
 #[test]
