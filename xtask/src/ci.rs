@@ -1,18 +1,19 @@
 //! `cargo xtask ci`: exactly what CI runs — the harness binaries (helm among them) built if
-//! missing, fmt check, clippy with `-D warnings`, `helm lint` of the chart, unit tests, e2e.
+//! missing, fmt check, clippy with `-D warnings`, `helm lint` of the chart, unit tests (with the
+//! `#[ignore]`d ones that need helm), e2e — and at the end how many tests each tier ran.
 
 use std::{process::Command, time::Instant};
 
 use crate::{
     chart,
     cluster::{self, Layout},
-    codegen, e2e, process,
+    codegen, e2e, process, test_counts,
 };
 
 /// Runs every check in order and stops at the first failure.
 pub fn run() -> anyhow::Result<()> {
     let cargo = env!("CARGO");
-    let steps: [(&str, &[&str]); 3] = [
+    let steps: [(&str, &[&str]); 2] = [
         ("fmt", &["fmt", "--all", "--", "--check"]),
         (
             "clippy",
@@ -26,7 +27,6 @@ pub fn run() -> anyhow::Result<()> {
                 "warnings",
             ],
         ),
-        ("unit tests", &["test", "--workspace"]),
     ];
     let started = Instant::now();
     // The chart tests and the static-manifest drift check render with the harness's helm.
@@ -41,10 +41,19 @@ pub fn run() -> anyhow::Result<()> {
             chart::lint(&codegen::workspace_root().join(chart::CHART_DIR))?;
         }
     }
-    eprintln!("==> ci: e2e tests");
-    e2e::run(&e2e::Args::default())?;
+    // The tests that need helm are `#[ignore]`d for a plain `cargo test`; here helm is built.
+    let unit_args = ["test", "--workspace", "--", "--include-ignored"];
+    eprintln!("==> ci: unit tests (cargo {})", unit_args.join(" "));
+    let step = Instant::now();
+    let unit = test_counts::run(Command::new(cargo).args(unit_args))?;
     eprintln!(
-        "==> ci: all checks passed in {}",
+        "    unit tests passed in {}: {unit}",
+        process::minutes(step.elapsed())
+    );
+    eprintln!("==> ci: e2e tests");
+    let e2e = e2e::run(&e2e::Args::default())?;
+    eprintln!(
+        "==> ci: all checks passed in {}\n    tests per tier: unit {unit}; e2e {e2e}",
         process::minutes(started.elapsed())
     );
     Ok(())

@@ -8,6 +8,7 @@ use clap::Args as ClapArgs;
 use crate::{
     cluster::{self, Layout, UpArgs},
     process,
+    test_counts::{self, Counts},
 };
 
 /// Options of `cargo xtask e2e`.
@@ -21,8 +22,8 @@ pub struct Args {
     pub test_args: Vec<String>,
 }
 
-/// Runs the e2e tests (see the module docs).
-pub fn run(args: &Args) -> anyhow::Result<()> {
+/// Runs the e2e tests (see the module docs) and says how many ran.
+pub fn run(args: &Args) -> anyhow::Result<Counts> {
     let layout = Layout::from_env()?;
     let started_here = !cluster::is_up(&layout);
     if started_here {
@@ -32,6 +33,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         eprintln!("==> using the local cluster that is already up");
     }
     let result = run_tests(&layout, &args.test_args);
+    if let Ok(counts) = &result {
+        eprintln!("==> e2e tests: {counts}");
+    }
     if started_here && !args.keep_cluster {
         eprintln!("==> stopping the cluster the e2e run started");
         cluster::down(&layout)?;
@@ -39,7 +43,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     result
 }
 
-fn run_tests(layout: &Layout, test_args: &[String]) -> anyhow::Result<()> {
+fn run_tests(layout: &Layout, test_args: &[String]) -> anyhow::Result<Counts> {
     // The tests run the operator and the validator as host processes.
     process::run(Command::new(env!("CARGO")).args([
         "build",
@@ -63,7 +67,7 @@ fn run_tests(layout: &Layout, test_args: &[String]) -> anyhow::Result<()> {
         ])
         .args(test_args);
     with_cluster_env(&mut command, layout);
-    process::run(&mut command)
+    test_counts::run(&mut command)
 }
 
 /// Points a command at the local cluster: `KUBECONFIG`, the harness's kubectl/helm first on `PATH`.

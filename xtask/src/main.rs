@@ -8,6 +8,7 @@ mod codegen;
 mod demo;
 mod e2e;
 mod process;
+mod test_counts;
 mod tidy;
 
 use clap::{Parser, Subcommand};
@@ -44,7 +45,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.task {
         Task::Codegen => codegen::run(),
         Task::Cluster { action } => cluster::run(action),
-        Task::E2e(args) => e2e::run(&args),
+        Task::E2e(args) => e2e::run(&args).map(|_| ()),
         Task::Ci => ci::run(),
         Task::Demo(args) => demo::run(&args),
         Task::Bench(args) => bench::run(&args),
