@@ -94,6 +94,8 @@ pub mod lifecycle;
 pub mod metrics;
 pub mod node_conditions;
 pub mod nvml;
+#[cfg(test)]
+mod real_outputs_tests;
 pub mod run;
 pub mod smi;
 pub mod status_files;
