@@ -157,26 +157,79 @@ impl Metrics {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::float_cmp,
+    reason = "the values compared are small integers, exact in an f64"
+)]
 mod tests {
     use super::*;
+    use crate::exposition;
 
     #[test]
-    fn exposes_nvidia_names() {
+    fn exposes_nvidia_names_with_the_recorded_values() {
         let metrics = Metrics::new();
-        metrics.set_policy_status(ReconciliationStatus::Ready, 3, true);
-        metrics.observe("device-plugin", Duration::from_millis(20), None);
-        metrics.observe("device-plugin", Duration::from_millis(20), Some("ApiError"));
-        let text = metrics.encode().unwrap();
-        for name in [
-            "gpu_operator_gpu_nodes_total 3",
-            "gpu_operator_reconciliation_status 1",
-            "gpu_operator_reconciliation_total 1",
-            "gpu_operator_reconciliation_failed_total 0",
-            "gpu_operator_reconciliation_last_success_ts_seconds",
-            "gpu_operator_reconciliation_has_nfd_labels 1",
-            "gpu_operator_reconcile_duration_seconds_count{reconciler=\"device-plugin\",error=\"ApiError\"} 1",
-        ] {
-            assert!(text.contains(name), "missing `{name}` in:\n{text}");
+        metrics.set_policy_status(ReconciliationStatus::Ready, 13, true);
+        for _ in 0..11 {
+            metrics.observe("device-plugin", Duration::from_millis(20), None);
         }
+        metrics.observe("device-plugin", Duration::from_millis(20), Some("ApiError"));
+        metrics.set_policy_status(ReconciliationStatus::Failed, 13, false);
+        let text = metrics.encode().unwrap();
+        let all = exposition::samples(&text).unwrap();
+        let get = |name: &str, labels: &[(&str, &str)]| {
+            exposition::value(&all, name, labels)
+                .unwrap_or_else(|| panic!("no {name} {labels:?} in:\n{text}"))
+        };
+        // NVIDIA's names (reference/nvidia-gpu-operator.md), with the values recorded above.
+        assert_eq!(get("gpu_operator_gpu_nodes_total", &[]), 13.0);
+        assert_eq!(get("gpu_operator_reconciliation_status", &[]), -2.0);
+        assert_eq!(get("gpu_operator_reconciliation_total", &[]), 2.0);
+        assert_eq!(get("gpu_operator_reconciliation_failed_total", &[]), 1.0);
+        assert_eq!(get("gpu_operator_reconciliation_has_nfd_labels", &[]), 0.0);
+        let ok = [("reconciler", "device-plugin"), ("error", "")];
+        let failed = [("reconciler", "device-plugin"), ("error", "ApiError")];
+        assert_eq!(
+            get("gpu_operator_reconcile_duration_seconds_count", &ok),
+            11.0
+        );
+        assert_eq!(
+            get("gpu_operator_reconcile_duration_seconds_count", &failed),
+            1.0
+        );
+        let sum = get("gpu_operator_reconcile_duration_seconds_sum", &ok);
+        assert!((sum - 0.22).abs() < 1e-9, "{sum}");
+        let mut le = ok.to_vec();
+        le.push(("le", "0.01"));
+        assert_eq!(
+            get("gpu_operator_reconcile_duration_seconds_bucket", &le),
+            0.0
+        );
+        le[2] = ("le", "0.025");
+        assert_eq!(
+            get("gpu_operator_reconcile_duration_seconds_bucket", &le),
+            11.0
+        );
+    }
+
+    #[test]
+    fn the_last_success_time_is_set_only_by_a_ready_status() {
+        let metrics = Metrics::new();
+        metrics.set_policy_status(ReconciliationStatus::NotReady, 1, true);
+        let value = |m: &Metrics| {
+            let all = exposition::samples(&m.encode().unwrap()).unwrap();
+            exposition::value(
+                &all,
+                "gpu_operator_reconciliation_last_success_ts_seconds",
+                &[],
+            )
+            .unwrap()
+        };
+        assert_eq!(value(&metrics), 0.0);
+        let before = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        metrics.set_policy_status(ReconciliationStatus::Ready, 1, true);
+        assert!(value(&metrics) >= before.floor(), "{}", value(&metrics));
     }
 }

@@ -94,7 +94,7 @@ mod tests {
             "true"
         );
         assert_eq!(pod.runtime_class_name.as_deref(), Some("nvidia"));
-        assert_eq!(pod.service_account_name.as_deref(), Some(NAME));
+        assert_eq!(pod.service_account_name.as_deref(), Some("nvidia-dcgm"));
         let main = &pod.containers[0];
         assert_eq!(main.name, "nvidia-dcgm-ctr");
         assert_eq!(main.ports.as_ref().unwrap()[0].container_port, 5555);

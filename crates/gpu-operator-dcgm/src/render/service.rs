@@ -44,6 +44,6 @@ mod tests {
         assert_eq!(spec.internal_traffic_policy.as_deref(), Some("Local"));
         let port = &spec.ports.unwrap()[0];
         assert_eq!((port.name.as_deref(), port.port), (Some("dcgm"), 5555));
-        assert_eq!(spec.selector.unwrap()["app"], NAME);
+        assert_eq!(spec.selector.unwrap()["app"], "nvidia-dcgm");
     }
 }

@@ -38,14 +38,23 @@ fn with_mig(strategy: MigStrategy) -> ClusterPolicySpec {
 #[test]
 fn names_selector_image_and_barrier_follow_nvidia() {
     let ds = render(ClusterPolicySpec::default());
-    assert_eq!(ds.metadata.name.as_deref(), Some(DAEMONSET));
-    assert_eq!(ds.metadata.labels.as_ref().unwrap()["app"], DAEMONSET);
+    assert_eq!(
+        ds.metadata.name.as_deref(),
+        Some("nvidia-device-plugin-daemonset")
+    );
+    assert_eq!(
+        ds.metadata.labels.as_ref().unwrap()["app"],
+        "nvidia-device-plugin-daemonset"
+    );
     let pod = pod(&ds);
     assert_eq!(
         pod.node_selector.as_ref().unwrap()["nvidia.com/gpu.deploy.device-plugin"],
         "true"
     );
-    assert_eq!(pod.service_account_name.as_deref(), Some(SERVICE_ACCOUNT));
+    assert_eq!(
+        pod.service_account_name.as_deref(),
+        Some("nvidia-device-plugin")
+    );
     assert_eq!(
         pod.containers[0].image.as_deref(),
         Some("registry.example.com/device-plugin:v1")

@@ -102,7 +102,10 @@ mod tests {
     #[allow(clippy::needless_pass_by_value)] // callers build the spec inline
     fn render(spec: ClusterPolicySpec) -> PodSpec {
         let ds = build(&crate::validate::for_tests(&spec));
-        assert_eq!(ds.metadata.name.as_deref(), Some(MPS_DAEMONSET));
+        assert_eq!(
+            ds.metadata.name.as_deref(),
+            Some("nvidia-device-plugin-mps-control-daemon")
+        );
         ds.spec.unwrap().template.spec.unwrap()
     }
 
@@ -113,7 +116,10 @@ mod tests {
         assert_eq!(selector["nvidia.com/mps.capable"], "true");
         assert_eq!(selector["nvidia.com/gpu.deploy.device-plugin"], "true");
         assert_eq!(pod.host_pid, Some(true));
-        assert_eq!(pod.service_account_name.as_deref(), Some(SERVICE_ACCOUNT));
+        assert_eq!(
+            pod.service_account_name.as_deref(),
+            Some("nvidia-device-plugin")
+        );
         let inits: Vec<_> = pod
             .init_containers
             .unwrap()

@@ -164,7 +164,7 @@ mod tests {
     #[test]
     fn names_labels_selector_and_barrier_follow_nvidia() {
         let ds = render(ClusterPolicySpec::default());
-        assert_eq!(ds.metadata.name.as_deref(), Some(DAEMONSET));
+        assert_eq!(ds.metadata.name.as_deref(), Some("gpu-feature-discovery"));
         let selector = ds
             .spec
             .as_ref()
@@ -173,7 +173,7 @@ mod tests {
             .match_labels
             .clone()
             .unwrap();
-        assert_eq!(selector["app"], DAEMONSET);
+        assert_eq!(selector["app"], "gpu-feature-discovery");
         assert_eq!(selector["app.kubernetes.io/part-of"], "nvidia-gpu");
         let template = ds.spec.as_ref().unwrap().template.metadata.clone().unwrap();
         assert_eq!(
@@ -185,7 +185,10 @@ mod tests {
             pod.node_selector.as_ref().unwrap()["nvidia.com/gpu.deploy.gpu-feature-discovery"],
             "true"
         );
-        assert_eq!(pod.service_account_name.as_deref(), Some(SERVICE_ACCOUNT));
+        assert_eq!(
+            pod.service_account_name.as_deref(),
+            Some("nvidia-gpu-feature-discovery")
+        );
         assert_eq!(
             pod.init_containers.as_ref().unwrap()[0].name,
             "toolkit-validation"

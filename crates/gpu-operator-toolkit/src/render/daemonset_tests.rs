@@ -12,7 +12,10 @@ fn render(spec: ClusterPolicySpec, runtime: ContainerRuntime) -> PodSpec {
         validator_image: "ghcr.io/example/gpu-operator:1".into(),
         runtime,
     });
-    assert_eq!(ds.metadata.name.as_deref(), Some(DAEMONSET));
+    assert_eq!(
+        ds.metadata.name.as_deref(),
+        Some("nvidia-container-toolkit-daemonset")
+    );
     ds.spec.unwrap().template.spec.unwrap()
 }
 
@@ -40,7 +43,10 @@ fn the_driver_barrier_runs_first_and_no_runtime_class_is_set() {
         pod.node_selector.unwrap()["nvidia.com/gpu.deploy.container-toolkit"],
         "true"
     );
-    assert_eq!(pod.service_account_name.as_deref(), Some(SERVICE_ACCOUNT));
+    assert_eq!(
+        pod.service_account_name.as_deref(),
+        Some("nvidia-container-toolkit")
+    );
 }
 
 #[test]

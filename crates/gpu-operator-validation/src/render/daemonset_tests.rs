@@ -12,7 +12,10 @@ fn render(spec: ClusterPolicySpec) -> PodSpec {
         spec,
         namespace: "gpu-operator".into(),
     });
-    assert_eq!(ds.metadata.name.as_deref(), Some(DAEMONSET));
+    assert_eq!(
+        ds.metadata.name.as_deref(),
+        Some("nvidia-operator-validator")
+    );
     ds.spec.unwrap().template.spec.unwrap()
 }
 
