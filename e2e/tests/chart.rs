@@ -17,6 +17,9 @@
     clippy::large_futures
 )]
 
+#[path = "operator/quiet.rs"]
+#[allow(dead_code, reason = "shared with the operator scenario")]
+mod quiet;
 #[path = "chart/steps.rs"]
 mod steps;
 #[path = "operator/support.rs"]
@@ -71,6 +74,7 @@ async fn install_upgrade_crd_hook_uninstall_and_reinstall() {
 
     // An upgrade that changes only the device plugin's values rolls only its DaemonSet.
     let before = generations(&env).await;
+    let reconciled = quiet::reconciles(&operator).await;
     steps::upgrade(
         &release,
         &[
@@ -78,7 +82,8 @@ async fn install_upgrade_crd_hook_uninstall_and_reinstall() {
             "devicePlugin.env[0].name=E2E,devicePlugin.env[0].value=upgraded",
         ],
     );
-    let after = steps::wait_generation_change(&env, PLUGIN, before[PLUGIN]).await;
+    let after =
+        steps::wait_generation_change(&env, &operator, PLUGIN, before[PLUGIN], &reconciled).await;
     wait_policy(
         &env,
         POLICY,

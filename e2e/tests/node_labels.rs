@@ -12,11 +12,14 @@
 #![cfg(feature = "e2e")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "node_labels/table.rs"]
+mod table;
+
 use std::{collections::BTreeMap, future, sync::Arc, time::Duration};
 
 use futures::StreamExt as _;
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
-use gpu_operator_core::{Context, active, metrics::Metrics, node_meta::NodeMeta, stores};
+use gpu_operator_core::{Context, exposition, metrics::Metrics, node_meta::NodeMeta, stores};
 use gpu_operator_e2e::{
     client,
     crd::ensure_crd,
@@ -24,7 +27,7 @@ use gpu_operator_e2e::{
     harness::kubectl_ok,
     unique_name, wait_until,
 };
-use gpu_operator_node_labels::{NodeLabeler, label_changes};
+use gpu_operator_node_labels::NodeLabeler;
 use k8s_openapi::api::core::v1::Node;
 use kube::{
     Api, ResourceExt as _,
@@ -32,6 +35,7 @@ use kube::{
     runtime::{WatchStreamExt as _, reflector, watcher},
 };
 use serde_json::json;
+use table::{expected_labels, managed};
 use tokio::{sync::oneshot, task::JoinHandle};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -144,7 +148,7 @@ impl Drop for World {
 /// The reconciler running in this process, on caches scoped to one world's nodes.
 struct Reconciler {
     labeler: Arc<NodeLabeler>,
-    policies: reflector::Store<ClusterPolicy>,
+    metrics: Arc<Metrics>,
     stop: oneshot::Sender<()>,
     controller: JoinHandle<()>,
     caches: JoinHandle<()>,
@@ -170,13 +174,12 @@ impl Reconciler {
             futures::join!(driver, node_watch);
         });
         caches.wait_until_ready().await.unwrap();
-        let policies = caches.policies.clone();
         let metrics = Arc::new(Metrics::new());
         let ctx = Arc::new(Context::new(
             client,
             "default".to_owned(),
             caches,
-            metrics,
+            metrics.clone(),
             None,
         ));
         let labeler = NodeLabeler::new(ctx);
@@ -186,37 +189,70 @@ impl Reconciler {
         }));
         Self {
             labeler,
-            policies,
+            metrics,
             stop,
             controller,
             caches: caches_task,
         }
     }
 
-    /// The spec of the ClusterPolicy the reconciler follows now.
-    fn active_spec(&self) -> ClusterPolicySpec {
-        active::active(&self.policies.state())
-            .expect("this test's ClusterPolicy exists, so one is active")
-            .spec
-            .clone()
+    /// Waits until the labels the operator manages on every node of `expected` (`gpu.present`,
+    /// the deploy gates, `mig.config`) are exactly the expected ones, then returns the nodes'
+    /// labels.
+    async fn converged(
+        &self,
+        world: &World,
+        expected: &[(&str, BTreeMap<String, String>)],
+    ) -> Vec<BTreeMap<String, String>> {
+        let result = wait_until(
+            "the nodes to be labelled as the table says",
+            TIMEOUT,
+            || async {
+                let mut all = Vec::new();
+                for (name, want) in expected {
+                    let labels = world.labels(name).await;
+                    if managed(&labels) != *want {
+                        return Ok(None);
+                    }
+                    all.push(labels);
+                }
+                Ok(Some(all))
+            },
+        )
+        .await;
+        match result {
+            Ok(all) => all,
+            Err(error) => {
+                let mut got = Vec::new();
+                for (name, _) in expected {
+                    got.push((*name, managed(&world.labels(name).await)));
+                }
+                panic!("{error}: expected {expected:#?}, got {got:#?}");
+            }
+        }
     }
 
-    /// Waits until every node in `names` needs no more changes under the active policy, then
-    /// returns their labels.
-    async fn converged(&self, world: &World, names: &[&str]) -> Vec<BTreeMap<String, String>> {
-        wait_until("the nodes to be labelled", TIMEOUT, || async {
-            let mut all = Vec::new();
-            for name in names {
-                let labels = world.labels(name).await;
-                if !label_changes(&labels, &self.active_spec()).is_empty() {
-                    return Ok(None);
-                }
-                all.push(labels);
-            }
-            Ok(Some(all))
-        })
+    /// Reconciles the node labeller has finished (its `/metrics` counter).
+    fn reconciles(&self) -> f64 {
+        let text = self.metrics.encode().unwrap();
+        let samples = exposition::samples(&text).unwrap();
+        exposition::value(
+            &samples,
+            "gpu_operator_reconcile_duration_seconds_count",
+            &[("reconciler", "node-labels"), ("error", "")],
+        )
+        .unwrap_or_default()
+    }
+
+    /// Waits until the labeller has finished a reconcile after `before` (its count then).
+    async fn wait_reconciled_after(&self, before: f64, what: &str) {
+        wait_until(
+            &format!("the labeller to reconcile after {what}"),
+            TIMEOUT,
+            || async { Ok((self.reconciles() > before).then_some(())) },
+        )
         .await
-        .unwrap()
+        .unwrap();
     }
 
     async fn stop(self) {
@@ -259,8 +295,11 @@ async fn gpu_nodes_get_presence_and_gates_cpu_nodes_nothing_and_idle_means_no_pa
         nodes.push((profile, world.create(profile, &[]).await));
     }
     let reconciler = Reconciler::start(&world).await;
-    let names: Vec<&str> = nodes.iter().map(|(_, n)| n.as_str()).collect();
-    let labelled = reconciler.converged(&world, &names).await;
+    let expected: Vec<(&str, BTreeMap<String, String>)> = nodes
+        .iter()
+        .map(|(profile, n)| (n.as_str(), expected_labels(*profile)))
+        .collect();
+    let labelled = reconciler.converged(&world, &expected).await;
     for ((profile, name), labels) in nodes.iter().zip(&labelled) {
         if profile.gpu_count() > 0 {
             assert_eq!(
@@ -285,10 +324,14 @@ async fn gpu_nodes_get_presence_and_gates_cpu_nodes_nothing_and_idle_means_no_pa
         .patch(h100, &PatchParams::default(), &Patch::Merge(&annotate))
         .await
         .unwrap();
+    // The marker: the label change wakes the labeller; read once it has reconciled after it.
+    let before = reconciler.reconciles();
     world
         .relabel(h100, &[("e2e.example/touched", Some("yes"))])
         .await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    reconciler
+        .wait_reconciled_after(before, "a foreign label")
+        .await;
     assert_eq!(
         reconciler.labeler.patches(),
         initial,
@@ -297,6 +340,21 @@ async fn gpu_nodes_get_presence_and_gates_cpu_nodes_nothing_and_idle_means_no_pa
     let mut expected = labelled[0].clone();
     expected.insert("e2e.example/touched".to_owned(), "yes".to_owned());
     assert_eq!(world.labels(h100).await, expected);
+    // Positive control: a gate removed by hand is written back, and the count of patches sees it.
+    world.relabel(h100, &[(MIG_MANAGER, None)]).await;
+    wait_until("the removed gate to come back", TIMEOUT, || async {
+        Ok(world
+            .labels(h100)
+            .await
+            .contains_key(MIG_MANAGER)
+            .then_some(()))
+    })
+    .await
+    .unwrap();
+    assert!(
+        reconciler.labeler.patches() > initial,
+        "the patch was not counted"
+    );
     reconciler.stop().await;
 }
 
@@ -314,7 +372,18 @@ async fn values_users_set_are_kept_and_operands_false_removes_every_gate() {
             ],
         )
         .await;
-    let labels = reconciler.converged(&world, &[&name]).await.remove(0);
+    let mut expected = expected_labels(Profile::H100);
+    for (gate, value) in [
+        ("device-plugin", "false"),
+        ("driver", "pre-installed"),
+        ("dcgm", "paused-for-mig-change"),
+    ] {
+        expected.insert(format!("{DEPLOY}{gate}"), value.to_owned());
+    }
+    let labels = reconciler
+        .converged(&world, &[(&name, expected)])
+        .await
+        .remove(0);
     let kept = gates(&labels);
     assert_eq!(kept["device-plugin"], "false");
     assert_eq!(kept["driver"], "pre-installed");
@@ -334,7 +403,10 @@ async fn values_users_set_are_kept_and_operands_false_removes_every_gate() {
 
     // Opting back in brings every gate back, now with the default value.
     world.relabel(&name, &[(OPERANDS, None)]).await;
-    let labels = reconciler.converged(&world, &[&name]).await.remove(0);
+    let labels = reconciler
+        .converged(&world, &[(&name, expected_labels(Profile::H100))])
+        .await
+        .remove(0);
     assert_container_gates(&labels, true, &name);
     reconciler.stop().await;
 }
@@ -346,7 +418,15 @@ async fn a_new_node_is_labelled_and_a_node_that_loses_its_gpu_is_unlabelled() {
     // Created while the reconciler runs: labelled from the watch.
     let h100 = world.create(Profile::H100, &[]).await;
     let t4 = world.create(Profile::T4, &[]).await;
-    let labelled = reconciler.converged(&world, &[&h100, &t4]).await;
+    let labelled = reconciler
+        .converged(
+            &world,
+            &[
+                (&h100, expected_labels(Profile::H100)),
+                (&t4, expected_labels(Profile::T4)),
+            ],
+        )
+        .await;
     assert_container_gates(&labelled[0], true, &h100);
     assert_container_gates(&labelled[1], false, &t4);
 

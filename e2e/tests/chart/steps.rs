@@ -1,12 +1,12 @@
 //! Steps of the chart scenario: helm install/upgrade, the hook commands under the hooks' own
 //! ServiceAccounts, and the checks that nothing of ours remains after an uninstall.
 
-use std::{path::Path, process::Command, time::Duration};
+use std::{path::Path, process::Command};
 
 use gpu_operator_e2e::{
     chart::{chart_dir, helm_ok, kubectl_apply, render, token_kubeconfig},
     harness::kubectl_ok,
-    operator::workspace_binary,
+    operator::{Operator, workspace_binary},
     wait_until,
 };
 use k8s_openapi::{
@@ -70,11 +70,16 @@ pub async fn env(client: &kube::Client, release: &str, dir: &Path) -> Env {
     }
 }
 
-/// Waits until DaemonSet `name` has a generation above `before`; returns all generations then.
+/// Waits until DaemonSet `name` has a generation above `before` and every reconciler of
+/// `operator` has finished a reconcile after the reconciles counted in `reconciled` (taken before
+/// the change); returns all generations then, when a wrong write by another reconciler would
+/// have happened.
 pub async fn wait_generation_change(
     env: &Env,
+    operator: &Operator,
     name: &str,
     before: i64,
+    reconciled: &std::collections::BTreeMap<String, f64>,
 ) -> std::collections::BTreeMap<String, i64> {
     wait_until(&format!("{name} to be updated"), TIMEOUT, || async {
         let ds = env.daemonsets().get(name).await?;
@@ -82,8 +87,8 @@ pub async fn wait_generation_change(
     })
     .await
     .unwrap();
-    // Give the other reconcilers the same chance to (wrongly) write.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    let names: Vec<String> = reconciled.keys().cloned().collect();
+    super::quiet::wait_reconciled_after(operator, reconciled, &names, "the upgrade").await;
     super::generations(env).await
 }
 

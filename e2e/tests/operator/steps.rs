@@ -21,7 +21,10 @@ use kube::{
 };
 use serde_json::json;
 
-use super::support::*;
+use super::{quiet, support::*};
+
+/// The node labeller's reconciler, as `/metrics` names it.
+const NODE_LABELS: &str = "node-labels";
 
 /// Labels, both DaemonSets, a Ready pod per GPU node, a ready status.
 pub async fn labels_daemonsets_and_status_become_ready(env: &Env, name: &str) {
@@ -90,14 +93,29 @@ pub async fn labels_daemonsets_and_status_become_ready(env: &Env, name: &str) {
 }
 
 /// A new GPU node is labelled and covered; opting it out of the plugin removes that pod only.
-pub async fn a_new_node_is_covered_and_an_opt_out_is_kept(env: &Env) {
+pub async fn a_new_node_is_covered_and_an_opt_out_is_kept(env: &Env, operator: &Operator) {
     let extra = unique_name("kwok-extra");
+    let created_at = Timestamp::now();
     Api::<Node>::all(env.client.clone())
         .create(&PostParams::default(), &Profile::A100.node(&extra))
         .await
         .unwrap();
     wait_ds_ready(env, PLUGIN, Some(&extra)).await;
     wait_ds_ready(env, VALIDATOR, Some(&extra)).await;
+    let patches_of_extra = |since| {
+        writes_by(&env.user, since)
+            .unwrap()
+            .into_iter()
+            .filter(|w| w.resource == "nodes" && w.name == extra)
+            .count()
+    };
+    // Positive control: the audit log shows the operator labelling the new node.
+    assert!(
+        patches_of_extra(created_at) > 0,
+        "the operator's labels of {extra} are not in the audit log"
+    );
+    let before = quiet::reconciles(operator).await;
+    let opted_out_at = Timestamp::now();
     let opt_out = json!({"metadata": {"labels": {"nvidia.com/gpu.deploy.device-plugin": "false"}}});
     Api::<Node>::all(env.client.clone())
         .patch(&extra, &PatchParams::default(), &Patch::Merge(&opt_out))
@@ -110,7 +128,13 @@ pub async fn a_new_node_is_covered_and_an_opt_out_is_kept(env: &Env) {
     )
     .await
     .unwrap();
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // The marker: the node labeller has finished a reconcile after the opt-out.
+    quiet::wait_reconciled_after(operator, &before, &[NODE_LABELS.to_owned()], "the opt-out").await;
+    assert_eq!(
+        patches_of_extra(opted_out_at),
+        0,
+        "the operator patched the opted-out node"
+    );
     let node = Api::<Node>::all(env.client.clone())
         .get(&extra)
         .await
@@ -216,9 +240,12 @@ pub async fn a_second_policy_is_ignored(env: &Env, name: &str) {
         .unwrap();
 }
 
-/// A restart rewrites nothing and restarts no pod.
+/// A restart rewrites nothing and restarts no pod: read once every reconciler of the restarted
+/// operator has finished its first reconcile (the marker), with the restarted operator's Lease
+/// write as the positive control that the audit log shows its user's writes.
 pub async fn a_restart_rewrites_nothing(env: &Env, name: &str, operator: Operator) -> Operator {
     wait_settled(env, name, Duration::from_secs(5)).await;
+    let reconcilers: Vec<String> = quiet::reconciles(&operator).await.into_keys().collect();
     let before: Vec<BTreeMap<String, String>> =
         vec![pods_of(env, PLUGIN).await, pods_of(env, VALIDATOR).await];
     let versions = |ds: Vec<DaemonSet>| {
@@ -242,7 +269,7 @@ pub async fn a_restart_rewrites_nothing(env: &Env, name: &str, operator: Operato
     })
     .await
     .unwrap_or_else(|e| panic!("{e}\n{}", operator.log_tail()));
-    tokio::time::sleep(Duration::from_secs(10)).await;
+    quiet::wait_reconciled_after(&operator, &BTreeMap::new(), &reconcilers, "the restart").await;
     assert!(operator.is_running(), "{}", operator.log_tail());
     assert_eq!(
         vec![pods_of(env, PLUGIN).await, pods_of(env, VALIDATOR).await],
@@ -260,11 +287,12 @@ pub async fn a_restart_rewrites_nothing(env: &Env, name: &str, operator: Operato
         ds_before,
         "no DaemonSet rewritten"
     );
-    let writes: Vec<_> = writes_by(&env.user, restarted_at)
-        .unwrap()
-        .into_iter()
-        .filter(|w| w.resource != "leases")
-        .collect();
+    let all = writes_by(&env.user, restarted_at).unwrap();
+    assert!(
+        all.iter().any(|w| w.resource == "leases"),
+        "the restarted operator's Lease writes are not in the audit log: {all:?}"
+    );
+    let writes: Vec<_> = all.into_iter().filter(|w| w.resource != "leases").collect();
     assert!(
         writes.is_empty(),
         "a restart of a converged operator must write nothing, wrote {writes:?}"
@@ -272,19 +300,28 @@ pub async fn a_restart_rewrites_nothing(env: &Env, name: &str, operator: Operato
     operator
 }
 
-/// Converged: 60 s without a single write (the leader-election lease renewals aside).
-pub async fn steady_state_sends_no_writes(env: &Env) {
+/// Converged: a minute of changes of a node label no operand reads (each ending on the
+/// reconcilers' marker) without a single write (the leader-election Lease renewals aside), then
+/// the positive control: a hand edit shows up as exactly its revert and one Event.
+pub async fn steady_state_sends_no_writes(env: &Env, name: &str, operator: &Operator) {
+    let gpus = gpu_nodes(&simulated_nodes(&env.client).await);
     let quiet_from = Timestamp::now();
-    tokio::time::sleep(Duration::from_secs(60)).await;
-    let writes: Vec<_> = writes_by(&env.user, quiet_from)
-        .unwrap()
-        .into_iter()
-        .filter(|w| w.resource != "leases")
-        .collect();
+    let changes =
+        quiet::change_unrelated_labels(env, operator, &gpus, Duration::from_secs(60)).await;
+    let writes = quiet::operator_writes(env, quiet_from);
     assert!(
         writes.is_empty(),
-        "steady state must send no mutating request, sent {writes:?}"
+        "steady state must send no mutating request, sent {writes:?} during {changes} label changes"
     );
+    quiet::a_hand_edit_is_exactly_one_revert_and_one_event(
+        env,
+        name,
+        operator,
+        "steady state",
+        0,
+        quiet_from,
+    )
+    .await;
 }
 
 /// An unresolvable image: notReady, ReconcileFailed, an Event, the component named.
