@@ -117,4 +117,36 @@ mod tests {
         assert!(samples("x{a=\"1\" 2\n").is_err());
         assert!(samples("x one\n").is_err());
     }
+
+    /// The node status exporter's answer on a real H100 node (the validator's fixtures).
+    #[test]
+    fn reads_the_node_status_exporters_real_answer() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+            "../gpu-operator-validator/tests/fixtures/validator-metrics_h100-80gb-hbm3_580.159.04.txt",
+        );
+        let text = std::fs::read_to_string(path).unwrap();
+        let all = samples(&text).unwrap();
+        let node = [("node", "gpu-host")];
+        assert_eq!(all.len(), 10, "{all:#?}");
+        assert_eq!(
+            value(&all, "gpu_operator_nvidia_pci_devices_total", &node),
+            Some(1.0)
+        );
+        assert_eq!(
+            value(&all, "gpu_operator_node_driver_validation", &node),
+            Some(1.0)
+        );
+        assert_eq!(
+            value(&all, "gpu_operator_node_driver_ready", &node),
+            Some(1.0)
+        );
+        assert_eq!(
+            value(&all, "gpu_operator_node_toolkit_ready", &node),
+            Some(0.0)
+        );
+        assert_eq!(
+            value(&all, "gpu_operator_node_device_plugin_devices_total", &node),
+            Some(-1.0)
+        );
+    }
 }

@@ -117,3 +117,25 @@ fn the_pci_count_finds_the_captured_gpu() {
     }
     assert_eq!(metrics::gauges::count_nvidia_pci(host.path()), 1);
 }
+
+/// On the real machine the driver check passed through NVML (`validator-driver_…`, the lead's run
+/// of this validator there); the `nvidia-smi -q` fallback must report the same on the same GPU.
+#[test]
+fn the_nvidia_smi_fallback_reports_what_nvml_reported_on_the_real_gpu() {
+    let log = fixture("validator-driver", "txt");
+    let line = log
+        .lines()
+        .find(|l| l.contains("validated: "))
+        .expect("the validated line");
+    let (_, rest) = line.split_once("validated: ").unwrap();
+    let (from_nvml, how) = rest.split_once(" (host driver").unwrap();
+    assert!(how.contains("via NVML"), "{line}");
+    let from_smi = smi::parse_query(Path::new("nvidia-smi"), &fixture("nvidia-smi-q", "txt"))
+        .unwrap()
+        .summary();
+    assert_eq!(from_smi, from_nvml);
+    assert_eq!(
+        from_nvml,
+        "driver 580.159.04, CUDA 13.0, 1 GPU (1x NVIDIA H100 80GB HBM3)"
+    );
+}
