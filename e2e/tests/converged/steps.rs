@@ -10,7 +10,8 @@ use kube::api::{ListParams, PostParams};
 use super::support::{Env, TIMEOUT, condition, is_ready, pods_of, wait_policy, wait_settled};
 
 /// Creates the ClusterPolicy `name` with `spec` (or replaces its spec) and waits until it is ready
-/// for that spec, every DaemonSet in the namespace has rolled out, and nothing has changed for 5 s.
+/// for that spec, every DaemonSet in the namespace has rolled out (OnDelete ones: is ready), and
+/// nothing has changed for 5 s.
 pub async fn converge(
     env: &Env,
     name: &str,
@@ -61,10 +62,19 @@ pub async fn converge(
             let all = env.daemonsets().list(&ListParams::default()).await?.items;
             let done = all.iter().all(|ds| {
                 let status = ds.status.clone().unwrap_or_default();
+                // The driver updates OnDelete (its upgrade controller replaces the pods): its old
+                // pods stay until then, so only readiness counts there.
+                let on_delete = ds
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.update_strategy.as_ref())
+                    .and_then(|u| u.type_.as_deref())
+                    == Some("OnDelete");
                 status.observed_generation == ds.metadata.generation
                     && status.number_ready == status.desired_number_scheduled
-                    && status.updated_number_scheduled.unwrap_or_default()
-                        == status.desired_number_scheduled
+                    && (on_delete
+                        || status.updated_number_scheduled.unwrap_or_default()
+                            == status.desired_number_scheduled)
             });
             Ok((!all.is_empty() && done).then_some(()))
         },
