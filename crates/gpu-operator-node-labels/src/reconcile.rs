@@ -175,13 +175,26 @@ impl NodeLabeler {
                 Ok(Action::requeue(RESYNC))
             }
             Err(kube::Error::Api(status)) if labels_moved(&status) => {
-                tracing::debug!(
+                tracing::warn!(
                     node = name,
-                    "node labels changed since they were cached; retrying"
+                    code = status.code,
+                    reason = %status.reason,
+                    message = %status.message,
+                    cached_version = version.as_deref().unwrap_or_default(),
+                    "label patch refused: the node's labels differ from the cached ones; retrying from the node's current labels"
                 );
                 Ok(Action::requeue(CONFLICT_RETRY))
             }
-            Err(kube::Error::Api(status)) if status.is_not_found() => Ok(Action::await_change()),
+            Err(kube::Error::Api(status)) if status.is_not_found() => {
+                tracing::warn!(
+                    node = name,
+                    code = status.code,
+                    reason = %status.reason,
+                    message = %status.message,
+                    "label patch refused: the node is gone"
+                );
+                Ok(Action::await_change())
+            }
             Err(source) => Err(Error::kube(format!("labelling node {name}"))(source)),
         }
     }
