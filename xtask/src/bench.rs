@@ -66,6 +66,11 @@ pub struct Args {
     /// NVIDIA's `deployments/gpu-operator/crds/`.
     #[arg(long, value_name = "PATH")]
     pub against_crds: Vec<PathBuf>,
+    /// No control plane: the operator's caches, trigger filters, node label pass, every operand's
+    /// validate + render and the status summaries fed synthetic nodes in memory; `--nodes` then
+    /// counts GPU nodes (default 1,000, 5,000, 20,000 and 50,000).
+    #[arg(long)]
+    pub synthetic: bool,
 }
 
 /// The ServiceAccount our operator runs as in the bench.
@@ -110,8 +115,14 @@ fn ready_timeout(nodes: u32) -> Duration {
     Duration::from_secs(300 + u64::from(nodes))
 }
 
+/// The synthetic bench's default sizes, in GPU nodes.
+const SYNTHETIC_SIZES: &str = "1000,5000,20000,50000";
+
 /// Runs the bench (see the module docs).
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    if args.synthetic {
+        return synthetic(args);
+    }
     let layout = Layout::from_env()?;
     if cluster::is_up(&layout) {
         bail!(
@@ -249,6 +260,49 @@ fn binary_revision(binary: &Path) -> String {
         .and_then(|s| s.lines().next().map(str::to_owned))
         .filter(|s| !s.trim().is_empty())
         .unwrap_or_else(|| "unknown".to_owned())
+}
+
+/// `--synthetic`: builds and runs the `synthetic_bench` example (release profile), which prints
+/// a Markdown table; it goes to the terminal and `target/bench/synthetic.md`.
+fn synthetic(args: &Args) -> anyhow::Result<()> {
+    let explicit = std::env::args().any(|a| a == "--nodes" || a.starts_with("--nodes="));
+    let sizes = if explicit {
+        args.nodes
+            .0
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    } else {
+        SYNTHETIC_SIZES.to_owned()
+    };
+    eprintln!("==> synthetic bench (release build): {sizes} GPU nodes");
+    let table = process::output(Command::new(env!("CARGO")).args([
+        "run",
+        "--quiet",
+        "--release",
+        "--package",
+        "gpu-operator",
+        "--example",
+        "synthetic_bench",
+        "--",
+        "--nodes",
+        &sizes,
+    ]))?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| target_dir().join("bench"));
+    std::fs::create_dir_all(&out)?;
+    let report = format!(
+        "# gpu-operator synthetic bench\n\nbench tree {}, finished {}\n\n{table}",
+        revision(),
+        k8s_openapi::jiff::Timestamp::now()
+    );
+    std::fs::write(out.join("synthetic.md"), &report)?;
+    println!("{table}");
+    eprintln!("report: {}", out.join("synthetic.md").display());
+    Ok(())
 }
 
 fn gpu_nodes(fleet: &Fleet) -> u32 {

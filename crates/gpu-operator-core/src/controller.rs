@@ -175,7 +175,7 @@ where
 
 /// Passes an object on only when what `fingerprint` hashes of it changed (or it is new). It
 /// remembers one pair of hashes per object (its name's and the fingerprint), not the names.
-fn changes<S, K>(
+pub fn changes<S, K>(
     objects: S,
     fingerprint: impl Fn(&K, &mut DefaultHasher) + Send + 'static,
 ) -> impl Stream<Item = Arc<K>> + Send
