@@ -168,6 +168,45 @@ impl Operator {
         })
     }
 
+    /// Starts any operator `binary` with `args`, in which `{kubeconfig}`, `{probe_port}` and
+    /// `{metrics_port}` are replaced by the kubeconfig's path and two free ports (for a binary
+    /// whose flags differ from ours); the environment is `env` plus `OPERATOR_NAMESPACE`.
+    pub fn spawn_args(
+        binary: &Path,
+        args: &[String],
+        kubeconfig: &Path,
+        namespace: &str,
+        env: &[(&str, &str)],
+        log: &Path,
+    ) -> anyhow::Result<Self> {
+        let (probe_port, metrics_port) = (free_port()?, free_port()?);
+        let args: Vec<String> = args
+            .iter()
+            .map(|arg| {
+                arg.replace("{kubeconfig}", &kubeconfig.display().to_string())
+                    .replace("{probe_port}", &probe_port.to_string())
+                    .replace("{metrics_port}", &metrics_port.to_string())
+            })
+            .collect();
+        let out = fs::File::options().create(true).append(true).open(log)?;
+        let child = Command::new(binary)
+            .args(&args)
+            .env("OPERATOR_NAMESPACE", namespace)
+            .env_remove("KUBECONFIG")
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out)
+            .spawn()
+            .with_context(|| format!("starting {}", binary.display()))?;
+        Ok(Self {
+            child,
+            log: log.to_owned(),
+            probe_port,
+            metrics_port,
+        })
+    }
+
     /// Stops it with SIGTERM (graceful shutdown) and waits up to 20 s.
     pub fn stop(mut self) -> anyhow::Result<()> {
         self.terminate()

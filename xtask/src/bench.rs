@@ -1,9 +1,12 @@
 //! `cargo xtask bench`: the operator on simulated fleets of 100, 1,000 and 5,000 nodes, each on a
-//! fresh local cluster. Measures time to `ready`, time from a ClusterPolicy patch to the updated
-//! DaemonSet, the operator's writes (from the API server's audit log) during the rollout and in
-//! steady state, and its peak memory and CPU. Prints a table; writes JSON and Markdown to
-//! `target/bench/`.
+//! fresh local cluster. Measures time to `ready`, the latency from ClusterPolicy patches to the
+//! updated DaemonSet, the operator's writes (from the API server's audit log) during the rollout,
+//! the patches and in steady state, and its peak memory and CPU. Prints a table; writes JSON and
+//! Markdown to `target/bench/`. `--against PATH` runs every size again, on a fresh cluster, for
+//! another operator binary under a user of its own, and prints both side by side.
 
+mod compare;
+mod patches;
 mod proc_stats;
 mod report;
 mod run;
@@ -42,7 +45,38 @@ pub struct Args {
     /// Where the report goes (default: `target/bench/`).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Another operator binary to run on the same fleets, side by side (an older build of ours,
+    /// or NVIDIA's): each size runs again on a fresh cluster.
+    #[arg(long, value_name = "PATH")]
+    pub against: Option<PathBuf>,
+    /// Its arguments, whitespace-separated, with `{kubeconfig}`, `{probe_port}` and
+    /// `{metrics_port}` filled in (default: ours, `run --leader-elect …`). It must serve `/readyz`
+    /// on the probe port.
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
+    #[expect(
+        clippy::struct_field_names,
+        reason = "named after its flag, --against-args"
+    )]
+    pub against_args: Option<String>,
+    /// Extra environment for it (repeatable); it gets the operand images and
+    /// `OPERATOR_NAMESPACE` as ours does.
+    #[arg(long = "against-env", value_name = "KEY=VALUE", value_parser = parse_env)]
+    pub against_env: Vec<(String, String)>,
+    /// CRD manifests (a YAML file or a directory of them) applied before it starts, such as
+    /// NVIDIA's `deployments/gpu-operator/crds/`.
+    #[arg(long, value_name = "PATH")]
+    pub against_crds: Vec<PathBuf>,
+    /// No control plane: the operator's caches, trigger filters, node label pass, every operand's
+    /// validate + render and the status summaries fed synthetic nodes in memory; `--nodes` then
+    /// counts GPU nodes (default 1,000, 5,000, 20,000 and 50,000).
+    #[arg(long)]
+    pub synthetic: bool,
 }
+
+/// The ServiceAccount our operator runs as in the bench.
+const OURS: &str = "gpu-operator";
+/// The ServiceAccount of the `--against` operator: its own user in the audit log.
+const AGAINST: &str = "gpu-operator-against";
 
 /// Fleet sizes, in the order given.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,8 +115,14 @@ fn ready_timeout(nodes: u32) -> Duration {
     Duration::from_secs(300 + u64::from(nodes))
 }
 
+/// The synthetic bench's default sizes, in GPU nodes.
+const SYNTHETIC_SIZES: &str = "1000,5000,20000,50000";
+
 /// Runs the bench (see the module docs).
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    if args.synthetic {
+        return synthetic(args);
+    }
     let layout = Layout::from_env()?;
     if cluster::is_up(&layout) {
         bail!(
@@ -94,22 +134,91 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         Some(path) => bail!("--operator {}: no such file", path.display()),
         None => build_release()?,
     };
+    let against = match &args.against {
+        Some(path) if path.is_file() => Some(path.canonicalize()?),
+        Some(path) => bail!("--against {}: no such file", path.display()),
+        None => None,
+    };
     let out = args
         .out
         .clone()
         .unwrap_or_else(|| target_dir().join("bench"));
     std::fs::create_dir_all(&out)?;
-    let mut report = Report {
-        operator: binary.display().to_string(),
-        operator_env: args
-            .operator_env
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect(),
+    let ours = Column {
+        binary: binary.clone(),
+        env: args.operator_env.clone(),
+        args: None,
+        account: OURS,
+        crds: Vec::new(),
+        dir: out.clone(),
         revision: revision(),
-        ..Report::default()
     };
+    let mut report = ours.report();
+    let mut theirs = against.map(|binary| Column {
+        revision: binary_revision(&binary),
+        binary,
+        env: args.against_env.clone(),
+        args: args
+            .against_args
+            .as_ref()
+            .map(|a| a.split_whitespace().map(str::to_owned).collect()),
+        account: AGAINST,
+        crds: args.against_crds.clone(),
+        dir: out.join("against"),
+    });
+    let mut their_report = theirs.as_ref().map(Column::report);
     for &nodes in &args.nodes.0 {
+        report.runs.push(ours.measure(&layout, nodes, args.steady)?);
+        write(&report, &out)?;
+        if let (Some(column), Some(their_report)) = (&mut theirs, &mut their_report) {
+            eprintln!("==> against {}", column.binary.display());
+            their_report
+                .runs
+                .push(column.measure(&layout, nodes, args.steady)?);
+            write(their_report, &column.dir)?;
+            let side_by_side = compare::markdown(&report, their_report);
+            std::fs::write(out.join("side-by-side.md"), &side_by_side)?;
+        }
+    }
+    println!("\n{}\n", report.table());
+    eprintln!("report: {}", out.join("latest.md").display());
+    if let Some(their_report) = &their_report {
+        println!("{}", compare::markdown(&report, their_report));
+        eprintln!("side by side: {}", out.join("side-by-side.md").display());
+    }
+    let failed = |r: &Report| r.runs.iter().any(|r| r.error.is_some());
+    if failed(&report) || their_report.as_ref().is_some_and(failed) {
+        bail!(
+            "some runs failed; see the errors in {}",
+            out.join("latest.md").display()
+        );
+    }
+    Ok(())
+}
+
+/// One operator binary to measure, and how.
+struct Column {
+    binary: PathBuf,
+    env: Vec<(String, String)>,
+    args: Option<Vec<String>>,
+    account: &'static str,
+    crds: Vec<PathBuf>,
+    dir: PathBuf,
+    revision: String,
+}
+
+impl Column {
+    fn report(&self) -> Report {
+        Report {
+            operator: self.binary.display().to_string(),
+            operator_env: self.env.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+            revision: self.revision.clone(),
+            ..Report::default()
+        }
+    }
+
+    /// One size on a fresh cluster, stopped again afterwards whatever happened.
+    fn measure(&self, layout: &Layout, nodes: u32, steady: u64) -> anyhow::Result<Run> {
         eprintln!("==> bench: {nodes} nodes");
         let fleet = Fleet::default().scaled_to(nodes)?;
         let mut run = Run {
@@ -123,30 +232,76 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         };
         match cluster::run(cluster::Action::Up(up)) {
             Ok(()) => {
+                std::fs::create_dir_all(&self.dir)?;
                 let options = run::Options {
-                    binary: binary.clone(),
-                    steady: Duration::from_secs(args.steady),
+                    binary: self.binary.clone(),
+                    steady: Duration::from_secs(steady),
                     ready_timeout: ready_timeout(nodes),
-                    dir: out.join(format!("{nodes}-nodes")),
-                    env: args.operator_env.clone(),
+                    dir: self.dir.join(format!("{nodes}-nodes")),
+                    env: self.env.clone(),
+                    args: self.args.clone(),
+                    account: self.account.to_owned(),
+                    crds: self.crds.clone(),
                 };
                 let runtime = tokio::runtime::Runtime::new()?;
                 runtime.block_on(run::measure(&layout.kubeconfig(), &mut run, &options));
             }
             Err(error) => run.error = Some(format!("cluster up failed: {error:#}")),
         }
-        cluster::down(&layout)?;
-        report.runs.push(run);
-        write(&report, &out)?;
+        cluster::down(layout)?;
+        Ok(run)
     }
-    println!("\n{}\n", report.table());
-    eprintln!("report: {}", out.join("latest.md").display());
-    if report.runs.iter().any(|r| r.error.is_some()) {
-        bail!(
-            "some runs failed; see the errors in {}",
-            out.join("latest.md").display()
-        );
-    }
+}
+
+/// What `binary --version` says, as the revision of a binary we did not build.
+fn binary_revision(binary: &Path) -> String {
+    process::output(Command::new(binary).arg("--version"))
+        .ok()
+        .and_then(|s| s.lines().next().map(str::to_owned))
+        .filter(|s| !s.trim().is_empty())
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+/// `--synthetic`: builds and runs the `synthetic_bench` example (release profile), which prints
+/// a Markdown table; it goes to the terminal and `target/bench/synthetic.md`.
+fn synthetic(args: &Args) -> anyhow::Result<()> {
+    let explicit = std::env::args().any(|a| a == "--nodes" || a.starts_with("--nodes="));
+    let sizes = if explicit {
+        args.nodes
+            .0
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    } else {
+        SYNTHETIC_SIZES.to_owned()
+    };
+    eprintln!("==> synthetic bench (release build): {sizes} GPU nodes");
+    let table = process::output(Command::new(env!("CARGO")).args([
+        "run",
+        "--quiet",
+        "--release",
+        "--package",
+        "gpu-operator",
+        "--example",
+        "synthetic_bench",
+        "--",
+        "--nodes",
+        &sizes,
+    ]))?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| target_dir().join("bench"));
+    std::fs::create_dir_all(&out)?;
+    let report = format!(
+        "# gpu-operator synthetic bench\n\nbench tree {}, finished {}\n\n{table}",
+        revision(),
+        k8s_openapi::jiff::Timestamp::now()
+    );
+    std::fs::write(out.join("synthetic.md"), &report)?;
+    println!("{table}");
+    eprintln!("report: {}", out.join("synthetic.md").display());
     Ok(())
 }
 

@@ -18,6 +18,9 @@ pub struct Desired {
     pub reason: String,
     /// Human-readable detail.
     pub message: String,
+    /// The progress step of the counts in the message ([`crate::write_gate::step`]), when it has
+    /// counts: a change within a step is not urgent.
+    pub step: Option<u8>,
 }
 
 impl Desired {
@@ -28,6 +31,7 @@ impl Desired {
             status: true,
             reason: reason.to_owned(),
             message: message.into(),
+            step: None,
         }
     }
 
@@ -38,7 +42,15 @@ impl Desired {
             status: false,
             reason: reason.to_owned(),
             message: message.into(),
+            step: None,
         }
+    }
+
+    /// This condition with counts of `ready` out of `desired` in its message.
+    #[must_use]
+    pub fn with_progress(mut self, ready: usize, desired: usize) -> Self {
+        self.step = Some(crate::write_gate::step(ready, desired));
+        self
     }
 }
 
@@ -69,6 +81,17 @@ pub fn merge(
         observed_generation: generation,
         last_transition_time,
     }
+}
+
+/// Whether the live condition of `desired`'s type has another status or reason than `desired`,
+/// acknowledges another generation, or is missing: a change a user must see at once.
+pub fn moved(live: &[Condition], desired: &Desired, generation: Option<i64>) -> bool {
+    !live.iter().any(|c| {
+        c.type_ == desired.type_
+            && c.status == status_str(desired.status)
+            && c.reason == desired.reason
+            && c.observed_generation == generation
+    })
 }
 
 /// Whether the live conditions already say what `desired` says for this generation (the time is

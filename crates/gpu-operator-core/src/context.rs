@@ -5,7 +5,10 @@ use std::{collections::BTreeMap, sync::Arc};
 
 use kube::runtime::events::{Recorder, Reporter};
 
-use crate::{facts::ClusterFacts, metrics::Metrics, problems::ScanClock, stores::Stores};
+use crate::{
+    facts::ClusterFacts, metrics::Metrics, problems::ScanClock, stores::Stores,
+    write_gate::WriteGate,
+};
 
 /// Shared state of all reconcilers. Built once in `main`.
 pub struct Context {
@@ -23,6 +26,8 @@ pub struct Context {
     pub image_env: BTreeMap<String, String>,
     /// Rate limit of the full pod scans behind the operand conditions' problem nodes.
     pub problem_scans: ScanClock,
+    /// Which status changes are written now and which wait (see [`crate::write_gate`]).
+    pub status_gate: WriteGate,
 }
 
 /// Environment variables that provide default operand images, as NVIDIA's operator reads them.
@@ -78,6 +83,7 @@ impl Context {
             recorder,
             image_env,
             problem_scans: ScanClock::default(),
+            status_gate: WriteGate::default(),
         }
     }
 

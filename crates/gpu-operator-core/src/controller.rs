@@ -2,7 +2,8 @@
 //! status reconciler watch ClusterPolicies, operands own every kind they render, and they are
 //! woken by node label changes and GPU-node runtime changes (not by the status heartbeats of
 //! thousands of nodes), by a change of the data of a user's ConfigMap in the operator namespace
-//! (one the ClusterPolicy may name) and when the ServiceMonitor CRD comes or goes.
+//! (one the ClusterPolicy may name) and when the ServiceMonitor CRD comes or goes. A reconcile
+//! starts on the first event; see [`crate::coalesce`] for how bursts are merged.
 
 use std::{
     collections::HashMap,
@@ -17,13 +18,15 @@ use gpu_operator_api::{ClusterPolicy, conditions::NODES_VALIDATED};
 use kube::{
     ResourceExt as _,
     runtime::{
-        Controller, controller,
+        Controller,
         reflector::{ObjectRef, Store},
     },
 };
 
 use crate::{
-    Context, Error, active, meta,
+    Context, Error, active,
+    coalesce::{self, BURST_PERIOD, throttle},
+    meta,
     node_meta::NodeMeta,
     node_validation,
     operand::{self, Operand},
@@ -31,10 +34,9 @@ use crate::{
     stores::Subscriptions,
 };
 
-/// Quiet period that merges bursts of triggers into one reconcile.
-const DEBOUNCE: Duration = Duration::from_millis(500);
-/// Longer quiet period of the node summary: thousands of validators report during a rollout.
-const SUMMARY_DEBOUNCE: Duration = Duration::from_secs(2);
+/// How often at most the validators' reports wake the node summary, which reads every node:
+/// thousands of validators report during a rollout.
+const SUMMARY_PERIOD: Duration = Duration::from_secs(2);
 
 /// Runs the reconciler of operand `O` until `shutdown` resolves.
 pub fn run_operand<O: Operand>(
@@ -56,8 +58,13 @@ pub fn run_operand<O: Operand>(
         node.container_runtime_version.hash(hasher);
     });
     let policy_events = policy_changes(subs.policies, O::CONDITION);
+    // Pod rollouts move DaemonSet statuses and node labels in bursts: throttled (the patch path,
+    // ClusterPolicy → render → apply, is not).
+    let daemonsets = throttle(of_component(subs.daemonsets, O::NAME), BURST_PERIOD);
+    let runtimes = throttle(runtimes, BURST_PERIOD);
+    let nodes = throttle(label_changes(subs.nodes), BURST_PERIOD);
     Controller::for_shared_stream(policy_events, policies.clone())
-        .with_config(controller::Config::default().debounce(DEBOUNCE))
+        .with_config(coalesce::config())
         .owns_shared_stream(of_component(subs.service_accounts, O::NAME))
         .owns_shared_stream(of_component(subs.roles, O::NAME))
         .owns_shared_stream(of_component(subs.role_bindings, O::NAME))
@@ -66,8 +73,8 @@ pub fn run_operand<O: Operand>(
         .owns_shared_stream(of_component(subs.config_maps, O::NAME))
         .owns_shared_stream(of_component(subs.services, O::NAME))
         .owns_shared_stream(of_component(subs.runtime_classes, O::NAME))
-        .owns_shared_stream(of_component(subs.daemonsets, O::NAME))
-        .watches_shared_stream(label_changes(subs.nodes), move |_| active_ref(&policies))
+        .owns_shared_stream(daemonsets)
+        .watches_shared_stream(nodes, move |_| active_ref(&policies))
         .watches_shared_stream(runtimes, move |_| active_ref(&runtime_policies))
         .watches_shared_stream(user_configs, move |_| active_ref(&config_policies))
         .watches_shared_stream(subs.service_monitor_crds, move |_| {
@@ -88,9 +95,10 @@ pub fn run_status(
 ) -> impl Future<Output = ()> {
     let policies = ctx.stores.policies.clone();
     let all = ctx.stores.policies.clone();
+    let nodes = throttle(label_changes(subs.nodes), BURST_PERIOD);
     Controller::for_shared_stream(subs.policies, policies)
-        .with_config(controller::Config::default().debounce(DEBOUNCE))
-        .watches_shared_stream(label_changes(subs.nodes), move |_| all_refs(&all))
+        .with_config(coalesce::config())
+        .watches_shared_stream(nodes, move |_| all_refs(&all))
         .graceful_shutdown_on(shutdown)
         .run(
             move |policy, ctx| policy_status::reconcile(policy, ctx, operands),
@@ -167,7 +175,7 @@ where
 
 /// Passes an object on only when what `fingerprint` hashes of it changed (or it is new). It
 /// remembers one pair of hashes per object (its name's and the fingerprint), not the names.
-fn changes<S, K>(
+pub fn changes<S, K>(
     objects: S,
     fingerprint: impl Fn(&K, &mut DefaultHasher) + Send + 'static,
 ) -> impl Stream<Item = Arc<K>> + Send
@@ -188,7 +196,8 @@ where
 }
 
 /// Runs the summary of the validators' node reports until `shutdown` resolves. Woken by a GPU
-/// node appearing or leaving and by a change of a node's validation annotation.
+/// node appearing or leaving and by a change of a node's validation annotation (at most once per
+/// [`SUMMARY_PERIOD`]: each summary reads every node).
 pub fn run_node_validation(
     ctx: Arc<Context>,
     subs: Subscriptions,
@@ -202,8 +211,9 @@ pub fn run_node_validation(
             .hash(hasher);
         node.validation().hash(hasher);
     });
+    let reports = throttle(reports, SUMMARY_PERIOD);
     Controller::for_shared_stream(policy_events, policies.clone())
-        .with_config(controller::Config::default().debounce(SUMMARY_DEBOUNCE))
+        .with_config(coalesce::config())
         .watches_shared_stream(reports, move |_| active_ref(&policies))
         .graceful_shutdown_on(shutdown)
         .run(

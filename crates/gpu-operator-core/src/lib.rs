@@ -5,6 +5,7 @@ pub mod active;
 pub mod apply;
 pub mod barrier;
 pub mod children;
+pub mod coalesce;
 pub mod conditions;
 pub mod config_manager;
 pub mod context;
@@ -37,6 +38,7 @@ pub mod service_monitor;
 pub mod status_write;
 pub mod stores;
 pub mod user_config;
+pub mod write_gate;
 
 pub use context::Context;
 pub use error::Error;

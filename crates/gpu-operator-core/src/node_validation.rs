@@ -13,8 +13,11 @@ use gpu_operator_api::{
 use kube::{Resource as _, ResourceExt as _, runtime::controller::Action};
 
 use crate::{
-    Context, Error, active, conditions::Desired, node_meta::NodeMeta, operand::PROBLEM_NODES,
-    status_write,
+    Context, Error, active,
+    conditions::Desired,
+    node_meta::NodeMeta,
+    operand::PROBLEM_NODES,
+    status_write::{self, Outcome},
 };
 
 /// Name of this reconciler (field manager suffix, metric label).
@@ -83,7 +86,7 @@ pub fn summarize(nodes: &[Arc<NodeMeta>]) -> Desired {
         .map(|((_, name), n)| format!("{name} {n}/{total}"))
         .collect();
     let counts = format!("GPU nodes validated: {}", counts.join(", "));
-    if ready[3] == total {
+    let desired = if ready[3] == total {
         Desired::ok(NODES_VALIDATED, "AllNodesValidated", counts)
     } else {
         Desired::not_ok(
@@ -91,17 +94,24 @@ pub fn summarize(nodes: &[Arc<NodeMeta>]) -> Desired {
             "NodesNotValidated",
             format!("{counts}; not validated: {}", problems.join("; ")),
         )
-    }
+    };
+    desired.with_progress(ready[3], total)
 }
 
 /// Writes the summary into the active ClusterPolicy.
 pub async fn reconcile(policy: Arc<ClusterPolicy>, ctx: Arc<Context>) -> Result<Action, Error> {
     let started = Instant::now();
     let result = async {
-        if active::is_active(&policy, &ctx.stores.policies.state()) {
-            status_write::write(&ctx, &policy, NAME, &summarize(&ctx.stores.nodes.state())).await?;
+        if !active::is_active(&policy, &ctx.stores.policies.state()) {
+            return Ok(Action::await_change());
         }
-        Ok(Action::await_change())
+        let summary = summarize(&ctx.stores.nodes.state());
+        Ok(
+            match status_write::write_gated(&ctx, &policy, NAME, &summary).await? {
+                Outcome::Deferred(after) => Action::requeue(after),
+                Outcome::Current | Outcome::Written => Action::await_change(),
+            },
+        )
     }
     .await;
     ctx.metrics.observe(

@@ -23,7 +23,7 @@ use crate::{
     facts::ClusterFacts,
     pod_summary::PodSummary,
     problems, readiness,
-    status_write::{self, Desired},
+    status_write::{self, Desired, Outcome},
 };
 
 /// How many not-ready nodes a condition names.
@@ -283,7 +283,8 @@ async fn reconcile_once<O: Operand>(
         .and_then(|c| c.iter().find(|c| c.type_ == O::CONDITION))
         .map(|c| c.message.clone())
         .unwrap_or_default();
-    if status_write::write(ctx, policy, O::NAME, &desired).await? {
+    let outcome = status_write::write_gated(ctx, policy, O::NAME, &desired).await?;
+    if outcome == Outcome::Written {
         for warning in warnings
             .iter()
             .filter(|w| !live_message.contains(&w.message))
@@ -298,7 +299,10 @@ async fn reconcile_once<O: Operand>(
             .await;
         }
     }
-    Ok(Action::requeue(RESYNC))
+    Ok(match outcome {
+        Outcome::Deferred(after) => Action::requeue(after),
+        Outcome::Current | Outcome::Written => Action::requeue(RESYNC),
+    })
 }
 
 /// The operand's condition from its DaemonSets in the cache.
@@ -335,15 +339,21 @@ async fn rollout_condition<O: Operand>(
         }
     }
     let counts = format!("ready on {ready}/{desired} GPU nodes");
+    let progress = |d: Desired| {
+        d.with_progress(
+            usize::try_from(ready).unwrap_or_default(),
+            usize::try_from(desired).unwrap_or_default(),
+        )
+    };
     if let Some(unserved) = unserved {
-        return Ok(Desired::not_ok(
+        return Ok(progress(Desired::not_ok(
             O::CONDITION,
             "NodesNotServed",
             format!("{counts}; {unserved}"),
-        ));
+        )));
     }
     if problems.is_empty() && ready >= desired {
-        return Ok(Desired::ok(O::CONDITION, "Ready", counts));
+        return Ok(progress(Desired::ok(O::CONDITION, "Ready", counts)));
     }
     let named: Vec<String> = problems
         .iter()
@@ -354,11 +364,11 @@ async fn rollout_condition<O: Operand>(
     } else {
         format!("not ready on {}", named.join("; "))
     };
-    Ok(Desired::not_ok(
+    Ok(progress(Desired::not_ok(
         O::CONDITION,
         "NotReady",
         format!("{counts}; {detail}"),
-    ))
+    )))
 }
 
 async fn publish(

@@ -25,6 +25,7 @@ use crate::{
     conditions::{self, Desired},
     facts::ClusterFacts,
     metrics::ReconciliationStatus,
+    write_gate::Decision,
 };
 
 /// Name of this reconciler (field manager suffix, metric label).
@@ -39,6 +40,9 @@ pub struct Summary {
     pub ready: Desired,
     /// The metric value.
     pub metric: ReconciliationStatus,
+    /// Not ready only because operands have not acknowledged the current generation yet (a spec
+    /// change they are reconciling this very moment): no failure, no rollout under way.
+    pub catching_up: bool,
 }
 
 /// Reasons of operand conditions that mean "still rolling out" rather than "failed".
@@ -61,6 +65,7 @@ pub fn summarize(
             state: State::Ignored,
             ready: Desired::not_ok(names::READY, "Ignored", message),
             metric: ReconciliationStatus::PolicyUnavailable,
+            catching_up: false,
         };
     }
     let live = policy
@@ -71,9 +76,11 @@ pub fn summarize(
     let generation = policy.metadata.generation;
     let mut failed = Vec::new();
     let mut waiting = Vec::new();
+    let mut lagging = 0;
     for operand in operands {
         match live.iter().find(|c| c.type_ == *operand) {
             Some(c) if c.observed_generation != generation => {
+                lagging += 1;
                 waiting.push(format!("{operand} (not yet reconciled)"));
             }
             Some(c) if c.status == "True" => {}
@@ -90,6 +97,7 @@ pub fn summarize(
             state: State::NotReady,
             ready: Desired::not_ok(names::READY, reason::RECONCILE_FAILED, message),
             metric: ReconciliationStatus::Failed,
+            catching_up: false,
         };
     }
     if !waiting.is_empty() {
@@ -101,6 +109,7 @@ pub fn summarize(
             state: State::NotReady,
             ready: Desired::not_ok(names::READY, reason::OPERAND_NOT_READY, message),
             metric: ReconciliationStatus::NotReady,
+            catching_up: lagging == waiting.len(),
         };
     }
     let ready = if !facts.has_nfd_labels {
@@ -129,6 +138,7 @@ pub fn summarize(
         state: State::Ready,
         ready,
         metric: ReconciliationStatus::Ready,
+        catching_up: false,
     }
 }
 
@@ -169,14 +179,23 @@ pub async fn reconcile(
         started.elapsed(),
         result.as_ref().err().map(Error::category),
     );
-    result.map(|()| Action::requeue(Duration::from_secs(3600)))
+    result.map(|deferred| Action::requeue(deferred.unwrap_or(Duration::from_secs(3600))))
 }
 
-async fn write(ctx: &Context, policy: &ClusterPolicy, summary: &Summary) -> Result<(), Error> {
+/// Writes the summary when it moved what a user reads (see [`crate::write_gate`]); a change of
+/// the message alone waits until it held still, and so does `ready` turning `notReady` only
+/// because the operands are reconciling a spec change right now (they will be current again in
+/// a moment, and the state would flap). Returns how long a waiting change waits.
+async fn write(
+    ctx: &Context,
+    policy: &ClusterPolicy,
+    summary: &Summary,
+) -> Result<Option<Duration>, Error> {
     let live_status = policy.status.clone().unwrap_or_default();
     let live: Vec<Condition> = live_status.conditions.clone().unwrap_or_default();
     let generation = policy.metadata.generation;
     let wanted = [ready_condition(summary), error_condition(&summary.ready)];
+    let key = crate::status_write::gate_key(policy, names::READY);
     let current = policy.status.is_some()
         && live_status.state == summary.state
         && live_status.namespace.as_deref() == Some(ctx.namespace.as_str())
@@ -184,7 +203,23 @@ async fn write(ctx: &Context, policy: &ClusterPolicy, summary: &Summary) -> Resu
             .iter()
             .all(|d| conditions::is_current(&live, d, generation));
     if current {
-        return Ok(());
+        ctx.status_gate.written(&key, None);
+        return Ok(None);
+    }
+    let catching_up = summary.catching_up && live_status.state == State::Ready;
+    let moved = policy.status.is_none()
+        || live_status.namespace.as_deref() != Some(ctx.namespace.as_str())
+        || (!catching_up
+            && (live_status.state != summary.state
+                || wanted
+                    .iter()
+                    .any(|d| conditions::moved(&live, d, generation))));
+    let detail = format!("{:?} {}", summary.state, summary.ready.message);
+    if let Decision::Wait(after) =
+        ctx.status_gate
+            .decide(&key, moved, None, &detail, std::time::Instant::now())
+    {
+        return Ok(Some(after));
     }
     let now = Timestamp::now();
     let merged: Vec<Condition> = wanted
@@ -201,7 +236,8 @@ async fn write(ctx: &Context, policy: &ClusterPolicy, summary: &Summary) -> Resu
     api.patch_status(&policy.name_any(), &params, &Patch::Apply(&patch))
         .await
         .map_err(Error::kube("writing the ClusterPolicy status"))?;
-    Ok(())
+    ctx.status_gate.written(&key, None);
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -280,6 +316,30 @@ mod tests {
             "{}",
             s.ready.message
         );
+    }
+
+    #[test]
+    fn operands_behind_a_spec_change_are_catching_up_unless_one_is_rolling_out() {
+        let mut behind = cond("DevicePluginReady", "True", "Ready", "");
+        behind.observed_generation = Some(0);
+        let p = policy(
+            "a",
+            1,
+            vec![behind.clone(), cond("ValidatorReady", "True", "Ready", "")],
+        );
+        let s = summarize(&p, std::slice::from_ref(&p), &facts(3, true), &OPERANDS);
+        assert_eq!(s.state, State::NotReady);
+        assert!(s.catching_up, "{s:?}");
+        let p = policy(
+            "a",
+            1,
+            vec![
+                behind,
+                cond("ValidatorReady", "False", "NotReady", "ready on 1/3"),
+            ],
+        );
+        let s = summarize(&p, std::slice::from_ref(&p), &facts(3, true), &OPERANDS);
+        assert!(!s.catching_up, "a rollout under way is not a catch-up");
     }
 
     #[test]

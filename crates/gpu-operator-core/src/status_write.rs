@@ -1,6 +1,9 @@
 //! Writing one reconciler's condition into `ClusterPolicy.status.conditions` with server-side
 //! apply: the list is a map keyed by `type`, so each reconciler owns its own entry. Nothing is sent
-//! when the live condition already says the same.
+//! when the live condition already says the same; [`write_gated`] also holds back changes that
+//! move nothing a user reads at a glance (see [`crate::write_gate`]).
+
+use std::time::{Duration, Instant};
 
 use gpu_operator_api::ClusterPolicy;
 use k8s_openapi::jiff::Timestamp;
@@ -11,7 +14,18 @@ use kube::{
 use serde_json::json;
 
 pub use crate::conditions::Desired;
-use crate::{Context, Error, apply::FIELD_MANAGER_PREFIX, conditions};
+use crate::{Context, Error, apply::FIELD_MANAGER_PREFIX, conditions, write_gate::Decision};
+
+/// What [`write_gated`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The live condition already says it, or there is no status to write into yet.
+    Current,
+    /// A request was sent.
+    Written,
+    /// The change waits; reconcile again after this long.
+    Deferred(Duration),
+}
 
 /// Writes `desired` for `reconciler` unless it is already current; true if a request was sent.
 /// Waits (returns false) while the ClusterPolicy has no status yet: the status reconciler sets
@@ -26,11 +40,65 @@ pub async fn write(
         return Ok(false);
     };
     let live = status.conditions.as_deref().unwrap_or_default();
-    let generation = policy.metadata.generation;
-    if conditions::is_current(live, desired, generation) {
+    if conditions::is_current(live, desired, policy.metadata.generation) {
         return Ok(false);
     }
-    let condition = conditions::merge(live, desired, generation, Timestamp::now());
+    send(ctx, policy, reconciler, desired).await?;
+    Ok(true)
+}
+
+/// Like [`write`], but a change that moves neither the status, the reason, the acknowledged
+/// generation nor the progress step waits until it held still (see [`crate::write_gate`]).
+pub async fn write_gated(
+    ctx: &Context,
+    policy: &ClusterPolicy,
+    reconciler: &str,
+    desired: &Desired,
+) -> Result<Outcome, Error> {
+    let Some(status) = &policy.status else {
+        return Ok(Outcome::Current);
+    };
+    let live = status.conditions.as_deref().unwrap_or_default();
+    let generation = policy.metadata.generation;
+    let key = gate_key(policy, &desired.type_);
+    if conditions::is_current(live, desired, generation) {
+        ctx.status_gate.written(&key, desired.step);
+        return Ok(Outcome::Current);
+    }
+    let moved = conditions::moved(live, desired, generation);
+    match ctx
+        .status_gate
+        .decide(&key, moved, desired.step, &desired.message, Instant::now())
+    {
+        Decision::Wait(after) => Ok(Outcome::Deferred(after)),
+        Decision::Write => {
+            send(ctx, policy, reconciler, desired).await?;
+            ctx.status_gate.written(&key, desired.step);
+            Ok(Outcome::Written)
+        }
+    }
+}
+
+/// The [`crate::write_gate::WriteGate`] key of condition `type_` of `policy`.
+pub fn gate_key(policy: &ClusterPolicy, type_: &str) -> String {
+    format!(
+        "{}/{type_}",
+        policy.metadata.uid.as_deref().unwrap_or_default()
+    )
+}
+
+async fn send(
+    ctx: &Context,
+    policy: &ClusterPolicy,
+    reconciler: &str,
+    desired: &Desired,
+) -> Result<(), Error> {
+    let live = policy
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .unwrap_or_default();
+    let condition = conditions::merge(live, desired, policy.metadata.generation, Timestamp::now());
     let patch = json!({
         "apiVersion": "nvidia.com/v1",
         "kind": "ClusterPolicy",
@@ -41,5 +109,5 @@ pub async fn write(
     api.patch_status(&policy.name_any(), &params, &Patch::Apply(&patch))
         .await
         .map_err(Error::kube(format!("writing condition {}", desired.type_)))?;
-    Ok(true)
+    Ok(())
 }

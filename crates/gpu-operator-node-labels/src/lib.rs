@@ -9,7 +9,7 @@
 pub mod desired;
 mod own_writes;
 pub mod reconcile;
-mod triggers;
+pub mod triggers;
 pub mod workload;
 
 pub use desired::{LabelChanges, label_changes};

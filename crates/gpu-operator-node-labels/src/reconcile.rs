@@ -20,7 +20,11 @@ use std::{
 };
 
 use futures::StreamExt as _;
-use gpu_operator_core::{Context, Error, active, node_meta::NodeMeta, stores::Subscriptions};
+use gpu_operator_core::{
+    Context, Error, active,
+    node_meta::{Labels, NodeMeta},
+    stores::Subscriptions,
+};
 use json_patch::{
     AddOperation, PatchOperation, RemoveOperation, TestOperation, jsonptr::PointerBuf,
 };
@@ -38,7 +42,7 @@ use serde_json::json;
 
 use crate::{
     desired::{LabelChanges, label_changes},
-    own_writes::OwnWrites,
+    own_writes::{self, OwnWrites},
     triggers::{ActivePolicyFilter, NodeLabelFilter},
 };
 
@@ -98,10 +102,11 @@ impl NodeLabeler {
     ) -> impl Future<Output = ()> + Send + 'static {
         let nodes = self.ctx.stores.nodes.clone();
         let mut node_filter = NodeLabelFilter::new(nodes.clone());
-        let node_events = subs
-            .nodes
-            .clone()
-            .filter(move |node| future::ready(node_filter.changed(node)));
+        let observer = self.clone();
+        let node_events = subs.nodes.clone().filter(move |node| {
+            observer.own_writes.observe(&node.name_any(), node.labels());
+            future::ready(node_filter.changed(node))
+        });
         let mut policy_filter = ActivePolicyFilter::new(self.ctx.stores.policies.clone());
         let policy_changes = subs
             .policies
@@ -126,9 +131,9 @@ impl NodeLabeler {
         };
         let name = node.name_any();
         let version = node.resource_version();
-        if self.own_writes.awaiting(&name, version.as_deref()) {
+        if self.own_writes.awaiting(&name, Instant::now()) {
             // The watch event of our last patch is on its way and will trigger a reconcile.
-            return Ok(Action::await_change());
+            return Ok(Action::requeue(own_writes::EXPIRES_AFTER));
         }
         let labels = node.labels().to_map();
         let changes = label_changes(&labels, &policy.spec);
@@ -165,23 +170,44 @@ impl NodeLabeler {
             Ok(patched) => {
                 tracing::info!(node = name, ?changes, "labelled node");
                 // A no-op patch leaves the version alone and sends no watch event.
-                if let Some(version) =
-                    version.filter(|v| patched.resource_version().as_ref() != Some(v))
-                {
+                if version.as_ref() != patched.resource_version().as_ref() {
+                    let written = Labels::from(patched.metadata.labels.unwrap_or_default());
                     let nodes = &self.ctx.stores.nodes;
-                    let exists = |name: &str| nodes.get(&ObjectRef::new(name)).is_some();
-                    self.own_writes.record(name, version, exists);
+                    let cached = |name: &str| {
+                        nodes
+                            .get(&ObjectRef::new(name))
+                            .map(|n| own_writes::fingerprint(n.labels()))
+                    };
+                    self.own_writes.record(
+                        name,
+                        own_writes::fingerprint(&written),
+                        Instant::now(),
+                        cached,
+                    );
                 }
                 Ok(Action::requeue(RESYNC))
             }
             Err(kube::Error::Api(status)) if labels_moved(&status) => {
-                tracing::debug!(
+                tracing::warn!(
                     node = name,
-                    "node labels changed since they were cached; retrying"
+                    code = status.code,
+                    reason = %status.reason,
+                    message = %status.message,
+                    cached_version = version.as_deref().unwrap_or_default(),
+                    "label patch refused: the node's labels differ from the cached ones; retrying from the node's current labels"
                 );
                 Ok(Action::requeue(CONFLICT_RETRY))
             }
-            Err(kube::Error::Api(status)) if status.is_not_found() => Ok(Action::await_change()),
+            Err(kube::Error::Api(status)) if status.is_not_found() => {
+                tracing::warn!(
+                    node = name,
+                    code = status.code,
+                    reason = %status.reason,
+                    message = %status.message,
+                    "label patch refused: the node is gone"
+                );
+                Ok(Action::await_change())
+            }
             Err(source) => Err(Error::kube(format!("labelling node {name}"))(source)),
         }
     }

@@ -52,7 +52,7 @@ impl NodeLabelFilter {
 
     /// How many nodes the filter remembers.
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    fn len(&self) -> usize {
         self.seen.len()
     }
 }

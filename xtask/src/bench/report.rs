@@ -29,6 +29,19 @@ impl Writes {
             .or_default() += 1;
     }
 
+    /// All requests counted.
+    pub fn total(&self) -> u64 {
+        self.by_verb.values().sum()
+    }
+
+    /// Requests of one `verb resource`, such as `patch clusterpolicies/status`.
+    pub fn of(&self, verb_resource: &str) -> u64 {
+        self.by_resource
+            .get(verb_resource)
+            .copied()
+            .unwrap_or_default()
+    }
+
     /// `patch 12, create 3` (plus `(2 refused)` when some were), or `0`.
     pub fn summary(&self) -> String {
         if self.by_verb.is_empty() {
@@ -59,10 +72,16 @@ pub struct Run {
     pub caches_synced_s: Option<f64>,
     /// ClusterPolicy created until `state: ready` with reason `Reconciled`.
     pub ready_s: Option<f64>,
-    /// `kubectl patch` of the ClusterPolicy until the device plugin DaemonSet carries the change.
-    pub patch_to_daemonset_s: Option<f64>,
+    /// Each `kubectl patch` of the series until the device plugin DaemonSet's spec changed.
+    pub patch_latencies_s: Vec<f64>,
     /// Writes from the ClusterPolicy's creation until the steady window starts.
     pub rollout_writes: Writes,
+    /// Lease renewals in that time.
+    pub rollout_lease_writes: u64,
+    /// Writes during the patch series (lease renewals excluded).
+    pub patch_writes: Writes,
+    /// Lease renewals during the patch series.
+    pub patch_lease_writes: u64,
     /// Writes during the steady window (leader-election lease renewals excluded).
     pub steady_writes: Writes,
     /// Length of the steady window.
@@ -100,6 +119,32 @@ pub struct Report {
     pub runs: Vec<Run>,
 }
 
+/// The status patches of the ClusterPolicy, by whatever field manager.
+pub const STATUS_WRITES: &str = "patch clusterpolicies/status";
+
+impl Run {
+    /// Median patch → DaemonSet latency, seconds.
+    pub fn patch_p50_s(&self) -> Option<f64> {
+        super::patches::percentile(&self.patch_latencies_s, 50.0)
+    }
+
+    /// 95th percentile patch → DaemonSet latency, seconds.
+    pub fn patch_p95_s(&self) -> Option<f64> {
+        super::patches::percentile(&self.patch_latencies_s, 95.0)
+    }
+
+    /// Mutating requests per patch of the series (lease renewals excluded).
+    #[expect(clippy::cast_precision_loss, reason = "request counts are small")]
+    pub fn writes_per_patch(&self) -> Option<f64> {
+        let patches = self.patch_latencies_s.len();
+        (patches > 0).then(|| self.patch_writes.total() as f64 / patches as f64)
+    }
+}
+
+fn ms(value: Option<f64>) -> String {
+    value.map_or_else(|| "—".to_owned(), |s| format!("{:.0} ms", s * 1e3))
+}
+
 fn secs(value: Option<f64>) -> String {
     value.map_or_else(|| "—".to_owned(), |s| format!("{s:.1} s"))
 }
@@ -108,12 +153,15 @@ fn mib(value: Option<f64>) -> String {
     value.map_or_else(|| "—".to_owned(), |m| format!("{m:.1} MiB"))
 }
 
-const HEADER: [&str; 11] = [
+const HEADER: [&str; 14] = [
     "nodes (GPU)",
     "caches synced",
     "ready",
-    "patch → DS",
+    "patch → DS p50",
+    "p95",
     "rollout writes",
+    "status writes",
+    "writes/patch",
     "steady writes",
     "peak RSS",
     "steady RSS",
@@ -123,13 +171,17 @@ const HEADER: [&str; 11] = [
 ];
 
 impl Run {
-    fn cells(&self) -> [String; 11] {
+    fn cells(&self) -> [String; 14] {
         [
             format!("{} ({})", self.nodes, self.gpu_nodes),
             secs(self.caches_synced_s),
             secs(self.ready_s),
-            secs(self.patch_to_daemonset_s),
+            ms(self.patch_p50_s()),
+            ms(self.patch_p95_s()),
             self.rollout_writes.summary(),
+            self.rollout_writes.of(STATUS_WRITES).to_string(),
+            self.writes_per_patch()
+                .map_or_else(|| "—".to_owned(), |w| format!("{w:.1}")),
             format!(
                 "{} in {} s",
                 self.steady_writes.summary(),
@@ -176,12 +228,22 @@ impl Report {
             };
             let _ = writeln!(
                 out,
-                "- {} nodes: rollout: {}; steady: {} (+{} lease renewals)",
+                "- {} nodes: rollout: {}; steady: {} (+{} lease renewals); {} patches: {}",
                 run.nodes,
                 list(&run.rollout_writes),
                 list(&run.steady_writes),
-                run.steady_lease_writes
+                run.steady_lease_writes,
+                run.patch_latencies_s.len(),
+                list(&run.patch_writes),
             );
+            if !run.patch_latencies_s.is_empty() {
+                let each: Vec<String> = run
+                    .patch_latencies_s
+                    .iter()
+                    .map(|s| format!("{:.0}", s * 1e3))
+                    .collect();
+                let _ = writeln!(out, "  - patch → DaemonSet, ms: {}", each.join(", "));
+            }
             if !run.load_average.is_empty() {
                 let _ = writeln!(
                     out,
@@ -198,7 +260,7 @@ impl Report {
 
     /// The table for a terminal, columns aligned.
     pub fn table(&self) -> String {
-        let rows: Vec<[String; 11]> = self.runs.iter().map(Run::cells).collect();
+        let rows: Vec<[String; 14]> = self.runs.iter().map(Run::cells).collect();
         let widths: Vec<usize> = (0..HEADER.len())
             .map(|i| {
                 rows.iter()
@@ -276,11 +338,11 @@ mod tests {
         );
         assert!(
             md.contains(
-                "| 100 (86) | 0.4 s | 12.3 s | — | create 1, patch 3 | 0 in 60 s | 20.0 MiB | — |"
+                "| 100 (86) | 0.4 s | 12.3 s | — | — | create 1, patch 3 | 0 | — | 0 in 60 s | 20.0 MiB | — |"
             ),
             "{md}"
         );
-        assert!(md.contains("- 100 nodes: rollout: create events 1, patch nodes 3; steady: none (+0 lease renewals)"), "{md}");
+        assert!(md.contains("- 100 nodes: rollout: create events 1, patch nodes 3; steady: none (+0 lease renewals); 0 patches: none"), "{md}");
         let table = report.table();
         assert_eq!(table.lines().count(), 2);
         assert!(
@@ -290,10 +352,26 @@ mod tests {
     }
 
     #[test]
+    fn patch_figures_are_percentiles_and_writes_per_patch() {
+        let mut run = run();
+        run.patch_latencies_s = vec![0.05, 0.03, 0.04, 0.2];
+        run.patch_writes.add("patch", "daemonsets", 200);
+        for _ in 0..7 {
+            run.patch_writes.add("patch", "clusterpolicies/status", 200);
+        }
+        assert_eq!(run.patch_p50_s(), Some(0.04));
+        assert_eq!(run.patch_p95_s(), Some(0.2));
+        assert_eq!(run.writes_per_patch(), Some(2.0));
+        let cells = run.cells();
+        assert_eq!((cells[3].as_str(), cells[4].as_str()), ("40 ms", "200 ms"));
+        assert_eq!(cells[7], "2.0");
+    }
+
+    #[test]
     fn the_json_names_every_measurement() {
         let json = serde_json::to_value(run()).unwrap();
         assert_eq!(json["ready_s"], 12.345);
         assert_eq!(json["rollout_writes"]["by_verb"]["patch"], 3);
-        assert!(json["patch_to_daemonset_s"].is_null());
+        assert_eq!(json["patch_latencies_s"], serde_json::json!([]));
     }
 }

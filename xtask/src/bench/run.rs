@@ -1,7 +1,7 @@
 //! One bench run on a cluster that is up: install the CRD, start the operator as a host process
-//! under a ServiceAccount token, create a ClusterPolicy and time it to `ready`, watch 60 s of
-//! steady state, time a `kubectl patch` to the updated DaemonSet, then count the operator's writes
-//! in the API server's audit log and read its memory and CPU from `/proc`.
+//! under a ServiceAccount token of its own, create a ClusterPolicy and time it to `ready`, watch
+//! the steady state, time a series of `kubectl patch`es to the updated DaemonSet, then count the
+//! operator's writes in the API server's audit log and read its memory and CPU from `/proc`.
 
 use std::{
     path::{Path, PathBuf},
@@ -26,7 +26,10 @@ use kube::{
 };
 use serde_json::json;
 
+use serde::Deserialize as _;
+
 use super::{
+    patches,
     proc_stats::{clock_ticks, cpu_seconds, load_average, status_mib},
     report::Run,
 };
@@ -56,6 +59,13 @@ pub struct Options {
     pub dir: PathBuf,
     /// Extra environment for the operator.
     pub env: Vec<(String, String)>,
+    /// The operator's command-line arguments with placeholders (see [`Operator::spawn_args`]);
+    /// `None`: ours (`run --leader-elect …`).
+    pub args: Option<Vec<String>>,
+    /// The ServiceAccount the operator runs as, so the audit log tells operators apart.
+    pub account: String,
+    /// CRD manifests applied (server-side) before the operator starts, besides ours.
+    pub crds: Vec<PathBuf>,
 }
 
 /// Points in time the audit log is split at.
@@ -64,6 +74,8 @@ struct Marks {
     created: Option<Timestamp>,
     steady_from: Option<Timestamp>,
     steady_to: Option<Timestamp>,
+    patches_from: Option<Timestamp>,
+    patches_to: Option<Timestamp>,
 }
 
 /// Measures one run on the cluster of the admin `kubeconfig`; a failed step is recorded in
@@ -95,6 +107,9 @@ async fn steps(
 ) -> anyhow::Result<()> {
     let client = client_for(kubeconfig).await?;
     install_crd(&client).await?;
+    for path in &options.crds {
+        apply_crds(&client, path).await?;
+    }
     let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": NAMESPACE}}))?;
     Api::<Namespace>::all(client.clone())
         .create(&PostParams::default(), &namespace)
@@ -105,25 +120,37 @@ async fn steps(
         kubeconfig,
         &client,
         NAMESPACE,
-        "gpu-operator",
+        &options.account,
         "cluster-admin",
         &options.dir,
     )
     .await?;
+    patches::create_configs(&client, NAMESPACE).await?;
     *user = Some(operator_user);
     let env: Vec<(&str, &str)> = IMAGES
         .into_iter()
         .chain(options.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .collect();
     let ticks = clock_ticks();
-    let mut operator = Operator::spawn(
-        &options.binary,
-        "info",
-        &operator_kubeconfig,
-        NAMESPACE,
-        &env,
-        &options.dir.join("operator.log"),
-    )?;
+    let log = options.dir.join("operator.log");
+    let mut operator = match &options.args {
+        None => Operator::spawn(
+            &options.binary,
+            "info",
+            &operator_kubeconfig,
+            NAMESPACE,
+            &env,
+            &log,
+        )?,
+        Some(args) => Operator::spawn_args(
+            &options.binary,
+            args,
+            &operator_kubeconfig,
+            NAMESPACE,
+            &env,
+            &log,
+        )?,
+    };
     let pid = operator.pid();
     let result = Box::pin(observe(&client, &mut operator, run, options, marks, ticks)).await;
     run.peak_rss_mib = status_mib(pid, "VmHWM");
@@ -204,56 +231,11 @@ async fn observe(
             operator.log_tail()
         );
     }
-    run.patch_to_daemonset_s = Some(patch_to_daemonset(client, operator, &name).await?);
+    marks.patches_from = Some(Timestamp::now());
+    let series = patches::series(client, operator, NAMESPACE, PLUGIN, &name).await;
+    marks.patches_to = Some(Timestamp::now());
+    run.patch_latencies_s = series?;
     Ok(())
-}
-
-/// Patches the device plugin's environment and times until the DaemonSet template carries it.
-async fn patch_to_daemonset(
-    client: &kube::Client,
-    operator: &mut Operator,
-    name: &str,
-) -> anyhow::Result<f64> {
-    let policies: Api<ClusterPolicy> = Api::all(client.clone());
-    let daemonsets: Api<DaemonSet> = Api::namespaced(client.clone(), NAMESPACE);
-    let value = Timestamp::now().as_second().to_string();
-    let patch =
-        json!({"spec": {"devicePlugin": {"env": [{"name": "BENCH_PATCH", "value": value}]}}});
-    let patched = Instant::now();
-    policies
-        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .context("patching the ClusterPolicy")?;
-    let poll = Duration::from_millis(100);
-    let deadline = patched + Duration::from_secs(300);
-    loop {
-        let ds = daemonsets.get_opt(PLUGIN).await?;
-        if ds
-            .as_ref()
-            .is_some_and(|ds| carries_env(ds, "BENCH_PATCH", &value))
-        {
-            return Ok(patched.elapsed().as_secs_f64());
-        }
-        if Instant::now() > deadline {
-            bail!("{PLUGIN} did not pick up the patch within 5 minutes");
-        }
-        if !operator.is_running() {
-            bail!(
-                "the operator exited; its log ends:\n{}",
-                operator.log_tail()
-            );
-        }
-        tokio::time::sleep(poll).await;
-    }
-}
-
-fn carries_env(ds: &DaemonSet, name: &str, value: &str) -> bool {
-    ds.spec
-        .iter()
-        .flat_map(|s| s.template.spec.iter())
-        .flat_map(|s| s.containers.iter())
-        .flat_map(|c| c.env.iter().flatten())
-        .any(|e| e.name == name && e.value.as_deref() == Some(value))
 }
 
 /// Calls `check` about once a second until it returns `Some`, the operator exits or `timeout`
@@ -284,7 +266,10 @@ async fn wait_for<T>(
             );
         }
         if started.elapsed() > timeout {
-            bail!("timed out after {timeout:?} waiting for {what}");
+            bail!(
+                "timed out after {timeout:?} waiting for {what}; the operator's log ends:\n{}",
+                operator.log_tail()
+            );
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
@@ -379,14 +364,59 @@ fn count_writes(
 ) -> anyhow::Result<()> {
     let writes = writes_in(&audit_log_beside(kubeconfig)?, user, created)?;
     for (at, write) in writes {
-        let steady = marks.steady_from.is_some_and(|from| at > from)
-            && marks.steady_to.is_none_or(|to| at <= to);
-        let after = marks.steady_to.is_some_and(|to| at > to);
-        match (steady, after, write.resource.as_str()) {
-            (true, false, "leases") => run.steady_lease_writes += 1,
-            (true, false, resource) => run.steady_writes.add(&write.verb, resource, write.code),
-            (_, true, _) | (false, _, "leases") => {}
-            (false, false, resource) => run.rollout_writes.add(&write.verb, resource, write.code),
+        let resource = write.resource.as_str();
+        let window = |from: Option<Timestamp>, to: Option<Timestamp>| {
+            from.is_some_and(|from| at > from) && to.is_none_or(|to| at <= to)
+        };
+        let (target, leases) = if window(Some(created), marks.steady_from) {
+            (&mut run.rollout_writes, &mut run.rollout_lease_writes)
+        } else if window(marks.steady_from, marks.steady_to) {
+            (&mut run.steady_writes, &mut run.steady_lease_writes)
+        } else if window(marks.patches_from, marks.patches_to) {
+            (&mut run.patch_writes, &mut run.patch_lease_writes)
+        } else {
+            continue;
+        };
+        if resource == "leases" {
+            *leases += 1;
+        } else {
+            target.add(&write.verb, resource, write.code);
+        }
+    }
+    Ok(())
+}
+
+/// Applies (server-side) every CustomResourceDefinition in the YAML file or directory `path`.
+async fn apply_crds(client: &kube::Client, path: &Path) -> anyhow::Result<()> {
+    let files: Vec<PathBuf> = if path.is_dir() {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(path)?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+            .collect();
+        files.sort();
+        files
+    } else {
+        vec![path.to_owned()]
+    };
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for file in files {
+        let text = std::fs::read_to_string(&file)?;
+        for document in serde_yaml::Deserializer::from_str(&text) {
+            let value = serde_yaml::Value::deserialize(document)
+                .with_context(|| format!("reading {}", file.display()))?;
+            if value.get("kind").and_then(|k| k.as_str()) != Some("CustomResourceDefinition") {
+                continue;
+            }
+            let crd: CustomResourceDefinition = serde_yaml::from_value(value)
+                .with_context(|| format!("reading a CRD in {}", file.display()))?;
+            crds.patch(
+                &crd.name_any(),
+                &PatchParams::apply("gpu-operator-bench").force(),
+                &Patch::Apply(&crd),
+            )
+            .await
+            .with_context(|| format!("applying CRD {} from {}", crd.name_any(), file.display()))?;
         }
     }
     Ok(())

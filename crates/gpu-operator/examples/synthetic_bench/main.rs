@@ -1,0 +1,141 @@
+//! The operator's cost past what a local control plane holds: its caches, trigger filters, node
+//! label pass, every operand's validate + render and the status summaries fed synthetic Nodes in
+//! memory at 1,000 to 50,000 GPU nodes, with no API server. Each size runs in a fresh process
+//! (so its memory is its own); prints a Markdown table. Run by `cargo xtask bench --synthetic`.
+//!
+//! `synthetic_bench [--nodes 1000,5000,20000,50000]` (GPU nodes; the fleet adds one CPU-only node
+//! for every six, the live bench's mix).
+
+mod fleet;
+mod measure;
+
+use std::{fmt::Write as _, process::Command};
+
+use anyhow::{Context as _, bail};
+use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
+use gpu_operator_core::facts::ClusterFacts;
+use serde_json::Value;
+
+/// Renders an operand's objects as JSON for a spec and the node facts.
+type Render = fn(&ClusterPolicySpec, &ClusterFacts) -> Vec<Value>;
+
+/// Every operand `gpu-operator run` reconciles, by reconciler name.
+pub const OPERANDS: [(&str, Render); 9] = [
+    ("driver", measure::rendered::<gpu_operator_driver::Driver>),
+    (
+        "toolkit",
+        measure::rendered::<gpu_operator_toolkit::Toolkit>,
+    ),
+    (
+        "device-plugin",
+        measure::rendered::<gpu_operator_device_plugin::DevicePlugin>,
+    ),
+    (
+        "gfd",
+        measure::rendered::<gpu_operator_gfd::GpuFeatureDiscovery>,
+    ),
+    ("dcgm", measure::rendered::<gpu_operator_dcgm::Dcgm>),
+    (
+        "dcgm-exporter",
+        measure::rendered::<gpu_operator_dcgm_exporter::DcgmExporter>,
+    ),
+    (
+        "mig-manager",
+        measure::rendered::<gpu_operator_mig_manager::MigManager>,
+    ),
+    (
+        "validator",
+        measure::rendered::<gpu_operator_validation::Validation>,
+    ),
+    (
+        "node-status-exporter",
+        measure::rendered::<gpu_operator_node_status_exporter::NodeStatusExporter>,
+    ),
+];
+
+/// The ClusterPolicy of the live bench.
+const POLICY: &str = include_str!("../../../../manifests/examples/minimal.yaml");
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let policy: ClusterPolicy = serde_yaml::from_str(POLICY)?;
+    match args.as_slice() {
+        [flag, n] if flag == "--one" => {
+            let sample = measure::sample(n.parse().context("--one takes a node count")?, &policy)?;
+            println!("{}", serde_json::to_string(&sample)?);
+            Ok(())
+        }
+        [] => table(&[1000, 5000, 20000, 50000]),
+        [flag, sizes] if flag == "--nodes" => table(
+            &sizes
+                .split(',')
+                .map(|s| s.trim().replace('_', "").parse::<u32>())
+                .collect::<Result<Vec<_>, _>>()
+                .context("--nodes takes GPU node counts, such as 1000,5000")?,
+        ),
+        _ => bail!("usage: synthetic_bench [--nodes 1000,5000,20000,50000]"),
+    }
+}
+
+/// Runs each size in a child process and prints the table.
+fn table(sizes: &[u32]) -> anyhow::Result<()> {
+    let exe = std::env::current_exe()?;
+    let mut samples = Vec::new();
+    for size in sizes {
+        eprintln!("==> synthetic: {size} GPU nodes");
+        let out = Command::new(&exe)
+            .args(["--one", &size.to_string()])
+            .output()?;
+        if !out.status.success() {
+            bail!(
+                "the {size}-node sample failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let sample: Value = serde_json::from_slice(&out.stdout)?;
+        samples.push(sample);
+    }
+    println!("{}", markdown(&samples));
+    Ok(())
+}
+
+fn markdown(samples: &[Value]) -> String {
+    let num = |v: &Value, key: &str| v[key].as_f64().unwrap_or_default();
+    let mut out = String::from("| figure |");
+    for s in samples {
+        let _ = write!(out, " {} GPU nodes |", s["gpu_nodes"]);
+    }
+    out.push_str("\n|---|");
+    out.push_str(&"---|".repeat(samples.len()));
+    let mut row = |name: &str, cell: &dyn Fn(&Value) -> String| {
+        let _ = write!(out, "\n| {name} |");
+        for s in samples {
+            let _ = write!(out, " {} |", cell(s));
+        }
+    };
+    row("memory per GPU node (caches + filters)", &|s| {
+        format!("{:.2} KiB", num(s, "kib_per_gpu_node"))
+    });
+    row("one node event (caches, filters, label decision)", &|s| {
+        format!("{:.1} µs", num(s, "node_event_us"))
+    });
+    row("requests one node event causes", &|s| {
+        s["event_requests"].to_string()
+    });
+    row("node label pass, every node", &|s| {
+        format!("{:.1} ms", num(s, "label_pass_ms"))
+    });
+    row("cluster facts from the node caches", &|s| {
+        format!("{:.2} ms", num(s, "facts_ms"))
+    });
+    row("validators' summary, every node", &|s| {
+        format!("{:.2} ms", num(s, "node_summary_ms"))
+    });
+    for (i, (name, _)) in OPERANDS.iter().enumerate() {
+        row(&format!("full reconcile: {name}"), &|s| {
+            let ms = s["operand_ms"][i][1].as_f64().unwrap_or_default();
+            format!("{ms:.2} ms")
+        });
+    }
+    out
+}
