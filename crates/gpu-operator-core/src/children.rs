@@ -1,7 +1,8 @@
 //! The objects an operand renders ([`Children`]) and how the pipeline writes them: each kind is
 //! compared with its cache and applied only when it differs; what the operand no longer renders
-//! (found by its `app.kubernetes.io/component` label) is deleted. ServiceMonitors, a kind the
-//! cluster may lack, are written by [`crate::service_monitor`].
+//! (found by its `app.kubernetes.io/component` label) is deleted. ServiceMonitors and
+//! PrometheusRules, kinds the cluster may lack, are written by [`crate::service_monitor`] and
+//! [`crate::prometheus_rule`].
 
 use std::{collections::BTreeSet, fmt::Debug};
 
@@ -22,7 +23,7 @@ use serde::{Serialize, de::DeserializeOwned};
 use crate::{
     Context, Error,
     apply::{self, Outcome},
-    meta, service_monitor,
+    meta, prometheus_rule, service_monitor,
 };
 
 /// Every kind of object an operand may render, in the order they are applied (identities and
@@ -51,6 +52,9 @@ pub struct Children {
     /// Prometheus Operator ServiceMonitors (operator namespace), written only while their CRD is
     /// installed; build them with [`service_monitor::build`].
     pub service_monitors: Vec<DynamicObject>,
+    /// Prometheus Operator PrometheusRules (operator namespace), written only while their CRD is
+    /// installed; build them with [`prometheus_rule::build`].
+    pub prometheus_rules: Vec<DynamicObject>,
 }
 
 impl Children {
@@ -67,6 +71,7 @@ impl Children {
             runtime_classes,
             daemonsets,
             service_monitors,
+            prometheus_rules,
         } = self;
         service_accounts.len()
             + roles.len()
@@ -78,6 +83,7 @@ impl Children {
             + runtime_classes.len()
             + daemonsets.len()
             + service_monitors.len()
+            + prometheus_rules.len()
     }
 
     /// Whether nothing is rendered.
@@ -88,7 +94,7 @@ impl Children {
 
 /// Applies what changed and prunes what is no longer rendered for reconciler `component`;
 /// returns how many objects were written or deleted. `monitored`: the reconciler may have
-/// ServiceMonitors to prune even when it renders none.
+/// ServiceMonitors or PrometheusRules to prune even when it renders none.
 pub async fn apply_all(
     ctx: &Context,
     policy: &ClusterPolicy,
@@ -107,6 +113,7 @@ pub async fn apply_all(
         runtime_classes,
         daemonsets,
         service_monitors,
+        prometheus_rules,
     } = children;
     let stores = &ctx.stores;
     let mut w = Writer {
@@ -136,6 +143,8 @@ pub async fn apply_all(
         .await?;
     w.written +=
         service_monitor::apply_all(ctx, policy, component, service_monitors, monitored).await?;
+    w.written +=
+        prometheus_rule::apply_all(ctx, policy, component, prometheus_rules, monitored).await?;
     Ok(w.written)
 }
 

@@ -91,6 +91,7 @@ impl Context {
     pub fn facts(&self) -> ClusterFacts {
         ClusterFacts {
             service_monitor_crd: crate::service_monitor::crd_installed(&self.stores),
+            prometheus_rule_crd: crate::prometheus_rule::crd_installed(&self.stores),
             ..ClusterFacts::from_nodes(
                 self.stores.nodes.state().iter().map(AsRef::as_ref),
                 self.stores.node_runtimes.state().iter().map(AsRef::as_ref),

@@ -47,6 +47,7 @@ pub fn run_operand<O: Operand>(
     let policies = ctx.stores.policies.clone();
     let runtime_policies = policies.clone();
     let crd_policies = policies.clone();
+    let rule_crd_policies = policies.clone();
     let config_policies = policies.clone();
     let user_configs = changes(
         subs.config_maps
@@ -79,6 +80,9 @@ pub fn run_operand<O: Operand>(
         .watches_shared_stream(user_configs, move |_| active_ref(&config_policies))
         .watches_shared_stream(subs.service_monitor_crds, move |_| {
             active_ref(&crd_policies)
+        })
+        .watches_shared_stream(subs.prometheus_rule_crds, move |_| {
+            active_ref(&rule_crd_policies)
         })
         .graceful_shutdown_on(shutdown)
         .run(operand::reconcile::<O>, operand::error_policy::<O>, ctx)

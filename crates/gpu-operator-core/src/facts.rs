@@ -35,6 +35,9 @@ pub struct ClusterFacts {
     /// Whether the ServiceMonitor CRD (`servicemonitors.monitoring.coreos.com`) is installed, so
     /// ServiceMonitors can be created.
     pub service_monitor_crd: bool,
+    /// Whether the PrometheusRule CRD (`prometheusrules.monitoring.coreos.com`) is installed, so
+    /// PrometheusRules can be created.
+    pub prometheus_rule_crd: bool,
 }
 
 /// A node's operating system as NFD reports it, such as `ubuntu` `22.04`.

@@ -51,6 +51,7 @@ fn facts(nodes: &[(&str, &str, &str, &str)]) -> ClusterFacts {
         gpu_nodes_without_os: 0,
         gpu_nodes_without_kernel: 0,
         service_monitor_crd: false,
+        prometheus_rule_crd: false,
     }
 }
 
@@ -284,6 +285,7 @@ fn children_values(children: &Children) -> Result<serde_json::Value, serde_json:
         runtime_classes,
         daemonsets,
         service_monitors,
+        prometheus_rules,
     } = children;
     let mut all = Vec::new();
     for value in [
@@ -297,6 +299,7 @@ fn children_values(children: &Children) -> Result<serde_json::Value, serde_json:
         serde_json::to_value(runtime_classes)?,
         serde_json::to_value(daemonsets)?,
         serde_json::to_value(service_monitors)?,
+        serde_json::to_value(prometheus_rules)?,
     ] {
         if let serde_json::Value::Array(items) = value {
             all.extend(items);

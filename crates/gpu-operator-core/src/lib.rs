@@ -34,6 +34,7 @@ mod projection;
 pub mod rbac;
 pub mod readiness;
 pub mod runtime_class;
+pub mod prometheus_rule;
 pub mod service_monitor;
 pub mod status_write;
 pub mod stores;

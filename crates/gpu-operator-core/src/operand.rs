@@ -70,8 +70,8 @@ pub trait Operand: Send + Sync + 'static {
         Vec::new()
     }
 
-    /// Whether the operand may render ServiceMonitors, so its stale ones are looked for even when
-    /// it renders none.
+    /// Whether the operand may render ServiceMonitors or PrometheusRules, so its stale ones are
+    /// looked for even when it renders none.
     const SERVICE_MONITORS: bool = false;
 }
 
@@ -95,6 +95,19 @@ impl Warning {
                  installed, so no ServiceMonitor was created: install the Prometheus Operator's \
                  CRDs or set {section}.serviceMonitor.enabled=false",
                 crate::service_monitor::CRD_NAME
+            ),
+        }
+    }
+
+    /// The operand renders a PrometheusRule but the cluster has no PrometheusRule CRD.
+    fn prometheus_rule_crd_missing(section: &str) -> Self {
+        Self {
+            reason: "PrometheusRuleCRDMissing",
+            message: format!(
+                "{section}.prometheusRule.enabled is true but the PrometheusRule CRD ({}) is not \
+                 installed, so no alert rules were created: install the Prometheus Operator's \
+                 CRDs or set {section}.prometheusRule.enabled=false",
+                crate::prometheus_rule::CRD_NAME
             ),
         }
     }
@@ -261,6 +274,9 @@ async fn reconcile_once<O: Operand>(
     if !children.service_monitors.is_empty() && !facts.service_monitor_crd {
         warnings.push(Warning::service_monitor_crd_missing(O::SECTION));
     }
+    if !children.prometheus_rules.is_empty() && !facts.prometheus_rule_crd {
+        warnings.push(Warning::prometheus_rule_crd_missing(O::SECTION));
+    }
     let desired = match state {
         Some(state) => state,
         None => rollout_condition::<O>(ctx, &children, unserved).await?,
@@ -424,5 +440,17 @@ mod tests {
         );
         let plain = Desired::ok("X", "Ready", "fine");
         assert_eq!(with_warnings(plain.clone(), &[]), plain);
+    }
+
+    #[test]
+    fn a_missing_rule_crd_names_the_crd_and_the_switch() {
+        let warning = Warning::prometheus_rule_crd_missing("dcgmExporter");
+        assert_eq!(warning.reason, "PrometheusRuleCRDMissing");
+        for part in [
+            "prometheusrules.monitoring.coreos.com",
+            "dcgmExporter.prometheusRule.enabled=false",
+        ] {
+            assert!(warning.message.contains(part), "{}", warning.message);
+        }
     }
 }

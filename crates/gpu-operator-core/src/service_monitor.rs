@@ -3,7 +3,8 @@
 //! nothing is asked of the API server while it is absent; once it is there, the ServiceMonitors an
 //! operand renders are applied like the other children, compared with a label-selected list of
 //! the live ones (a list, not a watch, so a missing CRD never breaks a cache), and the ones the
-//! operand no longer renders are deleted.
+//! operand no longer renders are deleted. The same writer serves the Prometheus Operator's other
+//! optional kind, PrometheusRules ([`crate::prometheus_rule`]).
 
 use std::collections::BTreeMap;
 
@@ -54,10 +55,22 @@ pub fn build(
     extra_labels: &BTreeMap<String, String>,
     spec: Value,
 ) -> DynamicObject {
+    build_of(&api_resource(), name, app, component, extra_labels, spec)
+}
+
+/// An object of the optional kind `resource`, built like [`build`].
+pub(crate) fn build_of(
+    resource: &ApiResource,
+    name: &str,
+    app: &str,
+    component: &str,
+    extra_labels: &BTreeMap<String, String>,
+    spec: Value,
+) -> DynamicObject {
     let mut labels = meta::labels(app, component);
     labels.extend(extra_labels.iter().map(|(k, v)| (k.clone(), v.clone())));
     let data = serde_json::Map::from_iter([("spec".to_owned(), spec)]);
-    let mut object = DynamicObject::new(name, &api_resource()).data(Value::Object(data));
+    let mut object = DynamicObject::new(name, resource).data(Value::Object(data));
     object.metadata = ObjectMeta {
         name: Some(name.to_owned()),
         labels: Some(labels),
@@ -76,17 +89,39 @@ pub(crate) async fn apply_all(
     desired: &[DynamicObject],
     may_have_stale: bool,
 ) -> Result<usize, Error> {
-    if (desired.is_empty() && !may_have_stale) || !crd_installed(&ctx.stores) {
+    let installed = crd_installed(&ctx.stores);
+    apply_kind(
+        ctx,
+        policy,
+        component,
+        (&api_resource(), installed),
+        desired,
+        may_have_stale,
+    )
+    .await
+}
+
+/// [`apply_all`] for the optional kind `resource`, whose CRD is `installed` or not.
+pub(crate) async fn apply_kind(
+    ctx: &Context,
+    policy: &ClusterPolicy,
+    component: &str,
+    (resource, installed): (&ApiResource, bool),
+    desired: &[DynamicObject],
+    may_have_stale: bool,
+) -> Result<usize, Error> {
+    if (desired.is_empty() && !may_have_stale) || !installed {
         return Ok(0);
     }
+    let kind = &resource.kind;
     let api: Api<DynamicObject> =
-        Api::namespaced_with(ctx.client.clone(), &ctx.namespace, &api_resource());
+        Api::namespaced_with(ctx.client.clone(), &ctx.namespace, resource);
     let selector = ListParams::default().labels(&meta::component_selector(component));
     let live = match api.list(&selector).await {
         Ok(list) => list.items,
-        // The CRD went away since the cache saw it: so did every ServiceMonitor.
+        // The CRD went away since the cache saw it: so did every object of its kind.
         Err(kube::Error::Api(status)) if status.is_not_found() => return Ok(0),
-        Err(error) => return Err(Error::kube("listing ServiceMonitors")(error)),
+        Err(error) => return Err(Error::kube(format!("listing {kind}s"))(error)),
     };
     let mut written = 0;
     let params = PatchParams::apply(&format!("{FIELD_MANAGER_PREFIX}{component}")).force();
@@ -95,19 +130,19 @@ pub(crate) async fn apply_all(
         let mut object = object.clone();
         object.metadata.namespace = Some(ctx.namespace.clone());
         object.metadata.owner_references = meta::owner_reference(policy).map(|o| vec![o]);
-        let json = to_json(&object, &name)?;
+        let json = to_json(&object, kind, &name)?;
         let current = live.iter().find(|o| o.name_any() == name);
         if let Some(current) = current
             && is_subset(
                 &without_types(&json),
-                &without_types(&to_json(current, &name)?),
+                &without_types(&to_json(current, kind, &name)?),
             )
         {
             continue;
         }
         api.patch(&name, &params, &Patch::Apply(&json))
             .await
-            .map_err(Error::kube(format!("applying ServiceMonitor {name}")))?;
+            .map_err(Error::kube(format!("applying {kind} {name}")))?;
         written += 1;
     }
     for stale in live
@@ -119,18 +154,16 @@ pub(crate) async fn apply_all(
             Ok(_) => written += 1,
             Err(kube::Error::Api(status)) if status.is_not_found() => {}
             Err(error) => {
-                return Err(Error::kube(format!("deleting ServiceMonitor {name}"))(
-                    error,
-                ));
+                return Err(Error::kube(format!("deleting {kind} {name}"))(error));
             }
         }
     }
     Ok(written)
 }
 
-fn to_json(object: &DynamicObject, name: &str) -> Result<Value, Error> {
+fn to_json(object: &DynamicObject, kind: &str, name: &str) -> Result<Value, Error> {
     serde_json::to_value(object).map_err(|source| Error::Serialize {
-        what: format!("ServiceMonitor {name}"),
+        what: format!("{kind} {name}"),
         source,
     })
 }

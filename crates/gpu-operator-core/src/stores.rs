@@ -5,8 +5,8 @@
 //! (`devicePlugin.config.name`, …); every Node as metadata only, watched as such and kept as
 //! [`NodeMeta`] (name, labels, the validators' report), so the cache stays small at thousands of
 //! nodes; the GPU nodes' container runtime, parsed as that one field; and the metadata of one
-//! CustomResourceDefinition, the Prometheus Operator's ServiceMonitor, whose presence decides
-//! whether ServiceMonitors can be created.
+//! CustomResourceDefinition each for the Prometheus Operator's ServiceMonitor and PrometheusRule,
+//! whose presence decides whether those can be created.
 
 use std::{fmt::Debug, future::Future, hash::Hash, pin::Pin};
 
@@ -32,7 +32,9 @@ use kube::{
 };
 use serde::de::DeserializeOwned;
 
-use crate::{meta, node_meta::NodeMeta, node_runtime::NodeRuntime, service_monitor};
+use crate::{
+    meta, node_meta::NodeMeta, node_runtime::NodeRuntime, prometheus_rule, service_monitor,
+};
 
 /// Declares the cached kinds once: the caches, their change streams and the readiness wait.
 macro_rules! kinds {
@@ -73,6 +75,7 @@ kinds! {
     cluster_role_bindings: ClusterRoleBinding,
     runtime_classes: RuntimeClass,
     service_monitor_crds: PartialObjectMeta<CustomResourceDefinition>,
+    prometheus_rule_crds: PartialObjectMeta<CustomResourceDefinition>,
 }
 
 /// The future that runs every reflector; it must be polled for the caches to fill.
@@ -149,6 +152,11 @@ pub fn start(
         &watcher::Config::default().fields(&format!("metadata.name={}", service_monitor::CRD_NAME)),
         strip_managed_fields,
     )?;
+    let (prometheus_rule_crds, prometheus_rule_crds_sub) = r.reflect(
+        Api::<PartialObjectMeta<CustomResourceDefinition>>::all(c.clone()),
+        &watcher::Config::default().fields(&format!("metadata.name={}", prometheus_rule::CRD_NAME)),
+        strip_managed_fields,
+    )?;
 
     let driver = Box::pin(futures::stream::select_all(r.streams).for_each(|()| async {}));
     let stores = Stores {
@@ -165,6 +173,7 @@ pub fn start(
         cluster_role_bindings,
         runtime_classes,
         service_monitor_crds,
+        prometheus_rule_crds,
     };
     let subscriptions = Subscriptions {
         policies: policies_sub,
@@ -180,6 +189,7 @@ pub fn start(
         cluster_role_bindings: cluster_role_bindings_sub,
         runtime_classes: runtime_classes_sub,
         service_monitor_crds: service_monitor_crds_sub,
+        prometheus_rule_crds: prometheus_rule_crds_sub,
     };
     Ok((stores, subscriptions, driver))
 }

@@ -2,8 +2,11 @@
 //! `nvidia.com/gpu.deploy.dcgm-exporter=true`, its Service (port 9400, `gpu-metrics`), a
 //! Prometheus Operator ServiceMonitor when asked for (and, when its CRD is missing, a warning
 //! instead of NVIDIA's silence), its ServiceAccount and RBAC (reading pods only with pod-label
-//! enrichment). Pure validate and render steps; the shared pipeline does the rest.
+//! enrichment), and when asked for, the shipped observability: a PrometheusRule of GPU, cost,
+//! workload and stack alerts and Grafana dashboard ConfigMaps ([`observability`]). Pure validate
+//! and render steps; the shared pipeline does the rest.
 
+pub mod observability;
 mod render;
 mod validate;
 
@@ -13,6 +16,7 @@ use gpu_operator_core::{
     operand::{Children, Cluster, Operand},
 };
 
+pub use render::prometheus_rule::RULE_NAME;
 pub use validate::Input;
 
 /// Name of the DaemonSet, Service, ServiceMonitor, ServiceAccount, Role and their `app` label.

@@ -44,6 +44,21 @@ impl Input {
                 .is_some_and(|v| !v.is_empty() && v != "none")
     }
 
+    /// The settings of the shipped alerts and dashboards.
+    pub fn observability(&self) -> crate::observability::Settings {
+        crate::observability::Settings::of(
+            &self.spec.dcgm_exporter,
+            self.spec.device_plugin.enabled != Some(false),
+        )
+    }
+
+    /// Whether the shipped alerts or dashboards are on.
+    pub fn observability_enabled(&self) -> bool {
+        let exporter = &self.spec.dcgm_exporter;
+        exporter.prometheus_rule.as_ref().and_then(|r| r.enabled) == Some(true)
+            || exporter.grafana_dashboards.as_ref().and_then(|d| d.enabled) == Some(true)
+    }
+
     /// Whether the standalone host engine (`nvidia-dcgm`) runs: `dcgm.enabled` unset or true.
     pub fn remote_engine(&self) -> bool {
         self.spec.dcgm.enabled != Some(false)

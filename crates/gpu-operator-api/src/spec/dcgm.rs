@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::alerting::{GrafanaDashboardsConfig, PrometheusRuleConfig};
 use super::common::{ContainerSpec, ImageSpec};
 use super::monitoring::ServiceMonitorConfig;
 
@@ -40,6 +41,12 @@ pub struct DcgmExporterSpec {
     /// The Prometheus Operator ServiceMonitor for the exporter's Service.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub service_monitor: Option<ServiceMonitorConfig>,
+    /// Alert rules for the GPUs and the GPU stack, as a Prometheus Operator PrometheusRule.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prometheus_rule: Option<PrometheusRuleConfig>,
+    /// Grafana dashboards (GPU fleet, cost, operator) as ConfigMaps for Grafana's sidecar.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grafana_dashboards: Option<GrafanaDashboardsConfig>,
     /// The exporter's Service.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub service: Option<DcgmExporterServiceConfig>,

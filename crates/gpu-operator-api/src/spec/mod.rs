@@ -1,5 +1,6 @@
 //! The sections of `ClusterPolicy.spec`, one module per group of components.
 
+mod alerting;
 mod common;
 mod dcgm;
 mod device_plugin;
@@ -13,6 +14,7 @@ mod toolkit;
 mod upgrade;
 mod validator;
 
+pub use alerting::{AlertThresholds, GrafanaDashboardsConfig, PrometheusRuleConfig};
 pub use common::{ContainerSpec, EnvVar, ImageSpec, ResourceRequirements};
 pub use dcgm::{
     DcgmExporterConfig, DcgmExporterServiceConfig, DcgmExporterSpec, DcgmSpec, HpcJobMappingConfig,

@@ -1,6 +1,8 @@
 //! The DCGM exporter's objects, one file per kind.
 
 mod daemonset;
+mod dashboards;
+pub mod prometheus_rule;
 mod rbac;
 mod service;
 mod service_monitor;
@@ -25,9 +27,11 @@ pub fn children(input: &Input) -> Children {
         role_bindings: vec![rbac::IDENTITY.role_binding(&input.namespace)],
         cluster_roles,
         cluster_role_bindings,
+        config_maps: dashboards::build(input),
         services: vec![service::build(input)],
         daemonsets: vec![daemonset::build(input)],
         service_monitors: service_monitor::build(input).into_iter().collect(),
+        prometheus_rules: prometheus_rule::build(input).into_iter().collect(),
         ..Children::default()
     }
 }

@@ -1,7 +1,9 @@
 //! ServiceMonitor `nvidia-dcgm-exporter`, when `dcgmExporter.serviceMonitor.enabled`: scrapes
 //! `gpu-metrics` at `/metrics` of the exporter's Service, with the interval, timeout, label
-//! handling, relabelings and extra labels of `dcgmExporter.serviceMonitor`. The pipeline writes it
-//! only while the ServiceMonitor CRD is installed and warns otherwise.
+//! handling, relabelings and extra labels of `dcgmExporter.serviceMonitor`. While the shipped
+//! alerts or dashboards are on, a last relabeling copies the scraped pod's node into label `node`,
+//! which they group and filter by. The pipeline writes it only while the ServiceMonitor CRD is
+//! installed and warns otherwise.
 
 use gpu_operator_core::{
     operand::Operand as _,
@@ -29,8 +31,20 @@ pub fn build(input: &Input) -> Option<DynamicObject> {
     if let Some(honor) = config.honor_labels {
         endpoint.insert("honorLabels".to_owned(), json!(honor));
     }
-    if let Some(relabelings) = &config.relabelings {
-        endpoint.insert("relabelings".to_owned(), json!(relabelings));
+    let mut relabelings = match &config.relabelings {
+        Some(relabelings) => json!(relabelings),
+        None => json!([]),
+    };
+    if input.observability_enabled()
+        && let Value::Array(items) = &mut relabelings
+    {
+        items.push(json!({
+            "sourceLabels": ["__meta_kubernetes_pod_node_name"],
+            "targetLabel": "node",
+        }));
+    }
+    if relabelings.as_array().is_some_and(|r| !r.is_empty()) || config.relabelings.is_some() {
+        endpoint.insert("relabelings".to_owned(), relabelings);
     }
     let spec = json!({
         "endpoints": [Value::Object(endpoint)],

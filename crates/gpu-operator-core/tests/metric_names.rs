@@ -1,0 +1,53 @@
+//! `docs/metrics.txt` (the names the shipped alerts and dashboards may read) against what the
+//! operator's registry really exposes: every `operator` name is served, and none of the
+//! `upgrade-pending` names is yet (when the driver-upgrade gauges land, they move to `operator`).
+
+use std::time::Duration;
+
+use gpu_operator_core::metrics::{Metrics, ReconciliationStatus};
+
+fn listed(source: &str) -> Vec<String> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/metrics.txt");
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_once(' '))
+        .filter(|(s, _)| *s == source)
+        .map(|(_, name)| name.trim().to_owned())
+        .collect()
+}
+
+/// Names of the samples in a text exposition.
+fn exposed(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| l.split(['{', ' ']).next())
+        .collect()
+}
+
+#[test]
+fn listed_operator_metrics_are_exposed_and_pending_ones_are_not() {
+    let metrics = Metrics::new();
+    metrics.set_policy_status(ReconciliationStatus::Ready, 1, false);
+    metrics.observe("driver", Duration::from_millis(5), Some("ApiError"));
+    let text = metrics.encode().unwrap();
+    let names = exposed(&text);
+    let operator = listed("operator");
+    assert!(operator.len() >= 9, "the list has the operator's names");
+    for name in &operator {
+        assert!(names.contains(&name.as_str()), "{name} is not exposed:\n{text}");
+    }
+    for name in listed("upgrade-pending") {
+        assert!(
+            !names.contains(&name.as_str()),
+            "{name} is exposed now: list it as `operator` in docs/metrics.txt"
+        );
+    }
+    for name in names.iter().filter(|n| n.starts_with("gpu_operator_")) {
+        assert!(
+            operator.iter().any(|o| o == name),
+            "{name} is exposed but not in docs/metrics.txt"
+        );
+    }
+}

@@ -1,0 +1,26 @@
+//! PrometheusRule `nvidia-gpu-alerts`, when `dcgmExporter.prometheusRule.enabled`: the alert
+//! rules of [`crate::observability::alerts`] with the configured thresholds, labelled with
+//! `prometheusRule.additionalLabels` so a Prometheus can select it. The pipeline writes it only
+//! while the PrometheusRule CRD is installed and says so in the condition otherwise.
+
+use gpu_operator_core::{operand::Operand as _, prometheus_rule::{self, DynamicObject}};
+
+use crate::{DcgmExporter, Input, NAME, observability::alerts};
+
+/// Name of the PrometheusRule.
+pub const RULE_NAME: &str = "nvidia-gpu-alerts";
+
+/// The PrometheusRule, or `None` when it is not enabled.
+pub fn build(input: &Input) -> Option<DynamicObject> {
+    let config = input.spec.dcgm_exporter.prometheus_rule.as_ref()?;
+    if config.enabled != Some(true) {
+        return None;
+    }
+    Some(prometheus_rule::build(
+        RULE_NAME,
+        NAME,
+        DcgmExporter::NAME,
+        &config.additional_labels.clone().unwrap_or_default(),
+        alerts::rule_spec(&input.observability()),
+    ))
+}
