@@ -60,9 +60,18 @@ pub fn workspace_binary(name: &str) -> PathBuf {
     target.join("debug").join(name)
 }
 
-/// A free port on 127.0.0.1 (bound and released; good enough for a test).
-pub fn free_port() -> anyhow::Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+/// `N` distinct free ports on 127.0.0.1: all bound at once, then released (good enough for a
+/// test). Binding one at a time may hand out the same port twice, as it did to the operator's
+/// probe and metrics servers.
+pub fn free_ports<const N: usize>() -> anyhow::Result<[u16; N]> {
+    let listeners = (0..N)
+        .map(|_| TcpListener::bind("127.0.0.1:0"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut ports = [0; N];
+    for (port, listener) in ports.iter_mut().zip(&listeners) {
+        *port = listener.local_addr()?.port();
+    }
+    Ok(ports)
 }
 
 /// Creates ServiceAccount `name` in `namespace`, binds it to `cluster_role` and returns a
@@ -143,7 +152,7 @@ impl Operator {
         env: &[(&str, &str)],
         log: &Path,
     ) -> anyhow::Result<Self> {
-        let (probe_port, metrics_port) = (free_port()?, free_port()?);
+        let [probe_port, metrics_port] = free_ports::<2>()?;
         let out = fs::File::options().create(true).append(true).open(log)?;
         let child = Command::new(binary)
             .args(["run", "--leader-elect", "--log-level", log_level])

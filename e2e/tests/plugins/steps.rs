@@ -3,8 +3,11 @@
 use std::{collections::BTreeMap, time::Duration};
 
 use gpu_operator_api::conditions::operand;
-use gpu_operator_e2e::wait_until;
-use k8s_openapi::api::{apps::v1::DaemonSet, core::v1::Node};
+use gpu_operator_e2e::{operator::writes_by, wait_until};
+use k8s_openapi::{
+    api::{apps::v1::DaemonSet, core::v1::Node},
+    jiff::Timestamp,
+};
 use kube::{
     Api, ResourceExt as _,
     api::{ListParams, Patch, PatchParams},
@@ -174,7 +177,8 @@ pub async fn a_hand_edit_is_reverted(env: &Env) {
 }
 
 /// A spec change none of these operands renders re-renders all and writes none: no DaemonSet
-/// changes and no pod restarts.
+/// request in the audit log (read once every operand has reconciled the new generation, the
+/// marker) and no pod restarts.
 pub async fn a_no_op_change_restarts_nothing(env: &Env, name: &str) {
     wait_settled(env, name, Duration::from_secs(5)).await;
     let apps = [PLUGIN, GFD, MPS, VALIDATOR];
@@ -194,6 +198,7 @@ pub async fn a_no_op_change_restarts_nothing(env: &Env, name: &str) {
             .unwrap()
             .items,
     );
+    let changed_at = Timestamp::now();
     patch_policy(env, name, json!({"spec": {"psp": {"enabled": false}}})).await;
     wait_policy(env, name, "every operand to see the new generation", |p| {
         [
@@ -214,6 +219,24 @@ pub async fn a_no_op_change_restarts_nothing(env: &Env, name: &str) {
             .items,
     );
     assert_eq!(after, before, "no DaemonSet rewritten");
+    // A no-op server-side apply bumps no resourceVersion, so the audit log is the witness: no
+    // DaemonSet request at all, while the status writes of the new generation (the positive
+    // control) are there.
+    let writes = writes_by(&env.user, changed_at).unwrap();
+    let daemonsets: Vec<_> = writes
+        .iter()
+        .filter(|w| w.resource == "daemonsets")
+        .collect();
+    assert!(
+        daemonsets.is_empty(),
+        "a change no operand renders re-applied {daemonsets:?}"
+    );
+    assert!(
+        writes
+            .iter()
+            .any(|w| w.resource == "clusterpolicies/status"),
+        "the status writes of the new generation are not in the audit log: {writes:?}"
+    );
     let mut now = Vec::new();
     for app in apps {
         now.push(pods_of(env, app).await);
