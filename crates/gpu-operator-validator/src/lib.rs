@@ -15,6 +15,7 @@
 //! | `plugin` | the node's capacity has `nvidia.com/gpu*` (MIG strategy none/single) or `nvidia.com/mig-*` (mixed) and GFD's `nvidia.com/mig.strategy` agrees; with `WITH_WORKLOAD` a pod requesting one runs | `plugin-ready` | `GPUDevicePluginReady` |
 //!
 //! | `metrics` | not a check: NVIDIA's node status exporter, serving the node's `gpu_operator_node_*` gauges on `:METRICS_PORT` (see [`metrics`]) | – | – |
+//! | `discover` | not a check: GPU node discovery without NFD, writing the NFD labels the operator reads on its own node (see [`discovery`]) | – | – |
 //!
 //! Every run also derives `GPUStackReady`: True when driver, toolkit and device plugin conditions
 //! are True and the CUDA check passed (`cuda-ready` exists); otherwise False with the first failing
@@ -89,6 +90,7 @@
 
 pub mod components;
 pub mod config;
+pub mod discovery;
 pub mod host;
 pub mod lifecycle;
 pub mod metrics;
