@@ -85,7 +85,7 @@ fn every_template_renders_without_duplicate_keys() {
     let mut templates: Vec<String> = std::fs::read_dir(chart.join("templates"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".yaml"))
+        .filter(|n| Path::new(n).extension().is_some_and(|e| e == "yaml"))
         .collect();
     templates.sort();
     let missing: Vec<_> = templates.iter().filter(|t| !sources.contains(*t)).collect();
@@ -109,10 +109,6 @@ fn the_output_survives_a_kustomize_post_renderer() {
         "#!/bin/sh\nset -e\nd=$(mktemp -d)\ncat > \"$d/all.yaml\"\nprintf 'resources: [all.yaml]\\ncommonAnnotations:\\n  team: gpu\\n' > \"$d/kustomization.yaml\"\nkubectl kustomize \"$d\"\n",
     )
     .unwrap();
-    std::os::unix::fs::PermissionsExt::set_mode(
-        &mut std::fs::metadata(&script).unwrap().permissions(),
-        0o755,
-    );
     let mut permissions = std::fs::metadata(&script).unwrap().permissions();
     std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
     std::fs::set_permissions(&script, permissions).unwrap();

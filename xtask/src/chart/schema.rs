@@ -84,29 +84,25 @@ pub fn value_types() -> anyhow::Result<ValueTypes> {
 /// `templates/_value_types.tpl`: the paths of [`value_types`] as a named template.
 pub fn value_types_template(header: &str) -> anyhow::Result<String> {
     let types = value_types()?;
-    let mut out = String::new();
-    for line in header.lines() {
-        out.push_str(&format!(
-            "{{{{/* {} */}}}}\n",
-            line.trim_start_matches("# ")
-        ));
-    }
-    out.push_str(
+    let mut lines: Vec<String> = header
+        .lines()
+        .map(|line| format!("{{{{/* {} */}}}}", line.trim_start_matches("# ")))
+        .collect();
+    lines.push(
         "{{/* The values paths whose type gpu-operator.normalise restores (values.schema.json accepts\n\
-         NVIDIA's loose forms of them). */}}\n{{- define \"gpu-operator.valueTypes\" -}}\n",
+         NVIDIA's loose forms of them). */}}\n{{- define \"gpu-operator.valueTypes\" -}}"
+            .to_owned(),
     );
     for (kind, paths) in [
         ("booleans", &types.booleans),
         ("integers", &types.integers),
         ("strings", &types.strings),
     ] {
-        out.push_str(&format!("{kind}:\n"));
-        for path in paths {
-            out.push_str(&format!("  - {path}\n"));
-        }
+        lines.push(format!("{kind}:"));
+        lines.extend(paths.iter().map(|path| format!("  - {path}")));
     }
-    out.push_str("{{- end -}}\n");
-    Ok(out)
+    lines.push("{{- end -}}\n".to_owned());
+    Ok(lines.join("\n"))
 }
 
 /// Loosens the types of the object properties under `schema` (objects only: list items and map

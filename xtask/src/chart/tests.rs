@@ -5,10 +5,13 @@
 
 use std::path::PathBuf;
 
-use gpu_operator_api::ClusterPolicy;
 use serde_json::{Value, json};
 
-use super::{CHART_DIR, helm_binary, lint, template};
+use super::{
+    CHART_DIR, helm_binary, lint,
+    nvidia_values_tests::{cluster_policy, compare, nvidia_values_files, read_yaml, render_docs},
+    template,
+};
 use crate::codegen::workspace_root;
 
 fn chart() -> PathBuf {
@@ -61,51 +64,30 @@ fn the_chart_lints_clean() {
     }
 }
 
+/// Chart parity, against NVIDIA's own values (v26.7.0, `../shared/fixtures/nvidia/values`): every
+/// key NVIDIA's default values set arrives in the ClusterPolicy our defaults render, with NVIDIA's
+/// value, except the hand-written list of deliberate differences below. Needs the harness's helm.
 #[test]
 fn default_values_render_the_cluster_policy_of_nvidias_chart() {
-    let Some(docs) = render(&[]) else { return };
-    let rendered = find(&docs, "ClusterPolicy", "cluster-policy");
-    let policy: ClusterPolicy = serde_json::from_value(rendered.clone()).unwrap();
-    let mut back = serde_json::to_value(&policy).unwrap();
-    back["metadata"] = rendered["metadata"].clone();
-    assert_eq!(
-        &back, rendered,
-        "a rendered key is not a ClusterPolicy field"
-    );
-
-    let example = workspace_root().join("manifests/examples/chart-defaults.yaml");
-    let mut nvidia: Value =
-        serde_yaml::from_str(&std::fs::read_to_string(example).unwrap()).unwrap();
-    // Ours differ on purpose: our validator image, and the chart label of our chart.
+    let rendered = cluster_policy(&render_docs("gpu-operator", &[]));
+    let mut nvidia = read_yaml(&nvidia_values_files().pop().unwrap());
+    // Ours differ on purpose: the validator (and node status exporter) image is this project's,
+    // and so is the operator's (not a ClusterPolicy key).
     for section in ["validator", "nodeStatusExporter"] {
-        for key in ["repository", "version"] {
-            nvidia["spec"][section].as_object_mut().unwrap().remove(key);
+        for key in ["repository", "image"] {
+            nvidia[section].as_object_mut().unwrap().remove(key);
         }
     }
-    nvidia["spec"]["daemonsets"]["labels"]
-        .as_object_mut()
-        .unwrap()
-        .remove("helm.sh/chart");
-    let mut missing = Vec::new();
-    contains(&rendered["spec"], &nvidia["spec"], "spec", &mut missing);
+    let mut differences = Vec::new();
+    compare(&nvidia, &rendered["spec"], "", &mut differences);
     assert!(
-        missing.is_empty(),
-        "differs from NVIDIA's chart: {missing:#?}"
+        differences.is_empty(),
+        "differs from NVIDIA's v26.7.0 defaults: {differences:#?}"
     );
-}
-
-/// Collects the paths where `expected` has a value `actual` lacks or differs in.
-fn contains(actual: &Value, expected: &Value, path: &str, out: &mut Vec<String>) {
-    match (actual, expected) {
-        (Value::Object(a), Value::Object(e)) => {
-            for (key, value) in e {
-                let child = a.get(key).unwrap_or(&Value::Null);
-                contains(child, value, &format!("{path}.{key}"), out);
-            }
-        }
-        (a, e) if a == e => {}
-        (a, e) => out.push(format!("{path}: {a} instead of {e}")),
-    }
+    assert_eq!(
+        rendered["spec"]["validator"]["repository"],
+        "ghcr.io/gpu-operator-rs"
+    );
 }
 
 #[test]
@@ -139,8 +121,8 @@ fn no_rbac_rule_has_a_wildcard() {
         }
     }
     assert_eq!(
-        roles, 6,
-        "operator Role + events Role + ClusterRole + 3 hook ClusterRoles"
+        roles, 7,
+        "operator Role + events Role + ClusterRole + 3 hook ClusterRoles + the discovery agent's ClusterRole"
     );
 }
 
@@ -275,7 +257,6 @@ fn inconsistent_values_fail_with_nvidias_checks_and_ours() {
             "migManager.config.create=true,migManager.config.name=m",
             "config.yaml",
         ),
-        ("nfd.enabled=true", "does not deploy node-feature-discovery"),
         (
             "operator.metrics.serviceMonitor.enabled=true",
             "serves no monitoring.coreos.com/v1",
