@@ -113,7 +113,8 @@ fn with_our_operator_image(file: &Path, dir: &Path) -> PathBuf {
         operator.remove(key);
     }
     let out = dir.join(file.file_name().unwrap());
-    std::fs::write(&out, serde_yaml::to_string(&values).unwrap()).unwrap();
+    // As JSON (valid YAML): re-serialised YAML would leave `"off"` unquoted, a YAML 1.1 boolean to helm.
+    std::fs::write(&out, serde_json::to_string_pretty(&values).unwrap()).unwrap();
     out
 }
 
@@ -160,4 +161,62 @@ async fn the_chart_renders_each_nvidia_values_file_into_objects_the_api_server_a
     }
     gpu_operator_e2e::harness::kubectl_ok(&["delete", "namespace", &namespace, "--wait=false"])
         .unwrap();
+}
+
+/// `helm install --dry-run=client` of the chart with `args`: the release notes.
+fn notes(args: &[&str]) -> String {
+    let chart = chart_dir();
+    let mut all = vec![
+        "install",
+        "gpu-operator",
+        chart.to_str().unwrap(),
+        "--dry-run=client",
+        "-n",
+        "gpu-operator",
+    ];
+    all.extend(args);
+    let out = helm_ok(&all).unwrap();
+    out.split_once("NOTES:")
+        .map(|(_, notes)| notes.to_owned())
+        .unwrap_or_default()
+}
+
+#[test]
+fn removed_nvidia_keys_are_accepted_and_named_once_in_the_install_notes() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = fixtures("values");
+    // v23.3.2 still had every one of these (the fixture shows them); v26.7.0 none.
+    let oldest = with_our_operator_image(&files[0], dir.path());
+    assert!(oldest.ends_with("v23.3.2.yaml"), "{}", oldest.display());
+    let text = notes(&["-f", oldest.to_str().unwrap()]);
+    for key in [
+        "psp.enabled",
+        "operator.initContainer",
+        "operator.defaultRuntime",
+        "cdi.default",
+        "dcgm.hostPort",
+    ] {
+        assert_eq!(
+            text.matches(&format!("  - {key}:")).count(),
+            1,
+            "{key} not named once in:\n{text}"
+        );
+    }
+    let latest = files.iter().find(|f| f.ends_with("v26.7.0.yaml")).unwrap();
+    let text = notes(&[
+        "-f",
+        with_our_operator_image(latest, dir.path())
+            .to_str()
+            .unwrap(),
+    ]);
+    assert!(text.contains("logs deploy/gpu-operator"), "{text}");
+    assert!(
+        !text.contains("Deprecated"),
+        "v26.7.0 has no removed key:\n{text}"
+    );
+    let text = notes(&["--set", "driver.useOpenKernelModules=true"]);
+    assert!(
+        text.contains("driver.useOpenKernelModules: use driver.kernelModuleType"),
+        "{text}"
+    );
 }

@@ -70,9 +70,15 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/* Selector labels of the operator's pods (NVIDIA's `app` label included). */}}
 {{- define "gpu-operator.selectorLabels" -}}
+{{ include "gpu-operator.componentLabels" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* The operator's own labels besides gpu-operator.labels (which has the instance label): for
+metadata that carries both, so no key appears twice. */}}
+{{- define "gpu-operator.componentLabels" -}}
 app: gpu-operator
 app.kubernetes.io/component: gpu-operator
-app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
 {{/* An image reference from a values section: repository/image:version, the version defaulting
