@@ -112,18 +112,14 @@ impl Agent {
         log
     }
 
-    /// The agent's writes since `since`, once the audit log shows the one the marker label
-    /// `marker` (written by the admin) made: everything before it is in the log by then.
+    /// The agent's writes since `since`, read once the audit log shows a marker the admin
+    /// makes after them (a ConfigMap of a unique name): every earlier request is logged by then.
     async fn writes_since(&self, since: Timestamp, marker: &str) -> Vec<String> {
-        let marker = &unique_name(marker);
-        let patch = json!({"metadata": {"labels": {"e2e.test/marker": marker}}});
-        self.nodes
-            .patch(&self.node, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .unwrap();
+        let marker = unique_name(marker);
+        kubectl_ok(&["create", "configmap", &marker, "-n", &self.namespace]).unwrap();
         let admin_sees = wait_until("the marker in the audit log", TIMEOUT, || async {
             let log = std::fs::read_to_string(gpu_operator_e2e::operator::audit_log()?)?;
-            Ok(log.contains(marker).then_some(()))
+            Ok(log.contains(&marker).then_some(()))
         });
         admin_sees.await.unwrap();
         writes_by(&self.user, since)
@@ -231,14 +227,17 @@ async fn the_discovery_agent_labels_its_node_only_on_change_and_yields_to_nfd() 
 
     // Another writer also sets the 3D-controller label; then the GPU goes away. The agent lets go
     // of its GPU labels: the one only it set disappears, the shared one stays.
-    kubectl_ok(&[
-        "label",
-        "node",
-        &node,
-        &format!("{PRESENT_3D}=true"),
-        "--overwrite",
-    ])
-    .unwrap();
+    // (Server-side apply under its own field manager, so the API server records it as an owner;
+    // a label command that changes nothing would record nothing.)
+    let other = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "labels": {PRESENT_3D: "true"}}});
+    nodes
+        .patch(
+            &node,
+            &PatchParams::apply("e2e-other-writer"),
+            &Patch::Apply(&other),
+        )
+        .await
+        .unwrap();
     std::fs::remove_dir_all(agent.root.path().join("sys/bus/pci/devices/0000:00:05.0")).unwrap();
     agent.once().await;
     let labels = agent.labels().await;

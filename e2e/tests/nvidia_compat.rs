@@ -32,16 +32,14 @@ fn fixtures(kind: &str) -> Vec<PathBuf> {
     files
 }
 
-/// `kubectl apply --dry-run=server --validate=strict -o json` of `yaml` in `namespace`: the
-/// objects as the API server would store them, or its error.
-fn dry_run(yaml: &str, namespace: &str) -> Result<Vec<Value>, String> {
+/// `kubectl apply --dry-run=server --validate=strict -o json` of `yaml` (each object in its own
+/// namespace): the objects as the API server would store them, or its error.
+fn dry_run(yaml: &str) -> Result<Vec<Value>, String> {
     let mut child = kubectl()
         .args([
             "apply",
             "--dry-run=server",
             "--validate=strict",
-            "-n",
-            namespace,
             "-o",
             "json",
             "-f",
@@ -98,8 +96,7 @@ async fn nvidias_sample_cluster_policies_are_accepted_with_no_field_pruned() {
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
         let sent = yaml_docs(&text).remove(0);
-        let stored =
-            dry_run(&text, "default").unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let stored = dry_run(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         let mut out = Vec::new();
         pruned(&sent["spec"], &stored[0]["spec"], "spec", &mut out);
         assert!(out.is_empty(), "{}: {out:#?}", file.display());
@@ -141,8 +138,7 @@ async fn the_chart_renders_each_nvidia_values_file_into_objects_the_api_server_a
         .unwrap();
         // Hook Jobs and their RBAC included: everything `helm install` would create.
         let sent = yaml_docs(&rendered);
-        let stored =
-            dry_run(&rendered, &namespace).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let stored = dry_run(&rendered).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         assert_eq!(stored.len(), sent.len(), "{}", file.display());
         let policy = |docs: &[Value]| {
             docs.iter()

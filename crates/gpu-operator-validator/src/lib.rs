@@ -61,6 +61,7 @@
 //! | `LIFT_STARTUP_TAINT` | `false` | remove `nvidia.com/gpu.not-ready:NoSchedule` once `GPUStackReady` is True |
 //! | `METRICS_PORT` | `8000` | port of the `metrics` component |
 //! | `DEVICE_PLUGIN_ENABLED` | `true` | `false`: `metrics` reports the device count as -1 |
+//! | `DISCOVERY_INTERVAL_SECONDS` | `600` | seconds between passes of `discover` |
 //! | `KUBECONFIG` | – | used when not in a cluster (`kube::Client::try_default`) |
 //!
 //! # RBAC
