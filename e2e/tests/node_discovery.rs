@@ -25,7 +25,7 @@ use k8s_openapi::{
 };
 use kube::{
     Api,
-    api::{DeleteParams, Patch, PatchParams, PostParams},
+    api::{Patch, PatchParams, PostParams},
 };
 use serde_json::json;
 
@@ -63,7 +63,6 @@ struct Agent {
     root: tempfile::TempDir,
     kubeconfig: std::path::PathBuf,
     user: String,
-    release: String,
     namespace: String,
 }
 
@@ -130,6 +129,30 @@ impl Agent {
     }
 }
 
+/// Deletes the test's node, namespace and cluster RBAC when dropped, even after a failed step
+/// (a left-over simulated node would upset the tests that look at the whole fleet).
+struct Cleanup {
+    node: String,
+    release: String,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let _ = kubectl_ok(&["delete", "node", &self.node, "--ignore-not-found"]);
+        let _ = kubectl_ok(&[
+            "delete",
+            "namespace",
+            &self.release,
+            "--ignore-not-found",
+            "--wait=false",
+        ]);
+        let rbac = format!("{}-node-discovery", self.release);
+        for kind in ["clusterrolebinding", "clusterrole"] {
+            let _ = kubectl_ok(&["delete", kind, &rbac, "--ignore-not-found"]);
+        }
+    }
+}
+
 #[tokio::test]
 #[allow(clippy::too_many_lines, reason = "one scenario, step by step")]
 async fn the_discovery_agent_labels_its_node_only_on_change_and_yields_to_nfd() {
@@ -141,13 +164,17 @@ async fn the_discovery_agent_labels_its_node_only_on_change_and_yields_to_nfd() 
     if let Some(labels) = simulated.metadata.labels.as_mut() {
         labels.retain(|k, _| !k.starts_with("feature.node.kubernetes.io/"));
     }
+    let release = unique_name("gpu-operator-discovery");
+    let _cleanup = Cleanup {
+        node: node.clone(),
+        release: release.clone(),
+    };
     nodes
         .create(&PostParams::default(), &simulated)
         .await
         .unwrap();
 
     // The chart's identity for the agent: its ServiceAccount, ClusterRole and binding.
-    let release = unique_name("gpu-operator-discovery");
     let namespaces: Api<Namespace> = Api::all(client.clone());
     namespaces
         .create(
@@ -179,7 +206,6 @@ async fn the_discovery_agent_labels_its_node_only_on_change_and_yields_to_nfd() 
         root: tempfile::tempdir().unwrap(),
         kubeconfig,
         user,
-        release: release.clone(),
         namespace: release.clone(),
     };
     h100(agent.root.path());
@@ -313,15 +339,4 @@ async fn the_discovery_agent_labels_its_node_only_on_change_and_yields_to_nfd() 
     running.kill().await.unwrap();
     let writes = agent.writes_since(quiet, "quiet").await;
     assert_eq!(writes.len(), 1, "only the change is written: {writes:?}");
-
-    // Cleanup.
-    nodes.delete(&node, &DeleteParams::default()).await.unwrap();
-    namespaces
-        .delete(&agent.namespace, &DeleteParams::default())
-        .await
-        .unwrap();
-    for kind in ["clusterrolebinding", "clusterrole"] {
-        let name = format!("{}-node-discovery", agent.release);
-        kubectl_ok(&["delete", kind, &name, "--ignore-not-found"]).unwrap();
-    }
 }
