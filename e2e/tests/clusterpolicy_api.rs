@@ -247,7 +247,8 @@ async fn mistakes_are_rejected_with_a_message_naming_the_fix() -> anyhow::Result
     )?;
     assert!(!ok, "a partial image was accepted");
     assert!(
-        output.contains("spec.devicePlugin") && output.contains(cel::IMAGE_COMPLETE.message),
+        output.contains("spec.devicePlugin")
+            && output.contains(cel::IMAGE_COMPLETE_UNLESS_DISABLED.message),
         "unexpected error: {output}"
     );
 
@@ -304,7 +305,7 @@ async fn mistakes_are_rejected_with_a_message_naming_the_fix() -> anyhow::Result
     let (ok, output) = apply(&partial)?;
     assert!(!ok, "a partial toolkit image was accepted at creation");
     assert!(
-        output.contains(cel::IMAGE_COMPLETE.message),
+        output.contains(cel::IMAGE_COMPLETE_UNLESS_DISABLED.message),
         "unexpected error: {output}"
     );
     Ok(())

@@ -56,6 +56,10 @@ fn generated_files() -> anyhow::Result<Vec<(PathBuf, String)>> {
             PathBuf::from("charts/gpu-operator/values.schema.json"),
             chart::schema::values_schema_json()?,
         ),
+        (
+            PathBuf::from("charts/gpu-operator/templates/_value_types.tpl"),
+            chart::schema::value_types_template(HEADER)?,
+        ),
     ])
 }
 
@@ -131,6 +135,15 @@ mod tests {
     fn generated_yaml_starts_with_the_header() {
         for (path, content) in generated_files().unwrap() {
             if path.extension().is_some_and(|e| e == "json") {
+                continue;
+            }
+            if path.extension().is_some_and(|e| e == "tpl") {
+                let comment = format!("{{{{/* {} */}}}}", HEADER.trim_start_matches("# ").trim());
+                assert!(
+                    content.starts_with(&comment),
+                    "{} lacks the header",
+                    path.display()
+                );
                 continue;
             }
             assert!(

@@ -2,13 +2,56 @@
 Names and labels shared by the templates.
 */}}
 
-{{/* The release's base name: the release name when it already contains the chart name, else
-"<release>-gpu-operator". `helm install gpu-operator …` gives NVIDIA's object names. */}}
+{{/* The chart's name: nameOverride, else the chart name (NVIDIA's helper). */}}
+{{- define "gpu-operator.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The release's base name, as NVIDIA's helper makes it: fullnameOverride; else the release
+name when it already contains the name (nameOverride or the chart name); else
+"<release>-<name>". Names users and NVIDIA's docs address (the Deployment and Service
+`gpu-operator`) do not depend on it. */}}
 {{- define "gpu-operator.fullname" -}}
-{{- if contains .Chart.Name .Release.Name -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
 {{- .Release.Name | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Restores the CRD's types in .Values, in place, for the paths of gpu-operator.valueTypes
+(generated): booleans given as "true"/"false", integers given as digit strings, and numbers given
+for values NVIDIA's templates quote (versions, maxUnavailable). Idempotent; every template that
+reads .Values includes it first, whatever order Helm renders them in. */}}
+{{- define "gpu-operator.normalise" -}}
+{{- $root := . -}}
+{{- $types := include "gpu-operator.valueTypes" . | fromYaml -}}
+{{- range $kind, $paths := $types -}}
+{{- range $path := $paths -}}
+{{- $keys := splitList "." $path -}}
+{{- $parent := $root.Values -}}
+{{- range $key := initial $keys -}}
+{{- if kindIs "map" $parent -}}
+{{- $parent = index $parent $key -}}
+{{- end -}}
+{{- end -}}
+{{- $last := last $keys -}}
+{{- if and (kindIs "map" $parent) (hasKey $parent $last) -}}
+{{- $value := index $parent $last -}}
+{{- if and (eq $kind "booleans") (kindIs "string" $value) -}}
+{{- $_ := set $parent $last (eq $value "true") -}}
+{{- else if and (eq $kind "integers") (kindIs "string" $value) -}}
+{{- $_ := set $parent $last (atoi $value) -}}
+{{- else if and (eq $kind "strings") (or (kindIs "float64" $value) (kindIs "int64" $value) (kindIs "int" $value)) -}}
+{{- $_ := set $parent $last (toString $value) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
@@ -19,7 +62,7 @@ Names and labels shared by the templates.
 {{/* Labels of every object the chart renders. */}}
 {{- define "gpu-operator.labels" -}}
 helm.sh/chart: {{ include "gpu-operator.chart" . }}
-app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/name: {{ include "gpu-operator.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
@@ -27,9 +70,15 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/* Selector labels of the operator's pods (NVIDIA's `app` label included). */}}
 {{- define "gpu-operator.selectorLabels" -}}
+{{ include "gpu-operator.componentLabels" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* The operator's own labels besides gpu-operator.labels (which has the instance label): for
+metadata that carries both, so no key appears twice. */}}
+{{- define "gpu-operator.componentLabels" -}}
 app: gpu-operator
 app.kubernetes.io/component: gpu-operator
-app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
 {{/* An image reference from a values section: repository/image:version, the version defaulting

@@ -34,11 +34,102 @@ impl CelRule {
     }
 }
 
-/// Every component's image: either `image` alone, or `repository`, `image` and `version` together.
+/// The CEL condition "the image fields of `$at` are complete": either none of `repository` and
+/// `version` is set (`image` alone is a full reference, or nothing is set and the operator's
+/// default applies), or all of `repository`, `image` and `version` are.
+macro_rules! image_complete {
+    ($at:literal) => {
+        concat!(
+            "((!has(",
+            $at,
+            ".repository) || size(",
+            $at,
+            ".repository) == 0) && (!has(",
+            $at,
+            ".version) || size(",
+            $at,
+            ".version) == 0)) || (has(",
+            $at,
+            ".repository) && size(",
+            $at,
+            ".repository) > 0 && has(",
+            $at,
+            ".image) && size(",
+            $at,
+            ".image) > 0 && has(",
+            $at,
+            ".version) && size(",
+            $at,
+            ".version) > 0)"
+        )
+    };
+}
+
+/// The shared first sentence of the image rules' messages.
+macro_rules! incomplete_image {
+    ($tail:literal) => {
+        concat!(
+            "incomplete image: set either `image` alone to a full image reference (such as nvcr.io/nvidia/k8s-device-plugin:v0.17.0), or all three of `repository`, `image` and `version`; leave all three unset to use the operator's default image",
+            $tail
+        )
+    };
+}
+
+/// The validator's image (it always runs): either `image` alone, or `repository`, `image` and
+/// `version` together.
 pub const IMAGE_COMPLETE: CelRule = CelRule {
-    rule: "((!has(self.repository) || size(self.repository) == 0) && (!has(self.version) || size(self.version) == 0)) || (has(self.repository) && size(self.repository) > 0 && has(self.image) && size(self.image) > 0 && has(self.version) && size(self.version) > 0)",
-    message: "incomplete image: set either `image` alone to a full image reference (such as nvcr.io/nvidia/k8s-device-plugin:v0.17.0), or all three of `repository`, `image` and `version`; leave all three unset to use the operator's default image",
+    rule: image_complete!("self"),
+    message: incomplete_image!(""),
     field_path: None,
+};
+
+/// The image of a section the operator deploys unless `enabled: false` (driver, toolkit, device
+/// plugin, GFD, DCGM, DCGM exporter, MIG manager). NVIDIA's operator resolves an image only for
+/// the sections it deploys, so a disabled section may keep a partial image.
+pub const IMAGE_COMPLETE_UNLESS_DISABLED: CelRule = CelRule {
+    rule: concat!(
+        "(has(self.enabled) && !self.enabled) || (",
+        image_complete!("self"),
+        ")"
+    ),
+    message: incomplete_image!(
+        " (checked because the section is enabled; it is enabled unless `enabled: false`)"
+    ),
+    field_path: None,
+};
+
+/// The image of a section the operator deploys only with `enabled: true` (GDS, GDRCopy, node
+/// status exporter, the sandbox and vGPU components, CC manager).
+pub const IMAGE_COMPLETE_WHEN_ENABLED: CelRule = CelRule {
+    rule: concat!(
+        "!has(self.enabled) || !self.enabled || (",
+        image_complete!("self"),
+        ")"
+    ),
+    message: incomplete_image!(" (checked because the section has `enabled: true`)"),
+    field_path: None,
+};
+
+/// `driver.manager`'s image, checked while the driver is deployed (unless `enabled: false`).
+pub const DRIVER_MANAGER_IMAGE_COMPLETE: CelRule = CelRule {
+    rule: concat!(
+        "(has(self.enabled) && !self.enabled) || !has(self.manager) || (",
+        image_complete!("self.manager"),
+        ")"
+    ),
+    message: incomplete_image!(" (checked because the driver is enabled)"),
+    field_path: Some(".manager"),
+};
+
+/// `vgpuManager.driverManager` and `vfioManager.driverManager`: checked with `enabled: true`.
+pub const SANDBOX_DRIVER_MANAGER_IMAGE_COMPLETE: CelRule = CelRule {
+    rule: concat!(
+        "!has(self.enabled) || !self.enabled || !has(self.driverManager) || (",
+        image_complete!("self.driverManager"),
+        ")"
+    ),
+    message: incomplete_image!(" (checked because the section has `enabled: true`)"),
+    field_path: Some(".driverManager"),
 };
 
 /// `cdi.nriPluginEnabled` needs CDI and the container toolkit.
@@ -135,6 +226,10 @@ pub const HPC_JOB_MAPPING_DIR_ABSOLUTE: CelRule =
 pub fn all_rules() -> Vec<CelRule> {
     let mut rules = vec![
         IMAGE_COMPLETE,
+        IMAGE_COMPLETE_UNLESS_DISABLED,
+        IMAGE_COMPLETE_WHEN_ENABLED,
+        DRIVER_MANAGER_IMAGE_COMPLETE,
+        SANDBOX_DRIVER_MANAGER_IMAGE_COMPLETE,
         NRI_NEEDS_CDI_AND_TOOLKIT,
         MAX_UNAVAILABLE_FORMAT,
         MAX_UNAVAILABLE_NOT_ZERO,
@@ -150,8 +245,36 @@ pub fn all_rules() -> Vec<CelRule> {
     rules
 }
 
-pub(crate) fn image_spec(schema: &mut Schema) {
+pub(crate) fn validator(schema: &mut Schema) {
     add_rules(schema, &[IMAGE_COMPLETE]);
+}
+
+pub(crate) fn enabled_by_default(schema: &mut Schema) {
+    add_rules(schema, &[IMAGE_COMPLETE_UNLESS_DISABLED]);
+}
+
+pub(crate) fn disabled_by_default(schema: &mut Schema) {
+    add_rules(schema, &[IMAGE_COMPLETE_WHEN_ENABLED]);
+}
+
+pub(crate) fn driver(schema: &mut Schema) {
+    add_rules(
+        schema,
+        &[
+            IMAGE_COMPLETE_UNLESS_DISABLED,
+            DRIVER_MANAGER_IMAGE_COMPLETE,
+        ],
+    );
+}
+
+pub(crate) fn sandbox_driver(schema: &mut Schema) {
+    add_rules(
+        schema,
+        &[
+            IMAGE_COMPLETE_WHEN_ENABLED,
+            SANDBOX_DRIVER_MANAGER_IMAGE_COMPLETE,
+        ],
+    );
 }
 
 pub(crate) fn cluster_policy_spec(schema: &mut Schema) {
@@ -184,7 +307,10 @@ pub(crate) fn host_paths(schema: &mut Schema) {
 }
 
 pub(crate) fn toolkit(schema: &mut Schema) {
-    add_rules(schema, &[TOOLKIT_INSTALL_DIR_ABSOLUTE]);
+    add_rules(
+        schema,
+        &[IMAGE_COMPLETE_UNLESS_DISABLED, TOOLKIT_INSTALL_DIR_ABSOLUTE],
+    );
 }
 
 pub(crate) fn mps(schema: &mut Schema) {

@@ -11,6 +11,7 @@ pub mod config_manager;
 pub mod context;
 pub mod controller;
 pub mod daemonset;
+pub mod deprecated;
 pub mod digest;
 pub mod error;
 pub mod exposition;

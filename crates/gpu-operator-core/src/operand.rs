@@ -270,6 +270,7 @@ async fn reconcile_once<O: Operand>(
             O::warnings(&input),
         ),
     };
+    warnings.extend(crate::deprecated::warnings(O::SECTION, &policy.spec));
     let written = children::apply_all(ctx, policy, O::NAME, &children, O::SERVICE_MONITORS).await?;
     if !children.service_monitors.is_empty() && !facts.service_monitor_crd {
         warnings.push(Warning::service_monitor_crd_missing(O::SECTION));

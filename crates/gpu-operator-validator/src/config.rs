@@ -216,11 +216,13 @@ pub enum Invocation {
 
 /// Usage text for `--help`.
 pub const USAGE: &str = "\
-usage: gpu-operator-validator [driver|toolkit|cuda|plugin|metrics|idle|cleanup|wait <component>]
+usage: gpu-operator-validator [driver|toolkit|cuda|plugin|metrics|idle|cleanup|wait <component>|discover [--once]]
 
 `idle` waits for SIGTERM (the validator pod's main container); `cleanup` removes the status files
 (its preStop hook); `wait <component>` returns once `<component>-ready` exists under OUTPUT_DIR
-(the barrier other operands' init containers run).
+(the barrier other operands' init containers run). `discover` writes the NFD labels the operator
+reads (pci-10de.present, kernel-version.full, system-os_release.*) on NODE_NAME from the host root
+under HOST_ROOT_CTR_PATH, every DISCOVERY_INTERVAL_SECONDS (default 600) or once with --once.
 
 Checks one component of the node's GPU stack, writes NVIDIA's status file under OUTPUT_DIR
 (default /run/nvidia/validations) and reports Node conditions. The component comes from the

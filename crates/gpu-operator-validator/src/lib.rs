@@ -15,6 +15,7 @@
 //! | `plugin` | the node's capacity has `nvidia.com/gpu*` (MIG strategy none/single) or `nvidia.com/mig-*` (mixed) and GFD's `nvidia.com/mig.strategy` agrees; with `WITH_WORKLOAD` a pod requesting one runs | `plugin-ready` | `GPUDevicePluginReady` |
 //!
 //! | `metrics` | not a check: NVIDIA's node status exporter, serving the node's `gpu_operator_node_*` gauges on `:METRICS_PORT` (see [`metrics`]) | – | – |
+//! | `discover` | not a check: GPU node discovery without NFD, writing the NFD labels the operator reads on its own node (see [`discovery`]) | – | – |
 //!
 //! Every run also derives `GPUStackReady`: True when driver, toolkit and device plugin conditions
 //! are True and the CUDA check passed (`cuda-ready` exists); otherwise False with the first failing
@@ -60,6 +61,7 @@
 //! | `LIFT_STARTUP_TAINT` | `false` | remove `nvidia.com/gpu.not-ready:NoSchedule` once `GPUStackReady` is True |
 //! | `METRICS_PORT` | `8000` | port of the `metrics` component |
 //! | `DEVICE_PLUGIN_ENABLED` | `true` | `false`: `metrics` reports the device count as -1 |
+//! | `DISCOVERY_INTERVAL_SECONDS` | `600` | seconds between passes of `discover` |
 //! | `KUBECONFIG` | – | used when not in a cluster (`kube::Client::try_default`) |
 //!
 //! # RBAC
@@ -89,6 +91,7 @@
 
 pub mod components;
 pub mod config;
+pub mod discovery;
 pub mod host;
 pub mod lifecycle;
 pub mod metrics;

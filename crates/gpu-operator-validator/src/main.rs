@@ -8,7 +8,7 @@ use gpu_operator_api::validator::env;
 use gpu_operator_validator::{
     EXIT_FAILED, EXIT_USAGE,
     config::{self, Invocation, MetricsConfig, USAGE},
-    lifecycle, metrics,
+    discovery, lifecycle, metrics,
     nvml::NvmlLibrary,
 };
 use tracing_subscriber::EnvFilter;
@@ -26,6 +26,7 @@ fn main() -> ExitCode {
         Some("idle") => return idle(),
         Some("cleanup") => return cleanup(),
         Some("wait") => return wait(args.get(1).map(String::as_str)),
+        Some("discover") => return discover(&args[1..]),
         _ => {}
     }
     let config = match config::parse(&args, |name| std::env::var_os(name)) {
@@ -94,6 +95,44 @@ fn metrics(config: MetricsConfig) -> ExitCode {
         })
     });
     match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(EXIT_FAILED)
+        }
+    }
+}
+
+/// GPU node discovery without NFD: label this node from the host's facts (see
+/// [`gpu_operator_validator::discovery`]).
+fn discover(args: &[String]) -> ExitCode {
+    let config = match discovery::parse(args, |name| std::env::var_os(name)) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        node = %config.node_name,
+        root = %config.host_root.display(),
+        "gpu-operator-validator discover starting"
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    let result = runtime.map_err(anyhow::Error::from).and_then(|rt| {
+        rt.block_on(async {
+            let client = kube::Client::try_default()
+                .await
+                .context("no Kubernetes client (in-cluster config or KUBECONFIG)")?;
+            discovery::run(client, config)
+                .await
+                .map_err(anyhow::Error::from)
+        })
+    });
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");

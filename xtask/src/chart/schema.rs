@@ -1,6 +1,12 @@
 //! The chart's `values.schema.json`, generated: every values section that becomes a ClusterPolicy
 //! section takes its schema from the CRD (so the two cannot drift apart), plus the chart-only keys.
 //! Every object refuses unknown keys, so a typo fails `helm install` with the key named.
+//!
+//! Types are as loose as NVIDIA's templates are: a boolean may be given as the string `"true"` or
+//! `"false"` (`--set-string`, old addon scripts), an integer as a string of digits, and the values
+//! NVIDIA's templates quote (every `version`, `daemonsets.rollingUpdate.maxUnavailable`, …) as a
+//! number (`--set driver.version=570`). The chart turns each back into the CRD's type before
+//! rendering (`gpu-operator.normalise`, driven by the generated `_value_types.tpl`).
 
 use anyhow::Context as _;
 use gpu_operator_api::ClusterPolicy;
@@ -8,8 +14,9 @@ use kube::CustomResourceExt as _;
 use serde_json::{Map, Value, json};
 
 /// Values sections rendered into the ClusterPolicy section of the same name with the same shape.
-const SPEC_SECTIONS: [&str; 21] = [
+const SPEC_SECTIONS: [&str; 22] = [
     "psa",
+    "psp",
     "cdi",
     "sandboxWorkloads",
     "hostPaths",
@@ -32,14 +39,121 @@ const SPEC_SECTIONS: [&str; 21] = [
     "migManager",
 ];
 
+/// Values NVIDIA's chart templates render with `| quote`, besides every `version`: a number given
+/// for them becomes a string, as it does in NVIDIA's chart (its `clusterpolicy.yaml`).
+const QUOTED: [&str; 6] = [
+    "daemonsets.rollingUpdate.maxUnavailable",
+    "devicePlugin.config.name",
+    "devicePlugin.config.default",
+    "migManager.config.default",
+    "ccManager.defaultMode",
+    "sandboxWorkloads.mode",
+];
+
+/// The values paths whose type the chart normalises, by the type they end up as.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct ValueTypes {
+    /// Booleans, also accepted as `"true"`/`"false"`.
+    pub booleans: Vec<String>,
+    /// Integers, also accepted as strings of digits.
+    pub integers: Vec<String>,
+    /// Strings, also accepted as numbers.
+    pub strings: Vec<String>,
+}
+
 /// The schema as pretty JSON with a trailing newline.
 pub fn values_schema_json() -> anyhow::Result<String> {
     let schema = values_schema()?;
     Ok(format!("{}\n", serde_json::to_string_pretty(&schema)?))
 }
 
-/// The schema of the chart's values.
+/// The schema of the chart's values, with NVIDIA's loose types.
 pub fn values_schema() -> anyhow::Result<Value> {
+    let mut schema = strict_values_schema()?;
+    widen(&mut schema, "", &mut ValueTypes::default());
+    Ok(schema)
+}
+
+/// Where the chart normalises types (see [`ValueTypes`]).
+pub fn value_types() -> anyhow::Result<ValueTypes> {
+    let mut types = ValueTypes::default();
+    widen(&mut strict_values_schema()?, "", &mut types);
+    Ok(types)
+}
+
+/// `templates/_value_types.tpl`: the paths of [`value_types`] as a named template.
+pub fn value_types_template(header: &str) -> anyhow::Result<String> {
+    let types = value_types()?;
+    let mut lines: Vec<String> = header
+        .lines()
+        .map(|line| format!("{{{{/* {} */}}}}", line.trim_start_matches("# ")))
+        .collect();
+    lines.push(
+        "{{/* The values paths whose type gpu-operator.normalise restores (values.schema.json accepts\n\
+         NVIDIA's loose forms of them). */}}\n{{- define \"gpu-operator.valueTypes\" -}}"
+            .to_owned(),
+    );
+    for (kind, paths) in [
+        ("booleans", &types.booleans),
+        ("integers", &types.integers),
+        ("strings", &types.strings),
+    ] {
+        lines.push(format!("{kind}:"));
+        lines.extend(paths.iter().map(|path| format!("  - {path}")));
+    }
+    lines.push("{{- end -}}\n".to_owned());
+    Ok(lines.join("\n"))
+}
+
+/// Loosens the types of the object properties under `schema` (objects only: list items and map
+/// values keep their types) and records their paths.
+fn widen(schema: &mut Value, path: &str, types: &mut ValueTypes) {
+    let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for (name, property) in properties.iter_mut() {
+        let here = if path.is_empty() {
+            name.clone()
+        } else {
+            format!("{path}.{name}")
+        };
+        match property.get("type").and_then(Value::as_str) {
+            Some("boolean") => {
+                let description = property.get("description").cloned();
+                *property = json!({"anyOf": [
+                    {"type": "boolean"},
+                    {"type": "string", "enum": ["true", "false"]},
+                ]});
+                if let Some(d) = description {
+                    property["description"] = d;
+                }
+                types.booleans.push(here);
+            }
+            Some("integer") => {
+                let mut integer = property.clone();
+                let description = integer
+                    .as_object_mut()
+                    .and_then(|o| o.remove("description"));
+                *property = json!({"anyOf": [
+                    integer,
+                    {"type": "string", "pattern": "^[0-9]+$"},
+                ]});
+                if let Some(d) = description {
+                    property["description"] = d;
+                }
+                types.integers.push(here);
+            }
+            Some("string") if name == "version" || QUOTED.contains(&here.as_str()) => {
+                property["type"] = json!(["string", "number"]);
+                types.strings.push(here);
+            }
+            _ => widen(property, &here, types),
+        }
+    }
+}
+
+/// The schema of the chart's values with the CRD's exact types.
+fn strict_values_schema() -> anyhow::Result<Value> {
     let spec = spec_properties()?;
     let section = |name: &str| -> anyhow::Result<Value> {
         let schema = spec
@@ -227,6 +341,7 @@ fn operator(spec: &Map<String, Value>) -> anyhow::Result<Value> {
             "metrics": from_spec(&["operator", "metrics"])?,
             "defaultRuntime": from_spec(&["operator", "defaultRuntime"])?,
             "defaultGPUMode": from_spec(&["operator", "defaultGPUMode"])?,
+            "initContainer": from_spec(&["operator", "initContainer"])?,
         },
     }))
 }
@@ -254,8 +369,8 @@ fn chart_only() -> Vec<(&'static str, Value)> {
                 "type": "object",
                 "additionalProperties": false,
                 "properties": {
-                    "enabled": {"type": "boolean", "description": "This chart does not deploy NFD; `true` fails the install."},
-                    "nodefeaturerules": {"type": "boolean", "description": "Accepted for compatibility; unused."},
+                    "enabled": {"type": "boolean", "description": "GPU node discovery: `true` (NVIDIA's default) deploys this chart's discovery agent (DaemonSet `gpu-node-discovery`) instead of node-feature-discovery. It writes the NFD labels the operator reads and nothing where NFD is installed."},
+                    "nodefeaturerules": {"type": "boolean", "description": "NFD NodeFeatureRules; accepted for compatibility, unused (the agent needs none)."},
                 },
             }),
         ),
@@ -280,6 +395,18 @@ fn chart_only() -> Vec<(&'static str, Value)> {
         (
             "node-feature-discovery",
             json!({"type": "object", "description": "Accepted so NVIDIA's values files load; unused."}),
+        ),
+        (
+            "nameOverride",
+            json!({"type": "string", "description": "Replaces the chart name in `app.kubernetes.io/name` and in the release's base name (NVIDIA's helper)."}),
+        ),
+        (
+            "fullnameOverride",
+            json!({"type": "string", "description": "The release's base name of the objects named after the release (RBAC, hook Jobs); the Deployment and Service stay `gpu-operator`."}),
+        ),
+        (
+            "global",
+            json!({"type": "object", "description": "Values Helm passes to every chart of an umbrella chart (`global:`); accepted so this chart works as a subchart, unused."}),
         ),
         (
             "extraObjects",

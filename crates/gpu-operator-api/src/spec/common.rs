@@ -14,7 +14,6 @@ use serde::{Deserialize, Serialize};
 /// `version`; with none of them the operator uses its built-in default for the component.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[schemars(transform = crate::cel::image_spec)]
 pub struct ImageSpec {
     /// Registry and path the image is pulled from, without the image name, such as
     /// `nvcr.io/nvidia`. Requires `image` and `version`.

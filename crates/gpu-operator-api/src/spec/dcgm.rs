@@ -12,6 +12,7 @@ use super::monitoring::ServiceMonitorConfig;
 /// The DCGM exporter.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::cel::enabled_by_default)]
 pub struct DcgmExporterSpec {
     /// Deploy the DCGM exporter and its `nvidia-dcgm-exporter` Service (port 9400,
     /// `gpu-metrics`). Defaults to true.
@@ -108,6 +109,7 @@ pub struct HpcJobMappingConfig {
 /// The standalone DCGM host engine.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::cel::enabled_by_default)]
 pub struct DcgmSpec {
     /// Deploy `nv-hostengine` as its own DaemonSet and `nvidia-dcgm` Service (port 5555, node
     /// local). Defaults to true when unset; NVIDIA's chart sets false, so the exporter uses its

@@ -8,6 +8,7 @@ use super::common::{ContainerSpec, ImageSpec};
 /// The NVIDIA device plugin (and the MPS control daemon that runs with it).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::cel::enabled_by_default)]
 pub struct DevicePluginSpec {
     /// Deploy the device plugin, which makes `nvidia.com/gpu` (or MIG) resources schedulable.
     /// Defaults to true.
@@ -66,6 +67,7 @@ pub struct MpsConfig {
 /// GPU Feature Discovery.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::cel::enabled_by_default)]
 pub struct GfdSpec {
     /// Deploy GPU Feature Discovery, which labels nodes with `nvidia.com/gpu.product`,
     /// `nvidia.com/gpu.memory`, `nvidia.com/mig.capable` and more. Defaults to true.

@@ -9,6 +9,7 @@ use super::upgrade::DriverUpgradePolicySpec;
 /// The NVIDIA driver container.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::cel::driver)]
 pub struct DriverSpec {
     /// Deploy the driver container. Defaults to true; set false when the driver is installed on
     /// the hosts (the validator then uses the host's driver).

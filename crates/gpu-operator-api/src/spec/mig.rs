@@ -46,6 +46,7 @@ impl MigStrategy {
 /// The MIG manager.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::cel::enabled_by_default)]
 pub struct MigManagerSpec {
     /// Deploy the MIG manager on MIG-capable nodes. It applies the MIG layout named by a node's
     /// `nvidia.com/mig.config` label and reports progress in `nvidia.com/mig.config.state`.

@@ -47,6 +47,7 @@ pub struct PspSpec {
 /// GPUDirect Storage.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::cel::disabled_by_default)]
 pub struct GdsSpec {
     /// Run the `nvidia-fs` sidecar in the driver pod. Defaults to false.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -65,6 +66,7 @@ pub struct GdsSpec {
 /// GDRCopy.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::cel::disabled_by_default)]
 pub struct GdrCopySpec {
     /// Run the `gdrdrv` sidecar in the driver pod. Defaults to false.
     #[serde(skip_serializing_if = "Option::is_none")]

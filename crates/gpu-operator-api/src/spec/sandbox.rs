@@ -58,6 +58,7 @@ pub enum SandboxMode {
 /// The VFIO manager.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::cel::sandbox_driver)]
 pub struct VfioManagerSpec {
     /// Deploy the VFIO manager on `vm-passthrough` nodes (only with sandbox workloads). Defaults
     /// to false.
@@ -80,6 +81,7 @@ pub struct VfioManagerSpec {
 /// The KubeVirt GPU device plugin.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::cel::disabled_by_default)]
 pub struct SandboxDevicePluginSpec {
     /// Deploy the KubeVirt GPU device plugin on VM nodes (only with sandbox workloads in
     /// `kubevirt` mode). Defaults to false.
@@ -99,6 +101,7 @@ pub struct SandboxDevicePluginSpec {
 /// The vGPU manager (vGPU host driver).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::cel::sandbox_driver)]
 pub struct VgpuManagerSpec {
     /// Deploy the vGPU host driver on `vm-vgpu` nodes (only with sandbox workloads). Defaults to
     /// false.
@@ -124,6 +127,7 @@ pub struct VgpuManagerSpec {
 /// The vGPU device manager.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::cel::disabled_by_default)]
 pub struct VgpuDeviceManagerSpec {
     /// Deploy the vGPU device manager on `vm-vgpu` nodes (only with sandbox workloads). Defaults
     /// to false.
@@ -160,6 +164,7 @@ pub struct VgpuDevicesConfigSpec {
 /// The Kata manager; deprecated, never deployed.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::cel::disabled_by_default)]
 pub struct KataManagerSpec {
     /// Deprecated and ignored: the Kata manager is no longer deployed.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -219,6 +224,7 @@ pub struct KataArtifacts {
 /// The Kata sandbox device plugin.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::cel::disabled_by_default)]
 pub struct KataSandboxDevicePluginSpec {
     /// Deploy the Kata sandbox device plugin on VM nodes (only with sandbox workloads in `kata`
     /// mode). Defaults to false.
@@ -238,6 +244,7 @@ pub struct KataSandboxDevicePluginSpec {
 /// The confidential-computing manager.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::cel::disabled_by_default)]
 pub struct CcManagerSpec {
     /// Deploy the CC manager on VM nodes (only with sandbox workloads in `kata` mode). Defaults
     /// to false.

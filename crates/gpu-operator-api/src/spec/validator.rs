@@ -9,6 +9,7 @@ use super::common::{ContainerSpec, EnvVar, ImageSpec};
 /// The operator validator.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::cel::validator)]
 pub struct ValidatorSpec {
     /// Image of the validator.
     #[serde(flatten)]
@@ -61,6 +62,7 @@ pub struct ValidatorComponentSpec {
 /// The node status exporter.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::cel::disabled_by_default)]
 pub struct NodeStatusExporterSpec {
     /// Deploy the node status exporter, which publishes each node's validation results as
     /// Prometheus metrics. Defaults to false.

@@ -48,6 +48,7 @@ fn image_must_be_complete_or_image_only() {
         "gfd",
         "dcgm",
         "dcgmExporter",
+        "migManager",
     ] {
         assert_ok(&json!({ component: { "image": "registry.local/plugin@sha256:abc" } }));
         assert_ok(&json!({ component: {
@@ -55,31 +56,80 @@ fn image_must_be_complete_or_image_only() {
         assert_ok(&json!({ component: { "imagePullPolicy": "Always" } }));
         assert_ok(&json!({ component: { "repository": "", "image": "x", "version": "" } }));
         let path = format!("spec.{component}");
+        let rule = cel::IMAGE_COMPLETE_UNLESS_DISABLED;
+        assert_rejected(&json!({ component: { "version": "v1" } }), rule, &path);
         assert_rejected(
-            &json!({ component: { "version": "v1" } }),
-            cel::IMAGE_COMPLETE,
-            &path,
-        );
-        assert_rejected(
-            &json!({ component: { "repository": "nvcr.io/nvidia", "image": "x" } }),
-            cel::IMAGE_COMPLETE,
+            &json!({ component: { "enabled": true, "repository": "nvcr.io/nvidia", "image": "x" } }),
+            rule,
             &path,
         );
         assert_rejected(
             &json!({ component: { "repository": "nvcr.io/nvidia", "version": "v1" } }),
-            cel::IMAGE_COMPLETE,
+            rule,
             &path,
         );
     }
     assert_rejected(
         &json!({ "driver": { "manager": { "version": "v0.8.0" } } }),
-        cel::IMAGE_COMPLETE,
+        cel::DRIVER_MANAGER_IMAGE_COMPLETE,
         "spec.driver.manager",
     );
     assert_rejected(
-        &json!({ "vgpuManager": { "repository": "r", "version": "v" } }),
-        cel::IMAGE_COMPLETE,
+        &json!({ "vgpuManager": { "enabled": true, "repository": "r", "version": "v" } }),
+        cel::IMAGE_COMPLETE_WHEN_ENABLED,
         "spec.vgpuManager",
+    );
+    assert_rejected(
+        &json!({ "validator": { "repository": "r", "image": "gpu-operator" } }),
+        cel::IMAGE_COMPLETE,
+        "spec.validator",
+    );
+}
+
+/// NVIDIA's operator resolves the image of a section only when it deploys that section, so a
+/// disabled section with a half-written image runs there and must be accepted here.
+#[test]
+fn a_partial_image_in_a_disabled_section_is_accepted() {
+    for component in [
+        "driver",
+        "toolkit",
+        "devicePlugin",
+        "gfd",
+        "dcgm",
+        "dcgmExporter",
+        "migManager",
+    ] {
+        assert_ok(&json!({ component: { "enabled": false, "version": "v1" } }));
+        assert_ok(&json!({ component: {
+            "enabled": false, "repository": "nvcr.io/nvidia", "image": "x" } }));
+    }
+    assert_ok(&json!({ "driver": { "enabled": false, "manager": { "version": "v0.8.0" } } }));
+    // Sections that are off unless `enabled: true`: unchecked while off.
+    for component in [
+        "gds",
+        "gdrcopy",
+        "nodeStatusExporter",
+        "vgpuManager",
+        "vgpuDeviceManager",
+        "vfioManager",
+        "kataManager",
+        "sandboxDevicePlugin",
+        "kataSandboxDevicePlugin",
+        "ccManager",
+    ] {
+        assert_ok(&json!({ component: { "repository": "nvcr.io/nvidia", "image": "x" } }));
+        assert_ok(&json!({ component: { "enabled": false, "version": "v1" } }));
+        assert_rejected(
+            &json!({ component: { "enabled": true, "version": "v1" } }),
+            cel::IMAGE_COMPLETE_WHEN_ENABLED,
+            &format!("spec.{component}"),
+        );
+    }
+    assert_ok(&json!({ "vfioManager": { "driverManager": { "version": "v0.8.0" } } }));
+    assert_rejected(
+        &json!({ "vfioManager": { "enabled": true, "driverManager": { "version": "v0.8.0" } } }),
+        cel::SANDBOX_DRIVER_MANAGER_IMAGE_COMPLETE,
+        "spec.vfioManager.driverManager",
     );
 }
 

@@ -6,6 +6,7 @@
 
 mod cel;
 mod examples;
+mod nvidia_samples;
 mod schema;
 
 use std::path::{Path, PathBuf};

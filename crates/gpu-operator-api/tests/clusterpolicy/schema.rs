@@ -205,7 +205,32 @@ fn conditions_are_a_list_map_keyed_by_type() {
 }
 
 #[test]
-fn every_component_with_an_image_has_the_image_rule() {
+fn every_component_with_an_image_has_the_image_rule_of_its_default() {
+    // A hand-written table of which sections NVIDIA's operator deploys when `enabled` is unset
+    // (reference nvidia-gpu-operator.md): their image is checked unless `enabled: false`; the
+    // others only with `enabled: true`; the validator always runs.
+    let unless_disabled = cel::IMAGE_COMPLETE_UNLESS_DISABLED.to_json();
+    let when_enabled = cel::IMAGE_COMPLETE_WHEN_ENABLED.to_json();
+    let expected: &[(&str, &Value)] = &[
+        (".ccManager", &when_enabled),
+        (".dcgm", &unless_disabled),
+        (".dcgmExporter", &unless_disabled),
+        (".devicePlugin", &unless_disabled),
+        (".driver", &unless_disabled),
+        (".gdrcopy", &when_enabled),
+        (".gds", &when_enabled),
+        (".gfd", &unless_disabled),
+        (".kataManager", &when_enabled),
+        (".kataSandboxDevicePlugin", &when_enabled),
+        (".migManager", &unless_disabled),
+        (".nodeStatusExporter", &when_enabled),
+        (".sandboxDevicePlugin", &when_enabled),
+        (".toolkit", &unless_disabled),
+        (".validator", &cel::IMAGE_COMPLETE.to_json()),
+        (".vfioManager", &when_enabled),
+        (".vgpuDeviceManager", &when_enabled),
+        (".vgpuManager", &when_enabled),
+    ];
     let mut components = Vec::new();
     walk(&crd_schema(), "", &mut |path, schema| {
         let properties = &schema["properties"];
@@ -213,19 +238,37 @@ fn every_component_with_an_image_has_the_image_rule() {
             .iter()
             .all(|k| properties.get(k).is_some())
         {
-            let rules = schema["x-kubernetes-validations"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
-            assert!(
-                rules.contains(&cel::IMAGE_COMPLETE.to_json()),
-                "{path} lacks the image rule"
-            );
             components.push(path.to_owned());
         }
     });
-    // 18 components, the driver manager of driver, vgpuManager and vfioManager, and the
-    // deprecated operator.initContainer.
+    let schema = crd_schema();
+    for (path, rule) in expected {
+        let section = &schema["properties"]["spec"]["properties"][&path[1..]];
+        let rules = section["x-kubernetes-validations"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert!(rules.contains(rule), "{path} lacks {rule}");
+    }
+    let driver = &schema["properties"]["spec"]["properties"]["driver"];
+    assert!(
+        driver["x-kubernetes-validations"]
+            .as_array()
+            .unwrap()
+            .contains(&cel::DRIVER_MANAGER_IMAGE_COMPLETE.to_json())
+    );
+    for sandbox in ["vgpuManager", "vfioManager"] {
+        let section = &schema["properties"]["spec"]["properties"][sandbox];
+        assert!(
+            section["x-kubernetes-validations"]
+                .as_array()
+                .unwrap()
+                .contains(&cel::SANDBOX_DRIVER_MANAGER_IMAGE_COMPLETE.to_json()),
+            "{sandbox}.driverManager unchecked"
+        );
+    }
+    // 18 components, the driver manager of driver, vgpuManager and vfioManager (checked from
+    // their section), and the deprecated operator.initContainer (unused: not checked).
     assert_eq!(components.len(), 22, "{components:?}");
 }
 
