@@ -13,8 +13,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-/// How long a change that moves no step must hold still before it is written.
-pub const QUIET: Duration = Duration::from_secs(10);
+/// How long a change that moves no step must hold still before it is written: long enough that
+/// a rollout's stream of count changes is folded into its steps, short enough that a settled
+/// message is written within seconds.
+pub const QUIET: Duration = Duration::from_secs(3);
 
 /// The progress step of `ready` out of `desired`: 0 below half, 1 from half, 2 when all are
 /// ready. Three steps keep a rollout's writes per condition constant whatever the fleet size.
@@ -133,37 +135,37 @@ mod tests {
         gate.written("p/X", Some(0));
         assert_eq!(
             gate.decide("p/X", false, Some(0), "1/9", at(1)),
-            Decision::Wait(Duration::from_secs(10))
+            Decision::Wait(Duration::from_secs(3))
         );
         assert_eq!(
             gate.decide("p/X", false, Some(0), "2/9", at(2)),
-            Decision::Wait(Duration::from_secs(10)),
+            Decision::Wait(Duration::from_secs(3)),
             "another change starts the quiet time again"
         );
         assert_eq!(
-            gate.decide("p/X", false, Some(0), "2/9", at(5)),
-            Decision::Wait(Duration::from_secs(7)),
-            "the 10 s quiet time less the 3 s it held still"
+            gate.decide("p/X", false, Some(0), "2/9", at(3)),
+            Decision::Wait(Duration::from_secs(2)),
+            "the 3 s quiet time less the 1 s it held still"
         );
         assert_eq!(
-            gate.decide("p/X", false, Some(0), "2/9", at(12)),
+            gate.decide("p/X", false, Some(0), "2/9", at(5)),
             Decision::Write,
             "held still for the quiet time"
         );
         gate.written("p/X", Some(0));
         assert_eq!(
-            gate.decide("p/X", false, Some(1), "5/9", at(13)),
+            gate.decide("p/X", false, Some(1), "5/9", at(6)),
             Decision::Write,
             "a step"
         );
         gate.written("p/X", Some(1));
         assert_eq!(
-            gate.decide("p/X", true, Some(1), "6/9", at(14)),
+            gate.decide("p/X", true, Some(1), "6/9", at(7)),
             Decision::Write,
             "a status or reason change"
         );
         assert_eq!(
-            gate.decide("q/X", false, None, "x", at(14)),
+            gate.decide("q/X", false, None, "x", at(7)),
             Decision::Write,
             "conditions are told apart by key"
         );
