@@ -85,7 +85,7 @@ fn chart_spec(env: &Env, sets: &[&str]) -> Value {
     policy["spec"].clone()
 }
 
-async fn rule(env: &Env) -> Option<Value> {
+fn rule(env: &Env) -> Option<Value> {
     let json = kubectl_ok(&[
         "get",
         "prometheusrule",
@@ -130,125 +130,11 @@ async fn alert_rules_and_dashboards_follow_the_values_and_the_crd() {
         .await
         .unwrap();
     let maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), &env.namespace);
-
-    // No CRD: the condition and an Event name it; the dashboards need no CRD.
-    let policy = wait_policy(
-        &env,
-        &name,
-        "DCGMExporterReady to name the missing rule CRD",
-        |p| {
-            condition(p, operand::DCGM_EXPORTER_READY).is_some_and(|c| c.message.contains(RULE_CRD))
-        },
-    )
-    .await;
-    let message = &condition(&policy, operand::DCGM_EXPORTER_READY)
-        .unwrap()
-        .message;
-    assert!(
-        message.contains("dcgmExporter.prometheusRule.enabled"),
-        "{message}"
-    );
-    warning_event(&env, &name, "PrometheusRuleCRDMissing").await;
-    for dashboard in DASHBOARDS {
-        let map = wait_until(&format!("ConfigMap {dashboard}"), TIMEOUT, || async {
-            Ok(maps.get_opt(dashboard).await?)
-        })
-        .await
-        .unwrap();
-        assert_eq!(
-            map.metadata
-                .labels
-                .unwrap()
-                .get("grafana_dashboard")
-                .map(String::as_str),
-            Some("1")
-        );
-        let data = map.data.unwrap();
-        let (key, json) = data.iter().next().unwrap();
-        assert!(key.ends_with(".json"), "{key}");
-        let dashboard: Value = serde_json::from_str(json).unwrap();
-        assert!(!dashboard["panels"].as_array().unwrap().is_empty());
-    }
-    assert!(rule(&env).await.is_none());
-
-    // The CRD arrives: the rule is created.
-    let file = env.dir.join("prometheusrule-crd.yaml");
-    std::fs::write(&file, RULE_CRD_YAML).unwrap();
-    kubectl_ok(&["apply", "-f", file.to_str().unwrap()]).unwrap();
-    let live = wait_until("the PrometheusRule", TIMEOUT, || async {
-        Ok(rule(&env).await)
-    })
-    .await
-    .unwrap();
-    let hot = expr_of(&live, "GPUTemperatureHigh").unwrap();
-    assert_eq!(hot, "DCGM_FI_DEV_GPU_TEMP > 85");
-    assert_eq!(live["spec"]["groups"].as_array().unwrap().len(), 4);
-
-    // A values change reaches the rule and the ConfigMaps.
-    let mut changed = on.to_vec();
-    changed.extend([
-        "dcgmExporter.prometheusRule.thresholds.temperatureCelsius=90",
-        "dcgmExporter.grafanaDashboards.labels.grafana_dashboard=gpu",
-    ]);
-    patch_spec(&env, &name, chart_spec(&env, &changed)).await;
-    wait_until("the rule to use 90 °C", TIMEOUT, || async {
-        Ok(rule(&env)
-            .await
-            .and_then(|r| expr_of(&r, "GPUTemperatureHigh"))
-            .filter(|e| e == "DCGM_FI_DEV_GPU_TEMP > 90"))
-    })
-    .await
-    .unwrap();
-    wait_until("the dashboards to be relabelled", TIMEOUT, || async {
-        let map = maps.get(DASHBOARDS[0]).await?;
-        let labels = map.metadata.labels.unwrap_or_default();
-        Ok((labels.get("grafana_dashboard").map(String::as_str) == Some("gpu")).then_some(()))
-    })
-    .await
-    .unwrap();
-
-    // An invalid threshold is refused by the API server, naming the key.
-    let error = env
-        .policies()
-        .patch(
-            &name,
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"spec": {"dcgmExporter": {"prometheusRule": {"thresholds": {"temperatureCelsius": 500}}}}})),
-        )
-        .await
-        .unwrap_err();
-    assert!(error.to_string().contains("temperatureCelsius"), "{error}");
-
-    // Disabled: both go away.
-    let off = [
-        "dcgmExporter.prometheusRule.enabled=false",
-        "dcgmExporter.grafanaDashboards.enabled=false",
-    ];
-    patch_spec(&env, &name, chart_spec(&env, &off)).await;
-    wait_until(
-        "the rule and the dashboards to be removed",
-        TIMEOUT,
-        || async {
-            let mut gone = rule(&env).await.is_none();
-            for dashboard in DASHBOARDS {
-                gone &= maps.get_opt(dashboard).await?.is_none();
-            }
-            Ok(gone.then_some(()))
-        },
-    )
-    .await
-    .unwrap();
-    let policy = wait_policy(
-        &env,
-        &name,
-        "DCGMExporterReady without the rule warning",
-        |p| {
-            condition(p, operand::DCGM_EXPORTER_READY)
-                .is_some_and(|c| !c.message.contains(RULE_CRD))
-        },
-    )
-    .await;
-    assert!(condition(&policy, operand::DCGM_EXPORTER_READY).is_some());
+    missing_crd_is_reported_and_dashboards_appear(&env, &name, &maps).await;
+    the_rule_follows_its_crd(&env).await;
+    a_values_change_reaches_the_rule_and_the_dashboards(&env, &name, &maps, &on).await;
+    an_invalid_threshold_is_refused(&env, &name).await;
+    disabling_removes_both(&env, &name, &maps).await;
     operator.stop().unwrap();
 }
 
@@ -287,4 +173,144 @@ async fn warning_event(env: &Env, policy: &str, reason: &str) {
     .await
     .unwrap();
     assert!(event.message.unwrap_or_default().contains(RULE_CRD));
+}
+
+/// No CRD: the condition and an Event name it; the dashboards need no CRD.
+async fn missing_crd_is_reported_and_dashboards_appear(
+    env: &Env,
+    name: &str,
+    maps: &Api<ConfigMap>,
+) {
+    let policy = wait_policy(
+        env,
+        name,
+        "DCGMExporterReady to name the missing rule CRD",
+        |p| {
+            condition(p, operand::DCGM_EXPORTER_READY).is_some_and(|c| c.message.contains(RULE_CRD))
+        },
+    )
+    .await;
+    let message = &condition(&policy, operand::DCGM_EXPORTER_READY)
+        .unwrap()
+        .message;
+    assert!(
+        message.contains("dcgmExporter.prometheusRule.enabled"),
+        "{message}"
+    );
+    warning_event(env, name, "PrometheusRuleCRDMissing").await;
+    for dashboard in DASHBOARDS {
+        let map = wait_until(&format!("ConfigMap {dashboard}"), TIMEOUT, || async {
+            Ok(maps.get_opt(dashboard).await?)
+        })
+        .await
+        .unwrap();
+        assert_eq!(
+            map.metadata
+                .labels
+                .unwrap()
+                .get("grafana_dashboard")
+                .map(String::as_str),
+            Some("1")
+        );
+        let data = map.data.unwrap();
+        let (key, json) = data.iter().next().unwrap();
+        assert!(
+            std::path::Path::new(key)
+                .extension()
+                .is_some_and(|e| e == "json"),
+            "{key}"
+        );
+        let dashboard: Value = serde_json::from_str(json).unwrap();
+        assert!(!dashboard["panels"].as_array().unwrap().is_empty());
+    }
+    assert!(rule(env).is_none());
+}
+
+/// The CRD arrives: the rule is created with the default thresholds.
+async fn the_rule_follows_its_crd(env: &Env) {
+    let file = env.dir.join("prometheusrule-crd.yaml");
+    std::fs::write(&file, RULE_CRD_YAML).unwrap();
+    kubectl_ok(&["apply", "-f", file.to_str().unwrap()]).unwrap();
+    let live = wait_until("the PrometheusRule", TIMEOUT, || async { Ok(rule(env)) })
+        .await
+        .unwrap();
+    let hot = expr_of(&live, "GPUTemperatureHigh").unwrap();
+    assert_eq!(hot, "DCGM_FI_DEV_GPU_TEMP > 85");
+    assert_eq!(live["spec"]["groups"].as_array().unwrap().len(), 4);
+}
+
+/// A values change reaches the rule and the ConfigMaps.
+async fn a_values_change_reaches_the_rule_and_the_dashboards(
+    env: &Env,
+    name: &str,
+    maps: &Api<ConfigMap>,
+    on: &[&str],
+) {
+    let mut changed = on.to_vec();
+    changed.extend([
+        "dcgmExporter.prometheusRule.thresholds.temperatureCelsius=90",
+        "dcgmExporter.grafanaDashboards.labels.grafana_dashboard=gpu",
+    ]);
+    patch_spec(env, name, chart_spec(env, &changed)).await;
+    wait_until("the rule to use 90 °C", TIMEOUT, || async {
+        Ok(rule(env)
+            .and_then(|r| expr_of(&r, "GPUTemperatureHigh"))
+            .filter(|e| e == "DCGM_FI_DEV_GPU_TEMP > 90"))
+    })
+    .await
+    .unwrap();
+    wait_until("the dashboards to be relabelled", TIMEOUT, || async {
+        let map = maps.get(DASHBOARDS[0]).await?;
+        let labels = map.metadata.labels.unwrap_or_default();
+        Ok((labels.get("grafana_dashboard").map(String::as_str) == Some("gpu")).then_some(()))
+    })
+    .await
+    .unwrap();
+}
+
+/// An invalid threshold is refused by the API server, naming the key.
+async fn an_invalid_threshold_is_refused(env: &Env, name: &str) {
+    let error = env
+        .policies()
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"dcgmExporter": {"prometheusRule": {"thresholds": {"temperatureCelsius": 500}}}}})),
+        )
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("temperatureCelsius"), "{error}");
+}
+
+/// Disabled: both go away, and so does the warning.
+async fn disabling_removes_both(env: &Env, name: &str, maps: &Api<ConfigMap>) {
+    let off = [
+        "dcgmExporter.prometheusRule.enabled=false",
+        "dcgmExporter.grafanaDashboards.enabled=false",
+    ];
+    patch_spec(env, name, chart_spec(env, &off)).await;
+    wait_until(
+        "the rule and the dashboards to be removed",
+        TIMEOUT,
+        || async {
+            let mut gone = rule(env).is_none();
+            for dashboard in DASHBOARDS {
+                gone &= maps.get_opt(dashboard).await?.is_none();
+            }
+            Ok(gone.then_some(()))
+        },
+    )
+    .await
+    .unwrap();
+    let policy = wait_policy(
+        env,
+        name,
+        "DCGMExporterReady without the rule warning",
+        |p| {
+            condition(p, operand::DCGM_EXPORTER_READY)
+                .is_some_and(|c| !c.message.contains(RULE_CRD))
+        },
+    )
+    .await;
+    assert!(condition(&policy, operand::DCGM_EXPORTER_READY).is_some());
 }

@@ -88,7 +88,12 @@ pub fn ensure_promtool(layout: &Layout) -> anyhow::Result<PathBuf> {
         &layout.promtool_bin(),
         &format!("github.com/prometheus/prometheus/cmd/promtool@{PROMETHEUS}"),
         "-s -w",
-    )?;
+    )
+    .with_context(|| {
+        format!(
+            "building promtool failed (the control plane is not affected); see the log above and run `{PROMTOOL_BUILD_COMMAND}` again"
+        )
+    })?;
     eprintln!(
         "==> promtool built in {}",
         process::minutes(started.elapsed())
