@@ -1,6 +1,7 @@
-//! `cargo xtask ci`: exactly what CI runs — the harness binaries (helm among them) built if
-//! missing, fmt check, clippy with `-D warnings`, `helm lint` of the chart, unit tests (with the
-//! `#[ignore]`d ones that need helm), e2e — and at the end how many tests each tier ran.
+//! `cargo xtask ci`: exactly what CI runs — the harness binaries (helm among them) and promtool
+//! built if missing, fmt check, clippy with `-D warnings`, `helm lint` of the chart, unit tests
+//! (with the `#[ignore]`d ones that need helm; the alert-rule and dashboard tests run promtool),
+//! e2e — and at the end how many tests each tier ran.
 
 use std::{process::Command, time::Instant};
 
@@ -30,7 +31,10 @@ pub fn run() -> anyhow::Result<()> {
     ];
     let started = Instant::now();
     // The chart tests and the static-manifest drift check render with the harness's helm.
-    cluster::ensure_built(&Layout::from_env()?)?;
+    let layout = Layout::from_env()?;
+    cluster::ensure_built(&layout)?;
+    // On its own and after the control plane: a failed promtool build leaves the rest usable.
+    cluster::ensure_promtool(&layout)?;
     for (name, args) in steps {
         let step = Instant::now();
         eprintln!("==> ci: {name} (cargo {})", args.join(" "));

@@ -7,6 +7,8 @@ mod cluster;
 mod codegen;
 mod demo;
 mod e2e;
+#[cfg(test)]
+mod monitoring;
 mod process;
 mod test_counts;
 mod tidy;
@@ -36,6 +38,8 @@ enum Task {
     Ci,
     /// The operator's main job on the local cluster, with simulated GPU nodes.
     Demo(demo::Args),
+    /// Build promtool (first time only) into the harness cache; the alert-rule tests need it.
+    Promtool,
     /// Measure the operator on simulated fleets (100, 1,000, 5,000 nodes), each on its own cluster.
     Bench(bench::Args),
 }
@@ -49,6 +53,9 @@ fn main() -> std::process::ExitCode {
         Task::Ci => ci::run(),
         Task::Demo(args) => demo::run(&args),
         Task::Bench(args) => bench::run(&args),
+        Task::Promtool => cluster::Layout::from_env()
+            .and_then(|layout| cluster::ensure_promtool(&layout))
+            .map(|path| println!("{}", path.display())),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 
 use gpu_operator_api::ClusterPolicy;
-pub use kube::api::DynamicObject;
 use kube::api::ApiResource;
+pub use kube::api::DynamicObject;
 use serde_json::Value;
 
 use crate::{Context, Error, service_monitor, stores::Stores};

@@ -147,16 +147,10 @@ pub fn start(
         &managed,
         strip_managed_fields,
     )?;
-    let (service_monitor_crds, service_monitor_crds_sub) = r.reflect(
-        Api::<PartialObjectMeta<CustomResourceDefinition>>::all(c.clone()),
-        &watcher::Config::default().fields(&format!("metadata.name={}", service_monitor::CRD_NAME)),
-        strip_managed_fields,
-    )?;
-    let (prometheus_rule_crds, prometheus_rule_crds_sub) = r.reflect(
-        Api::<PartialObjectMeta<CustomResourceDefinition>>::all(c.clone()),
-        &watcher::Config::default().fields(&format!("metadata.name={}", prometheus_rule::CRD_NAME)),
-        strip_managed_fields,
-    )?;
+    let (service_monitor_crds, service_monitor_crds_sub) =
+        r.crd_metadata(c, service_monitor::CRD_NAME)?;
+    let (prometheus_rule_crds, prometheus_rule_crds_sub) =
+        r.crd_metadata(c, prometheus_rule::CRD_NAME)?;
 
     let driver = Box::pin(futures::stream::select_all(r.streams).for_each(|()| async {}));
     let stores = Stores {
@@ -201,6 +195,26 @@ struct Reflectors {
 }
 
 impl Reflectors {
+    /// The metadata of the one CustomResourceDefinition `name`.
+    #[allow(clippy::type_complexity, reason = "the pair `reflect` returns")]
+    fn crd_metadata(
+        &mut self,
+        client: &Client,
+        name: &str,
+    ) -> Result<
+        (
+            Store<PartialObjectMeta<CustomResourceDefinition>>,
+            ReflectHandle<PartialObjectMeta<CustomResourceDefinition>>,
+        ),
+        NotShared,
+    > {
+        self.reflect(
+            Api::<PartialObjectMeta<CustomResourceDefinition>>::all(client.clone()),
+            &watcher::Config::default().fields(&format!("metadata.name={name}")),
+            strip_managed_fields,
+        )
+    }
+
     fn reflect<K>(
         &mut self,
         api: Api<K>,

@@ -1,6 +1,7 @@
 //! `docs/metrics.txt` (the names the shipped alerts and dashboards may read) against what the
 //! operator's registry really exposes: every `operator` name is served, and none of the
 //! `upgrade-pending` names is yet (when the driver-upgrade gauges land, they move to `operator`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::Duration;
 
@@ -36,7 +37,10 @@ fn listed_operator_metrics_are_exposed_and_pending_ones_are_not() {
     let operator = listed("operator");
     assert!(operator.len() >= 9, "the list has the operator's names");
     for name in &operator {
-        assert!(names.contains(&name.as_str()), "{name} is not exposed:\n{text}");
+        assert!(
+            names.contains(&name.as_str()),
+            "{name} is not exposed:\n{text}"
+        );
     }
     for name in listed("upgrade-pending") {
         assert!(

@@ -1,5 +1,6 @@
 //! `docs/metrics.txt` (the names the shipped alerts and dashboards may read) against the node
 //! status exporter's exposition: exactly the `node-status` names, each with its `node` label.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use gpu_operator_validator::metrics::gauges::{Gauges, render};
 

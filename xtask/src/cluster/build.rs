@@ -3,6 +3,8 @@
 //! No prebuilt Kubernetes binaries can be downloaded here, but the Go module proxy is reachable, so
 //! etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok and helm are compiled
 //! from source. The first build takes 25–40 minutes on 2 cores; afterwards every step is a no-op.
+//! promtool (for the alert-rule and dashboard tests) is built the same way but on its own
+//! ([`ensure_promtool`]), so its build failing never leaves the control plane unbuilt.
 
 use std::{
     fs,
@@ -13,7 +15,7 @@ use std::{
 
 use anyhow::{Context as _, bail};
 
-use super::layout::{ETCD, HELM, KUBERNETES, KWOK, Layout};
+use super::layout::{ETCD, HELM, KUBERNETES, KWOK, Layout, PROMETHEUS};
 use crate::process;
 
 /// The Kubernetes binaries built from `k8s.io/kubernetes`.
@@ -63,6 +65,40 @@ pub fn ensure(layout: &Layout) -> anyhow::Result<()> {
         process::minutes(started.elapsed())
     );
     Ok(())
+}
+
+/// The command that builds promtool, for messages of tests that need it.
+pub const PROMTOOL_BUILD_COMMAND: &str = "cargo xtask promtool";
+
+/// Builds promtool from its Go module into the cache unless it is there; returns its path.
+pub fn ensure_promtool(layout: &Layout) -> anyhow::Result<PathBuf> {
+    let target = layout.promtool_bin().join("promtool");
+    if target.is_file() {
+        return Ok(target);
+    }
+    let go = Go::find()?;
+    let started = Instant::now();
+    eprintln!(
+        "==> building promtool (Prometheus module {PROMETHEUS}) into {} (first time only: about 5 min on 2 cores)",
+        super::layout::display(&layout.promtool_bin())
+    );
+    go.install(
+        layout,
+        "promtool",
+        &layout.promtool_bin(),
+        &format!("github.com/prometheus/prometheus/cmd/promtool@{PROMETHEUS}"),
+        "-s -w",
+    )
+    .with_context(|| {
+        format!(
+            "building promtool failed (the control plane is not affected); see the log above and run `{PROMTOOL_BUILD_COMMAND}` again"
+        )
+    })?;
+    eprintln!(
+        "==> promtool built in {}",
+        process::minutes(started.elapsed())
+    );
+    Ok(target)
 }
 
 fn build_etcd(layout: &Layout, go: &Go) -> anyhow::Result<()> {

@@ -12,6 +12,8 @@ pub const ETCD: &str = "v3.6.16";
 pub const KWOK: &str = "v0.8.0";
 /// Helm release.
 pub const HELM: &str = "v3.21.4";
+/// Go module version of Prometheus that promtool is built from (`v0.316.0` is Prometheus 3.16.0).
+pub const PROMETHEUS: &str = "v0.316.0";
 
 /// Environment variable that moves the whole cache (default `~/.cache/gpu-operator-e2e`).
 pub const CACHE_ENV: &str = "GPU_OPERATOR_E2E_CACHE";
@@ -83,6 +85,10 @@ impl Layout {
     /// Where the helm binary lives.
     pub fn helm_bin(&self) -> PathBuf {
         self.root.join("bin").join(format!("helm-{HELM}"))
+    }
+    /// Where promtool lives (built apart from the control plane; see `build::ensure_promtool`).
+    pub fn promtool_bin(&self) -> PathBuf {
+        self.root.join("bin").join(format!("promtool-{PROMETHEUS}"))
     }
     /// Go module directories used to build the binaries (kept so a rebuild is incremental).
     pub fn go_src(&self, name: &str) -> PathBuf {

@@ -201,7 +201,10 @@ mod tests {
             ..PrometheusRuleConfig::default()
         });
         let custom = Settings::of(&exporter, true);
-        assert_eq!((custom.pod_label, custom.namespace_label), ("pod", "namespace"));
+        assert_eq!(
+            (custom.pod_label, custom.namespace_label),
+            ("pod", "namespace")
+        );
         assert_eq!(custom.temperature_celsius, 90);
         assert_eq!(custom.idle_for, "45m");
         assert_eq!(custom.memory_full_within_seconds, 7200);

@@ -93,7 +93,9 @@ pub fn metric_names(expr: &str) -> Result<Vec<String>, String> {
             } else if KEYWORDS.contains(&word.as_str()) {
             } else if next == Some(&'(') {
                 if !FUNCTIONS.contains(&word.as_str()) {
-                    return Err(format!("`{word}(` is not a known PromQL function in {expr}"));
+                    return Err(format!(
+                        "`{word}(` is not a known PromQL function in {expr}"
+                    ));
                 }
             } else if !FUNCTIONS.contains(&word.as_str()) {
                 names.push(word);
@@ -152,6 +154,10 @@ mod tests {
             metric_names(expr).unwrap(),
             vec!["DCGM_FI_DEV_GPU_UTIL", "gpu_operator_x_count", "up"]
         );
-        assert!(metric_names("nonsense_fn(x)").unwrap_err().contains("nonsense_fn"));
+        assert!(
+            metric_names("nonsense_fn(x)")
+                .unwrap_err()
+                .contains("nonsense_fn")
+        );
     }
 }

@@ -3,7 +3,10 @@
 //! `prometheusRule.additionalLabels` so a Prometheus can select it. The pipeline writes it only
 //! while the PrometheusRule CRD is installed and says so in the condition otherwise.
 
-use gpu_operator_core::{operand::Operand as _, prometheus_rule::{self, DynamicObject}};
+use gpu_operator_core::{
+    operand::Operand as _,
+    prometheus_rule::{self, DynamicObject},
+};
 
 use crate::{DcgmExporter, Input, NAME, observability::alerts};
 

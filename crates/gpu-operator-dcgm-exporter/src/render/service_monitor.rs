@@ -60,3 +60,49 @@ pub fn build(input: &Input) -> Option<DynamicObject> {
         spec,
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use gpu_operator_api::{
+        ClusterPolicySpec,
+        spec::{GrafanaDashboardsConfig, PrometheusRuleConfig, ServiceMonitorConfig},
+    };
+    use gpu_operator_core::fixtures::with_cluster;
+
+    use super::*;
+
+    fn endpoint(spec: &ClusterPolicySpec) -> Value {
+        let input = with_cluster(&|_| Some("x/y:1".to_owned()), |cluster| {
+            crate::validate::validate(spec, cluster)
+        })
+        .unwrap()
+        .unwrap();
+        let monitor = serde_json::to_value(build(&input).unwrap()).unwrap();
+        monitor["spec"]["endpoints"][0].clone()
+    }
+
+    #[test]
+    fn the_node_label_is_added_only_for_the_shipped_alerts_and_dashboards() {
+        let mut spec = ClusterPolicySpec::default();
+        spec.dcgm_exporter.service_monitor = Some(ServiceMonitorConfig {
+            enabled: Some(true),
+            ..ServiceMonitorConfig::default()
+        });
+        assert_eq!(endpoint(&spec).get("relabelings"), None);
+        let node = json!({
+            "sourceLabels": ["__meta_kubernetes_pod_node_name"],
+            "targetLabel": "node",
+        });
+        spec.dcgm_exporter.prometheus_rule = Some(PrometheusRuleConfig {
+            enabled: Some(true),
+            ..PrometheusRuleConfig::default()
+        });
+        assert_eq!(endpoint(&spec)["relabelings"], json!([node]));
+        spec.dcgm_exporter.prometheus_rule = None;
+        spec.dcgm_exporter.grafana_dashboards = Some(GrafanaDashboardsConfig {
+            enabled: Some(true),
+            ..GrafanaDashboardsConfig::default()
+        });
+        assert_eq!(endpoint(&spec)["relabelings"], json!([node]));
+    }
+}

@@ -9,6 +9,13 @@ const XID: &str = "DCGM_FI_DEV_XID_ERRORS";
 
 /// XIDs, ECC, row remapping, throttling, temperature and NVLink errors.
 pub(super) fn hardware(s: &Settings) -> Vec<Alert> {
+    let mut all = memory_and_xids(s);
+    all.extend(conditions(s));
+    all
+}
+
+/// XIDs, ECC errors and row remapping.
+fn memory_and_xids(s: &Settings) -> Vec<Alert> {
     let pod = used_by(s);
     let critical = s
         .critical_xids
@@ -16,25 +23,12 @@ pub(super) fn hardware(s: &Settings) -> Vec<Alert> {
         .map(|x| format!("({XID} == {x})"))
         .collect::<Vec<_>>()
         .join(" or ");
-    let not_critical: String = s
+    let not_critical = s
         .critical_xids
         .iter()
         .map(|x| format!(" and {XID} != {x}"))
-        .collect();
-    let throttling = |name, field: &str, why: &str| Alert {
-        name,
-        group: Group::Hardware,
-        severity: "warning",
-        expr: format!(
-            "rate({field}[5m]) / 1e9 * 100 > {}",
-            s.throttling_percent
-        ),
-        for_: Some("10m".into()),
-        summary: format!("GPU clocks held back by {why} limits"),
-        description: format!(
-            "{GPU_ON_NODE} spent {{{{ $value | printf \"%.0f\" }}}}% of the last 5 minutes throttled by {why} limits{pod}."
-        ),
-    };
+        .collect::<Vec<_>>()
+        .concat();
     vec![
         Alert {
             name: "GPUCriticalXid",
@@ -78,6 +72,24 @@ pub(super) fn hardware(s: &Settings) -> Vec<Alert> {
                 "{GPU_ON_NODE} could not remap a failing memory row{pod}; the GPU needs service."
             ),
         },
+    ]
+}
+
+/// Throttling, temperature and NVLink errors.
+fn conditions(s: &Settings) -> Vec<Alert> {
+    let pod = used_by(s);
+    let throttling = |name, field: &str, why: &str| Alert {
+        name,
+        group: Group::Hardware,
+        severity: "warning",
+        expr: format!("rate({field}[5m]) / 1e9 * 100 > {}", s.throttling_percent),
+        for_: Some("10m".into()),
+        summary: format!("GPU clocks held back by {why} limits"),
+        description: format!(
+            "{GPU_ON_NODE} spent {{{{ $value | printf \"%.0f\" }}}}% of the last 5 minutes throttled by {why} limits{pod}."
+        ),
+    };
+    vec![
         throttling(
             "GPUThermalThrottling",
             "DCGM_FI_DEV_THERMAL_VIOLATION",
@@ -100,18 +112,13 @@ pub(super) fn hardware(s: &Settings) -> Vec<Alert> {
             name: "GPUNVLinkErrors",
             group: Group::Hardware,
             severity: "warning",
-            expr: [
-                "CRC_FLIT",
-                "CRC_DATA",
-                "REPLAY",
-                "RECOVERY",
-            ]
-            .iter()
-            .map(|kind| {
-                format!("(increase(DCGM_FI_DEV_NVLINK_{kind}_ERROR_COUNT_TOTAL[10m]) > 0)")
-            })
-            .collect::<Vec<_>>()
-            .join(" or "),
+            expr: ["CRC_FLIT", "CRC_DATA", "REPLAY", "RECOVERY"]
+                .iter()
+                .map(|kind| {
+                    format!("(increase(DCGM_FI_DEV_NVLINK_{kind}_ERROR_COUNT_TOTAL[10m]) > 0)")
+                })
+                .collect::<Vec<_>>()
+                .join(" or "),
             for_: None,
             summary: "GPU NVLink errors".into(),
             description: format!(

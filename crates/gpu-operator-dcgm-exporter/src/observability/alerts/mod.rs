@@ -101,8 +101,7 @@ fn rule(alert: &Alert, runbook_url: &str) -> Value {
 }
 
 /// `GPU <index> (<model>, <UUID>) on node <node>`, as a template over the series' labels.
-pub(crate) const GPU_ON_NODE: &str =
-    "GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on node {{ $labels.node }}";
+pub(crate) const GPU_ON_NODE: &str = "GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on node {{ $labels.node }}";
 
 /// `, used by pod <namespace>/<pod>` when the series names one, else nothing.
 pub(crate) fn used_by(settings: &Settings) -> String {

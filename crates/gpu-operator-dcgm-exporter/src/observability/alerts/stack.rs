@@ -50,7 +50,7 @@ pub(super) fn alerts(s: &Settings) -> Vec<Alert> {
                 "(gpu_operator_nodes_upgrades_in_progress > 0) and on () (changes(gpu_operator_nodes_upgrades_done[{}]) == 0)",
                 s.upgrade_stuck_for
             ),
-            for_: Some("15m".into()),
+            for_: Some(s.upgrade_stuck_for.clone()),
             summary: "GPU driver upgrade makes no progress".into(),
             description: format!(
                 "{{{{ $value }}}} node(s) have been upgrading the GPU driver and none finished in {}; see the nvidia.com/gpu-driver-upgrade-state label of each node.",

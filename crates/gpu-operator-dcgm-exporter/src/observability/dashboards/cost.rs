@@ -43,14 +43,20 @@ pub(super) fn dashboard(s: &Settings) -> Dashboard {
                 "GPUs no pod holds now.",
                 Kind::Stat,
                 "none",
-                vec![(format!("count(DCGM_FI_DEV_GPU_UTIL{{{n}, {pod}=\"\"}})"), "")],
+                vec![(
+                    format!("count(DCGM_FI_DEV_GPU_UTIL{{{n}, {pod}=\"\"}})"),
+                    "",
+                )],
             ),
             panel(
                 "Idle allocated GPU-hours",
                 "GPU-hours in the time range that pods held GPUs below the idle threshold (1-minute resolution).",
                 Kind::Stat,
                 "h",
-                vec![(format!("sum(count_over_time({idle}[$__range:1m])) / 60"), "")],
+                vec![(
+                    format!("sum(count_over_time({idle}[$__range:1m])) / 60"),
+                    "",
+                )],
             ),
             panel(
                 "Idle allocated GPUs per namespace",

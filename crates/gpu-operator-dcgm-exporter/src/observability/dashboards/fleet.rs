@@ -17,44 +17,11 @@ pub(super) fn dashboard(s: &Settings) -> Dashboard {
         unit,
         targets: vec![(expr, legend)],
     };
-    let stat = |title, help, unit, expr: String| Panel {
-        title,
-        help,
-        kind: Kind::Stat,
-        unit,
-        targets: vec![(expr, "")],
-    };
     Dashboard {
         uid: "gpu-operator-fleet",
         title: "GPU fleet",
         node_variable: Some("DCGM_FI_DEV_GPU_UTIL"),
-        panels: vec![
-            stat(
-                "GPUs",
-                "GPUs reporting metrics (whole GPUs; MIG instances are counted below).",
-                "none",
-                format!("count(DCGM_FI_DEV_GPU_UTIL{{{n}}})"),
-            ),
-            stat(
-                "Average utilisation",
-                "Mean GPU utilisation over the selected GPUs.",
-                "percent",
-                format!("avg(DCGM_FI_DEV_GPU_UTIL{{{n}}})"),
-            ),
-            stat(
-                "Framebuffer in use",
-                "Framebuffer memory used over framebuffer memory used and free.",
-                "percentunit",
-                format!(
-                    "sum(DCGM_FI_DEV_FB_USED{{{n}}}) / (sum(DCGM_FI_DEV_FB_USED{{{n}}}) + sum(DCGM_FI_DEV_FB_FREE{{{n}}}))"
-                ),
-            ),
-            stat(
-                "Power draw",
-                "Total power draw of the selected GPUs.",
-                "watt",
-                format!("sum(DCGM_FI_DEV_POWER_USAGE{{{n}}})"),
-            ),
+        panels: [stats(n), vec![
             series(
                 "Utilisation per GPU",
                 "GPU utilisation (DCGM_FI_DEV_GPU_UTIL).",
@@ -108,7 +75,9 @@ pub(super) fn dashboard(s: &Settings) -> Dashboard {
                 "MIG instances per profile",
                 "How many MIG instances of each profile the selected nodes have.",
                 "none",
-                format!("count by (GPU_I_PROFILE) (DCGM_FI_DEV_FB_USED{{{n}, GPU_I_PROFILE!=\"\"}})"),
+                format!(
+                    "count by (GPU_I_PROFILE) (DCGM_FI_DEV_FB_USED{{{n}, GPU_I_PROFILE!=\"\"}})"
+                ),
                 "{{GPU_I_PROFILE}}",
             ),
             Panel {
@@ -118,6 +87,46 @@ pub(super) fn dashboard(s: &Settings) -> Dashboard {
                 unit: "none",
                 targets: vec![(format!("DCGM_FI_DEV_XID_ERRORS{{{n}}} > 0"), "")],
             },
-        ],
+        ]]
+        .concat(),
     }
+}
+
+/// GPUs, mean utilisation, framebuffer share and power of the GPUs matching `n`.
+fn stats(n: &str) -> Vec<Panel> {
+    let stat = |title, help, unit, expr: String| Panel {
+        title,
+        help,
+        kind: Kind::Stat,
+        unit,
+        targets: vec![(expr, "")],
+    };
+    vec![
+        stat(
+            "GPUs",
+            "GPUs reporting metrics (whole GPUs; MIG instances are counted below).",
+            "none",
+            format!("count(DCGM_FI_DEV_GPU_UTIL{{{n}}})"),
+        ),
+        stat(
+            "Average utilisation",
+            "Mean GPU utilisation over the selected GPUs.",
+            "percent",
+            format!("avg(DCGM_FI_DEV_GPU_UTIL{{{n}}})"),
+        ),
+        stat(
+            "Framebuffer in use",
+            "Framebuffer memory used over framebuffer memory used and free.",
+            "percentunit",
+            format!(
+                "sum(DCGM_FI_DEV_FB_USED{{{n}}}) / (sum(DCGM_FI_DEV_FB_USED{{{n}}}) + sum(DCGM_FI_DEV_FB_FREE{{{n}}}))"
+            ),
+        ),
+        stat(
+            "Power draw",
+            "Total power draw of the selected GPUs.",
+            "watt",
+            format!("sum(DCGM_FI_DEV_POWER_USAGE{{{n}}})"),
+        ),
+    ]
 }

@@ -7,89 +7,16 @@ use super::{Dashboard, Kind, Panel};
 
 /// The dashboard.
 pub(super) fn dashboard() -> Dashboard {
-    let panel = |title, help, kind, unit, targets: Vec<(&str, &'static str)>| Panel {
-        title,
-        help,
-        kind,
-        unit,
-        targets: targets
-            .into_iter()
-            .map(|(expr, legend)| (expr.to_owned(), legend))
-            .collect(),
-    };
     let reconciles = "gpu_operator_reconcile_duration_seconds";
-    let rate_ok = format!(
-        "sum by (reconciler) (rate({reconciles}_count{{error=\"\"}}[$__rate_interval]))"
-    );
+    let rate_ok =
+        format!("sum by (reconciler) (rate({reconciles}_count{{error=\"\"}}[$__rate_interval]))");
     let rate_err = format!(
         "sum by (reconciler, error) (rate({reconciles}_count{{error!=\"\"}}[$__rate_interval]))"
     );
     let p95 = format!(
         "histogram_quantile(0.95, sum by (reconciler, le) (rate({reconciles}_bucket[$__rate_interval])))"
     );
-    let mut panels = vec![
-        panel(
-            "Reconciliation status",
-            "1 ready, 0 operands not ready, -1 no ClusterPolicy, -2 reconciling failed.",
-            Kind::Stat,
-            "none",
-            vec![("gpu_operator_reconciliation_status", "")],
-        ),
-        panel(
-            "GPU nodes",
-            "Nodes with an NVIDIA GPU.",
-            Kind::Stat,
-            "none",
-            vec![("gpu_operator_gpu_nodes_total", "")],
-        ),
-        panel(
-            "Nodes validated",
-            "GPU nodes whose CUDA validation (the last barrier, after driver and toolkit) passed.",
-            Kind::Stat,
-            "none",
-            vec![("sum(gpu_operator_node_cuda_ready)", "")],
-        ),
-        panel(
-            "Since everything was last ready",
-            "Time since a reconciliation last found every operand ready.",
-            Kind::Stat,
-            "s",
-            vec![("time() - gpu_operator_reconciliation_last_success_ts_seconds", "")],
-        ),
-        panel(
-            "Stack rollout per component",
-            "GPU nodes whose validation barrier of each component is open.",
-            Kind::TimeSeries,
-            "none",
-            vec![
-                ("sum(gpu_operator_node_driver_ready)", "driver"),
-                ("sum(gpu_operator_node_toolkit_ready)", "toolkit"),
-                ("sum(gpu_operator_node_plugin_ready)", "device plugin"),
-                ("sum(gpu_operator_node_cuda_ready)", "cuda"),
-                ("count(gpu_operator_node_driver_ready)", "nodes reporting"),
-            ],
-        ),
-        panel(
-            "GPUs advertised per node",
-            "GPU devices the device plugin advertises on each node (-1: unknown).",
-            Kind::TimeSeries,
-            "none",
-            vec![("gpu_operator_node_device_plugin_devices_total", "{{node}}")],
-        ),
-        panel(
-            "Driver upgrades",
-            "Nodes in each state of the driver upgrade.",
-            Kind::TimeSeries,
-            "none",
-            vec![
-                ("gpu_operator_nodes_upgrades_pending", "pending"),
-                ("gpu_operator_nodes_upgrades_in_progress", "in progress"),
-                ("gpu_operator_nodes_upgrades_done", "done"),
-                ("gpu_operator_nodes_upgrades_failed", "failed"),
-                ("gpu_operator_nodes_upgrades_available", "available"),
-            ],
-        ),
-    ];
+    let mut panels = state_panels();
     panels.extend([
         Panel {
             title: "Reconciles per operand",
@@ -126,4 +53,84 @@ pub(super) fn dashboard() -> Dashboard {
         node_variable: None,
         panels,
     }
+}
+
+/// Reconciliation state, nodes, rollout per component, advertised GPUs and driver upgrades.
+fn state_panels() -> Vec<Panel> {
+    let panel = |title, help, kind, unit, targets: Vec<(&str, &'static str)>| Panel {
+        title,
+        help,
+        kind,
+        unit,
+        targets: targets
+            .into_iter()
+            .map(|(expr, legend)| (expr.to_owned(), legend))
+            .collect(),
+    };
+    vec![
+        panel(
+            "Reconciliation status",
+            "1 ready, 0 operands not ready, -1 no ClusterPolicy, -2 reconciling failed.",
+            Kind::Stat,
+            "none",
+            vec![("gpu_operator_reconciliation_status", "")],
+        ),
+        panel(
+            "GPU nodes",
+            "Nodes with an NVIDIA GPU.",
+            Kind::Stat,
+            "none",
+            vec![("gpu_operator_gpu_nodes_total", "")],
+        ),
+        panel(
+            "Nodes validated",
+            "GPU nodes whose CUDA validation (the last barrier, after driver and toolkit) passed.",
+            Kind::Stat,
+            "none",
+            vec![("sum(gpu_operator_node_cuda_ready)", "")],
+        ),
+        panel(
+            "Since everything was last ready",
+            "Time since a reconciliation last found every operand ready.",
+            Kind::Stat,
+            "s",
+            vec![(
+                "time() - gpu_operator_reconciliation_last_success_ts_seconds",
+                "",
+            )],
+        ),
+        panel(
+            "Stack rollout per component",
+            "GPU nodes whose validation barrier of each component is open.",
+            Kind::TimeSeries,
+            "none",
+            vec![
+                ("sum(gpu_operator_node_driver_ready)", "driver"),
+                ("sum(gpu_operator_node_toolkit_ready)", "toolkit"),
+                ("sum(gpu_operator_node_plugin_ready)", "device plugin"),
+                ("sum(gpu_operator_node_cuda_ready)", "cuda"),
+                ("count(gpu_operator_node_driver_ready)", "nodes reporting"),
+            ],
+        ),
+        panel(
+            "GPUs advertised per node",
+            "GPU devices the device plugin advertises on each node (-1: unknown).",
+            Kind::TimeSeries,
+            "none",
+            vec![("gpu_operator_node_device_plugin_devices_total", "{{node}}")],
+        ),
+        panel(
+            "Driver upgrades",
+            "Nodes in each state of the driver upgrade.",
+            Kind::TimeSeries,
+            "none",
+            vec![
+                ("gpu_operator_nodes_upgrades_pending", "pending"),
+                ("gpu_operator_nodes_upgrades_in_progress", "in progress"),
+                ("gpu_operator_nodes_upgrades_done", "done"),
+                ("gpu_operator_nodes_upgrades_failed", "failed"),
+                ("gpu_operator_nodes_upgrades_available", "available"),
+            ],
+        ),
+    ]
 }

@@ -48,7 +48,10 @@ fn alerts_read_only_listed_metrics() {
     let exprs: Vec<&str> = exprs.iter().map(String::as_str).collect();
     let used = read(&exprs);
     for name in &used {
-        assert!(listed.contains(&name.as_str()), "`{name}` is not in docs/metrics.txt");
+        assert!(
+            listed.contains(&name.as_str()),
+            "`{name}` is not in docs/metrics.txt"
+        );
     }
     // Positive control: the names the alerts are about are really read.
     for expected in [
@@ -104,17 +107,17 @@ fn panels_do_not_overlap_and_ids_are_unique() {
         let mut ids = BTreeSet::new();
         for panel in json["panels"].as_array().unwrap() {
             assert!(ids.insert(panel["id"].as_u64().unwrap()));
-            let g = &panel["gridPos"];
-            let (x, y, w, h) = (
-                g["x"].as_u64().unwrap(),
-                g["y"].as_u64().unwrap(),
-                g["w"].as_u64().unwrap(),
-                g["h"].as_u64().unwrap(),
-            );
-            assert!(x + w <= 24, "{}: {panel}", dashboard.uid);
-            for cx in x..x + w {
-                for cy in y..y + h {
-                    assert!(cells.insert((cx, cy)), "{}: overlap at {panel}", dashboard.uid);
+            let grid = &panel["gridPos"];
+            let at = |key: &str| grid[key].as_u64().unwrap();
+            let (left, top, width, height) = (at("x"), at("y"), at("w"), at("h"));
+            assert!(left + width <= 24, "{}: {panel}", dashboard.uid);
+            for cx in left..left + width {
+                for cy in top..top + height {
+                    assert!(
+                        cells.insert((cx, cy)),
+                        "{}: overlap at {panel}",
+                        dashboard.uid
+                    );
                 }
             }
             assert_eq!(panel["datasource"]["uid"], "${datasource}");
