@@ -188,7 +188,7 @@ impl Operator {
         env: &[(&str, &str)],
         log: &Path,
     ) -> anyhow::Result<Self> {
-        let (probe_port, metrics_port) = (free_port()?, free_port()?);
+        let [probe_port, metrics_port] = free_ports()?;
         let args: Vec<String> = args
             .iter()
             .map(|arg| {
