@@ -17,9 +17,11 @@ booleans:
   - dcgmExporter.enablePodLabels
   - dcgmExporter.enablePodUID
   - dcgmExporter.enabled
+  - dcgmExporter.grafanaDashboards.enabled
   - dcgmExporter.hostNetwork
   - dcgmExporter.hostPID
   - dcgmExporter.hpcJobMapping.enabled
+  - dcgmExporter.prometheusRule.enabled
   - dcgmExporter.serviceMonitor.enabled
   - dcgmExporter.serviceMonitor.honorLabels
   - devicePlugin.config.create
@@ -85,6 +87,10 @@ integers:
   - daemonsets.podSecurityContext.runAsGroup
   - daemonsets.podSecurityContext.runAsUser
   - dcgm.hostPort
+  - dcgmExporter.prometheusRule.thresholds.busyUtilizationPercent
+  - dcgmExporter.prometheusRule.thresholds.idleUtilizationPercent
+  - dcgmExporter.prometheusRule.thresholds.temperatureCelsius
+  - dcgmExporter.prometheusRule.thresholds.throttlingPercent
   - driver.livenessProbe.failureThreshold
   - driver.livenessProbe.initialDelaySeconds
   - driver.livenessProbe.periodSeconds
