@@ -308,6 +308,7 @@ async fn rollout_condition<O: Operand>(
     unserved: Option<String>,
 ) -> Result<Desired, Error> {
     let (mut desired, mut ready, mut problems) = (0, 0, Vec::new());
+    let mut outdated = Vec::new();
     let pods: Api<PodSummary> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
     // A snapshot of the node cache (thousands of entries) only once a DaemonSet is not ready.
     let mut nodes = None;
@@ -326,6 +327,9 @@ async fn rollout_condition<O: Operand>(
         let rollout = readiness::rollout(&live);
         desired += rollout.desired;
         ready += rollout.ready;
+        if rollout.outdated > 0 {
+            outdated.push(old_revision(&live.name_any(), rollout.outdated));
+        }
         if !rollout.is_ready && problems.len() < PROBLEM_NODES {
             let limit = PROBLEM_NODES - problems.len();
             let nodes = nodes.get_or_insert_with(|| ctx.stores.nodes.state());
@@ -342,23 +346,40 @@ async fn rollout_condition<O: Operand>(
             format!("{counts}; {unserved}"),
         ));
     }
-    if problems.is_empty() && ready >= desired {
+    if problems.is_empty() && outdated.is_empty() && ready >= desired {
         return Ok(Desired::ok(O::CONDITION, "Ready", counts));
     }
     let named: Vec<String> = problems
         .iter()
         .map(|p| format!("{}: {}", p.node, p.reason))
         .collect();
-    let detail = if named.is_empty() {
-        "rolling out".to_owned()
+    let mut details = outdated;
+    if !named.is_empty() {
+        details.push(format!("not ready on {}", named.join("; ")));
+    }
+    // OnDelete pods of an old template are the finding when they are all there is.
+    let reason = if problems.is_empty() && !details.is_empty() {
+        "OldRevision"
     } else {
-        format!("not ready on {}", named.join("; "))
+        "NotReady"
     };
+    if details.is_empty() {
+        details.push("rolling out".to_owned());
+    }
     Ok(Desired::not_ok(
         O::CONDITION,
-        "NotReady",
-        format!("{counts}; {detail}"),
+        reason,
+        format!("{counts}; {}", details.join("; ")),
     ))
+}
+
+/// What an OnDelete DaemonSet with `count` pods of an older template says: they run until deleted.
+fn old_revision(daemonset: &str, count: i32) -> String {
+    format!(
+        "{count} node(s) run an old revision of {daemonset}: its update strategy is OnDelete, so \
+         a node gets the current one only when its pod is deleted (by the driver upgrade \
+         controller, or `kubectl delete pod` on that node)"
+    )
 }
 
 async fn publish(
