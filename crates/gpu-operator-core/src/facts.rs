@@ -40,10 +40,15 @@ pub struct ClusterFacts {
     /// GPU nodes without the `nvidia.com/device-plugin.config` label (they run
     /// `devicePlugin.config.default`, or the plugin's built-in settings without one).
     pub gpu_nodes_without_plugin_config: NodeSample,
-    /// GPU nodes whose `nvidia.com/gpu.workload.config` asks for a workload type other than
-    /// `container` (`vm-passthrough`, `vm-vgpu`), by that type.
+    /// GPU nodes the node labeller gave a virtual-machine workload type (they carry
+    /// `nvidia.com/gpu.deploy.sandbox-validator=true`), by their `nvidia.com/gpu.workload.config`
+    /// label (`""` for nodes without one, which take `sandboxWorkloads.defaultWorkload`).
     pub sandbox_workload_nodes: BTreeMap<String, NodeSample>,
 }
+
+/// The deploy label every virtual-machine workload type gets (NVIDIA's
+/// `getEffectiveStateLabels`), and no container node.
+const SANDBOX_DEPLOY_LABEL: &str = "nvidia.com/gpu.deploy.sandbox-validator";
 
 /// How many nodes share a trait, and the first few of them by name (bounded, so a condition can
 /// name them at any fleet size).
@@ -120,10 +125,8 @@ impl ClusterFacts {
             if node_labels.get(labels::DEVICE_PLUGIN_CONFIG).is_none() {
                 facts.gpu_nodes_without_plugin_config.add(name);
             }
-            if let Some(workload) = node_labels
-                .get(labels::GPU_WORKLOAD_CONFIG)
-                .filter(|w| *w != "container")
-            {
+            if node_labels.get(SANDBOX_DEPLOY_LABEL) == Some("true") {
+                let workload = node_labels.get(labels::GPU_WORKLOAD_CONFIG).unwrap_or("");
                 facts
                     .sandbox_workload_nodes
                     .entry(workload.to_owned())
@@ -234,16 +237,28 @@ mod tests {
                     (labels::GPU_PRESENT, "true"),
                     (labels::DEVICE_PLUGIN_CONFIG, "a100"),
                     (labels::GPU_WORKLOAD_CONFIG, "vm-passthrough"),
+                    (SANDBOX_DEPLOY_LABEL, "true"),
+                ],
+            )])
+            .chain([NodeMeta::new(
+                "default-vm",
+                &[
+                    (labels::GPU_PRESENT, "true"),
+                    (SANDBOX_DEPLOY_LABEL, "true"),
                 ],
             )])
             .chain([NodeMeta::new("cpu", &[])])
             .collect();
         let facts = ClusterFacts::from_nodes(&nodes, []);
         let sample = &facts.gpu_nodes_without_plugin_config;
-        assert_eq!(sample.count, 7);
-        assert_eq!(sample.describe(), "7 node(s) (a, b, c, d, e, …)");
+        assert_eq!(sample.count, 8);
+        assert_eq!(sample.describe(), "8 node(s) (a, b, c, d, default-vm, …)");
         let vm = &facts.sandbox_workload_nodes["vm-passthrough"];
         assert_eq!(vm.describe(), "1 node(s) (labelled)");
-        assert_eq!(facts.sandbox_workload_nodes.len(), 1);
+        assert_eq!(
+            facts.sandbox_workload_nodes[""].describe(),
+            "1 node(s) (default-vm)"
+        );
+        assert_eq!(facts.sandbox_workload_nodes.len(), 2);
     }
 }

@@ -70,6 +70,14 @@ pub trait Operand: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// Settings the ClusterPolicy asks for that this operator does not deploy, said in a
+    /// sentence (the setting, the nodes it leaves without operands, the way out). The condition
+    /// is then `False` with reason `NotSupported`, and the sentence is published once as a
+    /// Warning Event. Nothing is rendered for it. `None` by default.
+    fn not_deployed(_input: &Self::Input) -> Option<String> {
+        None
+    }
+
     /// Whether the operand may render ServiceMonitors, so its stale ones are looked for even when
     /// it renders none.
     const SERVICE_MONITORS: bool = false;
@@ -209,6 +217,55 @@ pub fn retry_transient(error: &Error) -> Action {
     }
 }
 
+/// The children, the condition replacing the rollout's, the unserved sentence, the warnings.
+type Plan = (Children, Option<Desired>, Option<String>, Vec<Warning>);
+
+/// What the operand renders and reports for `spec`: the children, a condition that replaces the
+/// rollout's (disabled, no GPU nodes, not supported), the sentence on unserved nodes, warnings.
+fn plan<O: Operand>(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Plan, Error> {
+    Ok(match O::validate(spec, cluster)? {
+        None => (
+            O::render_disabled(spec),
+            Some(Desired::ok(
+                O::CONDITION,
+                "Disabled",
+                format!("{}.enabled is false: nothing deployed", O::SECTION),
+            )),
+            None,
+            Vec::new(),
+        ),
+        Some(input) if let Some(message) = O::not_deployed(&input) => (
+            Children::default(),
+            Some(Desired::not_ok(
+                O::CONDITION,
+                "NotSupported",
+                "not deployed by this operator",
+            )),
+            None,
+            vec![Warning {
+                reason: "NotSupported",
+                message,
+            }],
+        ),
+        Some(_) if cluster.facts.gpu_nodes == 0 => (
+            Children::default(),
+            Some(Desired::ok(
+                O::CONDITION,
+                "NoGPUNodes",
+                "no GPU nodes: nothing deployed yet",
+            )),
+            None,
+            Vec::new(),
+        ),
+        Some(input) => (
+            O::render(&input),
+            None,
+            O::unserved(&input),
+            O::warnings(&input),
+        ),
+    })
+}
+
 async fn reconcile_once<O: Operand>(
     policy: &ClusterPolicy,
     ctx: &Context,
@@ -229,34 +286,7 @@ async fn reconcile_once<O: Operand>(
         image_env: &image_env,
         config_maps: &config_maps,
     };
-    let (children, state, unserved, mut warnings) = match O::validate(&policy.spec, &cluster)? {
-        None => (
-            O::render_disabled(&policy.spec),
-            Some(Desired::ok(
-                O::CONDITION,
-                "Disabled",
-                format!("{}.enabled is false: nothing deployed", O::SECTION),
-            )),
-            None,
-            Vec::new(),
-        ),
-        Some(_) if facts.gpu_nodes == 0 => (
-            Children::default(),
-            Some(Desired::ok(
-                O::CONDITION,
-                "NoGPUNodes",
-                "no GPU nodes: nothing deployed yet",
-            )),
-            None,
-            Vec::new(),
-        ),
-        Some(input) => (
-            O::render(&input),
-            None,
-            O::unserved(&input),
-            O::warnings(&input),
-        ),
-    };
+    let (children, state, unserved, mut warnings) = plan::<O>(&policy.spec, &cluster)?;
     let written = children::apply_all(ctx, policy, O::NAME, &children, O::SERVICE_MONITORS).await?;
     if !children.service_monitors.is_empty() && !facts.service_monitor_crd {
         warnings.push(Warning::service_monitor_crd_missing(O::SECTION));
