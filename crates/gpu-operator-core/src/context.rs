@@ -5,7 +5,12 @@ use std::{collections::BTreeMap, sync::Arc};
 
 use kube::runtime::events::{Recorder, Reporter};
 
-use crate::{facts::ClusterFacts, metrics::Metrics, problems::ScanClock, stores::Stores};
+use crate::{
+    facts::{ClusterFacts, LiveDaemonSet},
+    metrics::Metrics,
+    problems::ScanClock,
+    stores::Stores,
+};
 
 /// Shared state of all reconcilers. Built once in `main`.
 pub struct Context {
@@ -85,6 +90,18 @@ impl Context {
     pub fn facts(&self) -> ClusterFacts {
         ClusterFacts {
             service_monitor_crd: crate::service_monitor::crd_installed(&self.stores),
+            daemonsets: self
+                .stores
+                .daemonsets
+                .state()
+                .iter()
+                .map(|ds| {
+                    (
+                        kube::ResourceExt::name_any(ds.as_ref()),
+                        LiveDaemonSet::of(ds),
+                    )
+                })
+                .collect(),
             ..ClusterFacts::from_nodes(
                 self.stores.nodes.state().iter().map(AsRef::as_ref),
                 self.stores.node_runtimes.state().iter().map(AsRef::as_ref),

@@ -44,6 +44,38 @@ pub struct ClusterFacts {
     /// `nvidia.com/gpu.deploy.sandbox-validator=true`), by their `nvidia.com/gpu.workload.config`
     /// label (`""` for nodes without one, which take `sandboxWorkloads.defaultWorkload`).
     pub sandbox_workload_nodes: BTreeMap<String, NodeSample>,
+    /// The operator's DaemonSets as they run now, by name: what a render must keep stable
+    /// (the driver's per-OS DaemonSets keep the OS they were created for).
+    pub daemonsets: BTreeMap<String, LiveDaemonSet>,
+}
+
+/// What renders may need to know of a live DaemonSet.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LiveDaemonSet {
+    /// The pod template's `nodeSelector`.
+    pub node_selector: BTreeMap<String, String>,
+    /// The images of the pod template's containers.
+    pub images: Vec<String>,
+}
+
+impl LiveDaemonSet {
+    /// The parts of `ds` renders read.
+    pub fn of(ds: &k8s_openapi::api::apps::v1::DaemonSet) -> Self {
+        let pod = ds.spec.as_ref().and_then(|s| s.template.spec.as_ref());
+        Self {
+            node_selector: pod
+                .and_then(|p| p.node_selector.clone())
+                .unwrap_or_default(),
+            images: pod
+                .map(|p| {
+                    p.containers
+                        .iter()
+                        .filter_map(|c| c.image.clone())
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+    }
 }
 
 /// The deploy label every virtual-machine workload type gets (NVIDIA's
