@@ -28,6 +28,8 @@ pub struct Context {
     pub image_env: BTreeMap<String, String>,
     /// Rate limit of the full pod scans behind the operand conditions' problem nodes.
     pub problem_scans: ScanClock,
+    /// The warnings already published as Events (see [`crate::warned`]).
+    pub warned: crate::warned::Warned,
 }
 
 /// Environment variables that provide default operand images, as NVIDIA's operator reads them.
@@ -83,6 +85,7 @@ impl Context {
             recorder,
             image_env,
             problem_scans: ScanClock::default(),
+            warned: crate::warned::Warned::default(),
         }
     }
 

@@ -37,8 +37,9 @@ pub struct ClusterFacts {
     /// Whether the ServiceMonitor CRD (`servicemonitors.monitoring.coreos.com`) is installed, so
     /// ServiceMonitors can be created.
     pub service_monitor_crd: bool,
-    /// GPU nodes without the `nvidia.com/device-plugin.config` label (they run
-    /// `devicePlugin.config.default`, or the plugin's built-in settings without one).
+    /// GPU nodes that run the device plugin (`nvidia.com/gpu.deploy.device-plugin=true`) without
+    /// the `nvidia.com/device-plugin.config` label (they run `devicePlugin.config.default`, or the
+    /// plugin's built-in settings without one).
     pub gpu_nodes_without_plugin_config: NodeSample,
     /// GPU nodes the node labeller gave a virtual-machine workload type (they carry
     /// `nvidia.com/gpu.deploy.sandbox-validator=true`), by their `nvidia.com/gpu.workload.config`
@@ -81,6 +82,9 @@ impl LiveDaemonSet {
 /// The deploy label every virtual-machine workload type gets (NVIDIA's
 /// `getEffectiveStateLabels`), and no container node.
 const SANDBOX_DEPLOY_LABEL: &str = "nvidia.com/gpu.deploy.sandbox-validator";
+
+/// The deploy label of the device plugin (the node labeller's gate).
+const PLUGIN_DEPLOY_LABEL: &str = "nvidia.com/gpu.deploy.device-plugin";
 
 /// How many nodes share a trait, and the first few of them by name (bounded, so a condition can
 /// name them at any fleet size).
@@ -154,7 +158,9 @@ impl ClusterFacts {
                 .name
                 .as_deref()
                 .unwrap_or_default();
-            if node_labels.get(labels::DEVICE_PLUGIN_CONFIG).is_none() {
+            if node_labels.get(PLUGIN_DEPLOY_LABEL) == Some("true")
+                && node_labels.get(labels::DEVICE_PLUGIN_CONFIG).is_none()
+            {
                 facts.gpu_nodes_without_plugin_config.add(name);
             }
             if node_labels.get(SANDBOX_DEPLOY_LABEL) == Some("true") {
@@ -262,11 +268,17 @@ mod tests {
     fn node_samples_count_every_node_and_name_the_first_five() {
         let nodes: Vec<NodeMeta> = ["g", "c", "a", "f", "b", "e", "d"]
             .into_iter()
-            .map(|n| NodeMeta::new(n, &[(labels::GPU_PRESENT, "true")]))
+            .map(|n| {
+                NodeMeta::new(
+                    n,
+                    &[(labels::GPU_PRESENT, "true"), (PLUGIN_DEPLOY_LABEL, "true")],
+                )
+            })
             .chain([NodeMeta::new(
                 "labelled",
                 &[
                     (labels::GPU_PRESENT, "true"),
+                    (PLUGIN_DEPLOY_LABEL, "true"),
                     (labels::DEVICE_PLUGIN_CONFIG, "a100"),
                     (labels::GPU_WORKLOAD_CONFIG, "vm-passthrough"),
                     (SANDBOX_DEPLOY_LABEL, "true"),
@@ -283,8 +295,9 @@ mod tests {
             .collect();
         let facts = ClusterFacts::from_nodes(&nodes, []);
         let sample = &facts.gpu_nodes_without_plugin_config;
-        assert_eq!(sample.count, 8);
-        assert_eq!(sample.describe(), "8 node(s) (a, b, c, d, default-vm, …)");
+        // default-vm runs no device plugin (no deploy label), labelled has its config.
+        assert_eq!(sample.count, 7);
+        assert_eq!(sample.describe(), "7 node(s) (a, b, c, d, e, …)");
         let vm = &facts.sandbox_workload_nodes["vm-passthrough"];
         assert_eq!(vm.describe(), "1 node(s) (labelled)");
         assert_eq!(

@@ -36,6 +36,7 @@ pub mod service_monitor;
 pub mod status_write;
 pub mod stores;
 pub mod user_config;
+pub mod warned;
 
 pub use context::Context;
 pub use error::Error;

@@ -313,10 +313,16 @@ async fn reconcile_once<O: Operand>(
         .and_then(|c| c.iter().find(|c| c.type_ == O::CONDITION))
         .map(|c| c.message.clone())
         .unwrap_or_default();
-    if status_write::write(ctx, policy, O::NAME, &desired).await? {
+    let status_written = status_write::write(ctx, policy, O::NAME, &desired).await?;
+    // Racing reconciles may both see a cached ClusterPolicy without the new condition: the
+    // process remembers what it published, so each finding is one Event.
+    // (Recorded only with a write: a condition not written yet publishes nothing.)
+    if status_written {
+        let messages: Vec<&str> = warnings.iter().map(|w| w.message.as_str()).collect();
+        let fresh = ctx.warned.first_seen(O::CONDITION, &messages);
         for warning in warnings
             .iter()
-            .filter(|w| !live_message.contains(&w.message))
+            .filter(|w| fresh.contains(&w.message.as_str()) && !live_message.contains(&w.message))
         {
             publish(
                 ctx,

@@ -105,12 +105,21 @@ mod tests {
             default: config.1.map(str::to_owned),
         });
         let gpu = ("nvidia.com/gpu.present", "true");
+        let plugin = ("nvidia.com/gpu.deploy.device-plugin", "true");
         let a_labels: &[(&str, &str)] = if label_a {
-            &[gpu, ("nvidia.com/device-plugin.config", "any")]
+            &[gpu, plugin, ("nvidia.com/device-plugin.config", "any")]
         } else {
-            &[gpu]
+            &[gpu, plugin]
         };
-        let nodes = [NodeMeta::new("b", &[gpu]), NodeMeta::new("a", a_labels)];
+        let nodes = [
+            NodeMeta::new("b", &[gpu, plugin]),
+            NodeMeta::new("a", a_labels),
+            // A GPU node the device plugin does not run on is not counted.
+            NodeMeta::new(
+                "c",
+                &[gpu, ("nvidia.com/gpu.deploy.device-plugin", "false")],
+            ),
+        ];
         let facts = ClusterFacts::from_nodes(&nodes, []);
         let cluster = operand::Cluster {
             namespace: "gpu-operator",
