@@ -1,9 +1,11 @@
 //! The validation barrier: operands start only after the validator has checked what they depend
 //! on. The validator leaves `<component>-ready` files in `/run/nvidia/validations` on the host;
 //! an operand's init container (`toolkit-validation`, `driver-validation`, …, named as NVIDIA's)
-//! runs the validator image's `gpu-operator-validator wait <component>` until its file is there.
-//! Those init containers follow `spec.validator` (pull policy, pull secrets, resources, and the
-//! `driver`/`toolkit` env), as NVIDIA's do: [`apply_validator`].
+//! runs a `sh -c` loop in the validator image until its file is there. Both validator images
+//! answer that: NVIDIA's carries a busybox `/bin/sh`, ours a static busybox (the Dockerfile), so a
+//! ClusterPolicy naming either image works (the contract is `crates/gpu-operator/tests/
+//! validator_images.yaml`). Those init containers follow `spec.validator` (pull policy, pull
+//! secrets, resources, and the `driver`/`toolkit` env), as NVIDIA's do: [`apply_validator`].
 
 use gpu_operator_api::spec::ValidatorSpec;
 use k8s_openapi::api::core::v1::{
@@ -17,8 +19,17 @@ use crate::daemonset::merge_env;
 pub const VALIDATIONS_DIR: &str = "/run/nvidia/validations";
 /// The volume name of [`VALIDATIONS_DIR`] in operand pods.
 pub const VALIDATIONS_VOLUME: &str = "run-nvidia-validations";
-/// The validator binary in the validator image.
-pub const VALIDATOR_BINARY: &str = "gpu-operator-validator";
+/// Seconds between two looks for the status file.
+const POLL_SECONDS: u32 = 5;
+
+/// The `sh -c` script that returns once `<component>-ready` exists in [`VALIDATIONS_DIR`]: only
+/// shell builtins (`until`, `[`, `echo`) and `sleep`, which every busybox has.
+pub fn wait_script(component: &str) -> String {
+    format!(
+        "until [ -f {VALIDATIONS_DIR}/{component}-ready ]; do echo waiting for the {component} \
+         validation on this node; sleep {POLL_SECONDS}; done; echo {component} validation found"
+    )
+}
 
 /// The init container that waits for `<component>-ready` (`component` is `driver`, `toolkit`,
 /// `cuda` or `plugin`), run from `validator_image`.
@@ -26,8 +37,8 @@ pub fn wait_for(component: &str, validator_image: &str) -> Container {
     Container {
         name: format!("{component}-validation"),
         image: Some(validator_image.to_owned()),
-        command: Some(vec![VALIDATOR_BINARY.to_owned()]),
-        args: Some(vec!["wait".to_owned(), component.to_owned()]),
+        command: Some(vec!["sh".to_owned(), "-c".to_owned()]),
+        args: Some(vec![wait_script(component)]),
         security_context: Some(SecurityContext {
             run_as_user: Some(0),
             ..SecurityContext::default()
@@ -150,9 +161,44 @@ mod tests {
     fn the_barrier_waits_on_the_components_file_from_the_host_directory() {
         let init = wait_for("toolkit", "ghcr.io/x/gpu-operator:1");
         assert_eq!(init.name, "toolkit-validation");
-        assert_eq!(init.args.unwrap(), ["wait", "toolkit"]);
+        assert_eq!(init.command.unwrap(), ["sh", "-c"]);
+        assert_eq!(
+            init.args.unwrap(),
+            [
+                "until [ -f /run/nvidia/validations/toolkit-ready ]; do echo waiting for the toolkit \
+              validation on this node; sleep 5; done; echo toolkit validation found"
+            ]
+        );
         let mount = &init.volume_mounts.unwrap()[0];
         assert_eq!(mount.name, volume().name);
         assert_eq!(volume().host_path.unwrap().path, "/run/nvidia/validations");
+    }
+
+    /// The script really waits: run by a POSIX shell (the host's `sh`, as busybox's would) with
+    /// the status directory pointed at a temporary one, it keeps looping while the file is
+    /// missing and returns once the validator has written it.
+    #[test]
+    fn the_wait_script_loops_until_the_file_appears_when_run_by_a_shell() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = wait_script("toolkit").replace(VALIDATIONS_DIR, &dir.path().to_string_lossy());
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", &script])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "returned without the file"
+        );
+        std::fs::write(dir.path().join("toolkit-ready"), "").unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("waiting for the toolkit validation"),
+            "{text}"
+        );
+        assert!(text.ends_with("toolkit validation found\n"), "{text}");
     }
 }

@@ -6,7 +6,10 @@ use std::{collections::BTreeMap, sync::Arc};
 use kube::runtime::events::{Recorder, Reporter};
 
 use crate::{
-    facts::ClusterFacts, metrics::Metrics, problems::ScanClock, stores::Stores,
+    facts::{ClusterFacts, LiveDaemonSet},
+    metrics::Metrics,
+    problems::ScanClock,
+    stores::Stores,
     write_gate::WriteGate,
 };
 
@@ -28,6 +31,8 @@ pub struct Context {
     pub problem_scans: ScanClock,
     /// Which status changes are written now and which wait (see [`crate::write_gate`]).
     pub status_gate: WriteGate,
+    /// The warnings already published as Events (see [`crate::warned`]).
+    pub warned: crate::warned::Warned,
 }
 
 /// Environment variables that provide default operand images, as NVIDIA's operator reads them.
@@ -84,6 +89,7 @@ impl Context {
             image_env,
             problem_scans: ScanClock::default(),
             status_gate: WriteGate::default(),
+            warned: crate::warned::Warned::default(),
         }
     }
 
@@ -92,6 +98,18 @@ impl Context {
         ClusterFacts {
             service_monitor_crd: crate::service_monitor::crd_installed(&self.stores),
             prometheus_rule_crd: crate::prometheus_rule::crd_installed(&self.stores),
+            daemonsets: self
+                .stores
+                .daemonsets
+                .state()
+                .iter()
+                .map(|ds| {
+                    (
+                        kube::ResourceExt::name_any(ds.as_ref()),
+                        LiveDaemonSet::of(ds),
+                    )
+                })
+                .collect(),
             ..ClusterFacts::from_nodes(
                 self.stores.nodes.state().iter().map(AsRef::as_ref),
                 self.stores.node_runtimes.state().iter().map(AsRef::as_ref),

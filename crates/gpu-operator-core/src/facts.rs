@@ -1,7 +1,9 @@
 //! Facts about the cluster's nodes the reconcilers need, computed from the metadata-only Node
 //! cache and the GPU nodes' container runtimes: how many GPU nodes there are, whether NFD runs,
-//! which operating systems, kernels and container runtimes the GPU nodes have; and whether the
-//! Prometheus Operator's ServiceMonitor CRD is installed.
+//! which operating systems, kernels and container runtimes the GPU nodes have; which GPU nodes
+//! lack the device plugin's config label or are labelled for a sandbox workload type (counted,
+//! with the first few names); and whether the Prometheus Operator's ServiceMonitor CRD is
+//! installed.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -38,6 +40,92 @@ pub struct ClusterFacts {
     /// Whether the PrometheusRule CRD (`prometheusrules.monitoring.coreos.com`) is installed, so
     /// PrometheusRules can be created.
     pub prometheus_rule_crd: bool,
+    /// GPU nodes that run the device plugin (`nvidia.com/gpu.deploy.device-plugin=true`) without
+    /// the `nvidia.com/device-plugin.config` label (they run `devicePlugin.config.default`, or the
+    /// plugin's built-in settings without one).
+    pub gpu_nodes_without_plugin_config: NodeSample,
+    /// GPU nodes the node labeller gave a virtual-machine workload type (they carry
+    /// `nvidia.com/gpu.deploy.sandbox-validator=true`), by their `nvidia.com/gpu.workload.config`
+    /// label (`""` for nodes without one, which take `sandboxWorkloads.defaultWorkload`).
+    pub sandbox_workload_nodes: BTreeMap<String, NodeSample>,
+    /// The operator's DaemonSets as they run now, by name: what a render must keep stable
+    /// (the driver's per-OS DaemonSets keep the OS they were created for).
+    pub daemonsets: BTreeMap<String, LiveDaemonSet>,
+}
+
+/// What renders may need to know of a live DaemonSet.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LiveDaemonSet {
+    /// The pod template's `nodeSelector`.
+    pub node_selector: BTreeMap<String, String>,
+    /// The images of the pod template's containers.
+    pub images: Vec<String>,
+}
+
+impl LiveDaemonSet {
+    /// The parts of `ds` renders read.
+    pub fn of(ds: &k8s_openapi::api::apps::v1::DaemonSet) -> Self {
+        let pod = ds.spec.as_ref().and_then(|s| s.template.spec.as_ref());
+        Self {
+            node_selector: pod
+                .and_then(|p| p.node_selector.clone())
+                .unwrap_or_default(),
+            images: pod
+                .map(|p| {
+                    p.containers
+                        .iter()
+                        .filter_map(|c| c.image.clone())
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// The deploy label every virtual-machine workload type gets (NVIDIA's
+/// `getEffectiveStateLabels`), and no container node.
+const SANDBOX_DEPLOY_LABEL: &str = "nvidia.com/gpu.deploy.sandbox-validator";
+
+/// The deploy label of the device plugin (the node labeller's gate).
+const PLUGIN_DEPLOY_LABEL: &str = "nvidia.com/gpu.deploy.device-plugin";
+
+/// How many nodes share a trait, and the first few of them by name (bounded, so a condition can
+/// name them at any fleet size).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeSample {
+    /// How many nodes.
+    pub count: usize,
+    /// The alphabetically first [`NodeSample::NAMED`] of them.
+    pub first: BTreeSet<String>,
+}
+
+impl NodeSample {
+    /// How many names a sample keeps.
+    pub const NAMED: usize = 5;
+
+    /// Counts node `name`.
+    pub fn add(&mut self, name: &str) {
+        self.count += 1;
+        let full = self.first.len() >= Self::NAMED;
+        if full && self.first.last().is_some_and(|last| last.as_str() <= name) {
+            return;
+        }
+        self.first.insert(name.to_owned());
+        if self.first.len() > Self::NAMED {
+            self.first.pop_last();
+        }
+    }
+
+    /// `3 node(s) (a, b, c)` or `7 node(s) (a, b, c, d, e, …)`.
+    pub fn describe(&self) -> String {
+        let names: Vec<&str> = self.first.iter().map(String::as_str).collect();
+        let more = if self.count > names.len() {
+            ", …"
+        } else {
+            ""
+        };
+        format!("{} node(s) ({}{more})", self.count, names.join(", "))
+    }
 }
 
 /// A node's operating system as NFD reports it, such as `ubuntu` `22.04`.
@@ -69,6 +157,23 @@ impl ClusterFacts {
                 continue;
             }
             facts.gpu_nodes += 1;
+            let name = kube::Resource::meta(node)
+                .name
+                .as_deref()
+                .unwrap_or_default();
+            if node_labels.get(PLUGIN_DEPLOY_LABEL) == Some("true")
+                && node_labels.get(labels::DEVICE_PLUGIN_CONFIG).is_none()
+            {
+                facts.gpu_nodes_without_plugin_config.add(name);
+            }
+            if node_labels.get(SANDBOX_DEPLOY_LABEL) == Some("true") {
+                let workload = node_labels.get(labels::GPU_WORKLOAD_CONFIG).unwrap_or("");
+                facts
+                    .sandbox_workload_nodes
+                    .entry(workload.to_owned())
+                    .or_default()
+                    .add(name);
+            }
             let os = match (
                 node_labels.get(labels::NFD_OS_RELEASE_ID),
                 node_labels.get(labels::NFD_OS_RELEASE_VERSION_ID),
@@ -160,5 +265,48 @@ mod tests {
             facts.runtimes.into_iter().collect::<Vec<_>>(),
             vec!["containerd".to_owned(), "cri-o".to_owned()]
         );
+    }
+
+    #[test]
+    fn node_samples_count_every_node_and_name_the_first_five() {
+        let nodes: Vec<NodeMeta> = ["g", "c", "a", "f", "b", "e", "d"]
+            .into_iter()
+            .map(|n| {
+                NodeMeta::new(
+                    n,
+                    &[(labels::GPU_PRESENT, "true"), (PLUGIN_DEPLOY_LABEL, "true")],
+                )
+            })
+            .chain([NodeMeta::new(
+                "labelled",
+                &[
+                    (labels::GPU_PRESENT, "true"),
+                    (PLUGIN_DEPLOY_LABEL, "true"),
+                    (labels::DEVICE_PLUGIN_CONFIG, "a100"),
+                    (labels::GPU_WORKLOAD_CONFIG, "vm-passthrough"),
+                    (SANDBOX_DEPLOY_LABEL, "true"),
+                ],
+            )])
+            .chain([NodeMeta::new(
+                "default-vm",
+                &[
+                    (labels::GPU_PRESENT, "true"),
+                    (SANDBOX_DEPLOY_LABEL, "true"),
+                ],
+            )])
+            .chain([NodeMeta::new("cpu", &[])])
+            .collect();
+        let facts = ClusterFacts::from_nodes(&nodes, []);
+        let sample = &facts.gpu_nodes_without_plugin_config;
+        // default-vm runs no device plugin (no deploy label), labelled has its config.
+        assert_eq!(sample.count, 7);
+        assert_eq!(sample.describe(), "7 node(s) (a, b, c, d, e, …)");
+        let vm = &facts.sandbox_workload_nodes["vm-passthrough"];
+        assert_eq!(vm.describe(), "1 node(s) (labelled)");
+        assert_eq!(
+            facts.sandbox_workload_nodes[""].describe(),
+            "1 node(s) (default-vm)"
+        );
+        assert_eq!(facts.sandbox_workload_nodes.len(), 2);
     }
 }

@@ -52,6 +52,9 @@ fn facts(nodes: &[(&str, &str, &str, &str)]) -> ClusterFacts {
         gpu_nodes_without_kernel: 0,
         service_monitor_crd: false,
         prometheus_rule_crd: false,
+        gpu_nodes_without_plugin_config: crate::facts::NodeSample::default(),
+        sandbox_workload_nodes: std::collections::BTreeMap::new(),
+        daemonsets: std::collections::BTreeMap::new(),
     }
 }
 

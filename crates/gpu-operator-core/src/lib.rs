@@ -41,6 +41,7 @@ pub mod status_write;
 pub mod stores;
 pub mod user_config;
 pub mod write_gate;
+pub mod warned;
 
 pub use context::Context;
 pub use error::Error;

@@ -70,6 +70,14 @@ pub trait Operand: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// Settings the ClusterPolicy asks for that this operator does not deploy, said in a
+    /// sentence (the setting, the nodes it leaves without operands, the way out). The condition
+    /// is then `False` with reason `NotSupported`, and the sentence is published once as a
+    /// Warning Event. Nothing is rendered for it. `None` by default.
+    fn not_deployed(_input: &Self::Input) -> Option<String> {
+        None
+    }
+
     /// Whether the operand may render ServiceMonitors or PrometheusRules, so its stale ones are
     /// looked for even when it renders none.
     const SERVICE_MONITORS: bool = false;
@@ -222,6 +230,55 @@ pub fn retry_transient(error: &Error) -> Action {
     }
 }
 
+/// The children, the condition replacing the rollout's, the unserved sentence, the warnings.
+type Plan = (Children, Option<Desired>, Option<String>, Vec<Warning>);
+
+/// What the operand renders and reports for `spec`: the children, a condition that replaces the
+/// rollout's (disabled, no GPU nodes, not supported), the sentence on unserved nodes, warnings.
+fn plan<O: Operand>(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Plan, Error> {
+    Ok(match O::validate(spec, cluster)? {
+        None => (
+            O::render_disabled(spec),
+            Some(Desired::ok(
+                O::CONDITION,
+                "Disabled",
+                format!("{}.enabled is false: nothing deployed", O::SECTION),
+            )),
+            None,
+            Vec::new(),
+        ),
+        Some(input) if let Some(message) = O::not_deployed(&input) => (
+            Children::default(),
+            Some(Desired::not_ok(
+                O::CONDITION,
+                "NotSupported",
+                "not deployed by this operator",
+            )),
+            None,
+            vec![Warning {
+                reason: "NotSupported",
+                message,
+            }],
+        ),
+        Some(_) if cluster.facts.gpu_nodes == 0 => (
+            Children::default(),
+            Some(Desired::ok(
+                O::CONDITION,
+                "NoGPUNodes",
+                "no GPU nodes: nothing deployed yet",
+            )),
+            None,
+            Vec::new(),
+        ),
+        Some(input) => (
+            O::render(&input),
+            None,
+            O::unserved(&input),
+            O::warnings(&input),
+        ),
+    })
+}
+
 async fn reconcile_once<O: Operand>(
     policy: &ClusterPolicy,
     ctx: &Context,
@@ -242,34 +299,7 @@ async fn reconcile_once<O: Operand>(
         image_env: &image_env,
         config_maps: &config_maps,
     };
-    let (children, state, unserved, mut warnings) = match O::validate(&policy.spec, &cluster)? {
-        None => (
-            O::render_disabled(&policy.spec),
-            Some(Desired::ok(
-                O::CONDITION,
-                "Disabled",
-                format!("{}.enabled is false: nothing deployed", O::SECTION),
-            )),
-            None,
-            Vec::new(),
-        ),
-        Some(_) if facts.gpu_nodes == 0 => (
-            Children::default(),
-            Some(Desired::ok(
-                O::CONDITION,
-                "NoGPUNodes",
-                "no GPU nodes: nothing deployed yet",
-            )),
-            None,
-            Vec::new(),
-        ),
-        Some(input) => (
-            O::render(&input),
-            None,
-            O::unserved(&input),
-            O::warnings(&input),
-        ),
-    };
+    let (children, state, unserved, mut warnings) = plan::<O>(&policy.spec, &cluster)?;
     warnings.extend(crate::deprecated::warnings(O::SECTION, &policy.spec));
     let written = children::apply_all(ctx, policy, O::NAME, &children, O::SERVICE_MONITORS).await?;
     if !children.service_monitors.is_empty() && !facts.service_monitor_crd {
@@ -301,10 +331,15 @@ async fn reconcile_once<O: Operand>(
         .map(|c| c.message.clone())
         .unwrap_or_default();
     let outcome = status_write::write_gated(ctx, policy, O::NAME, &desired).await?;
+    // Racing reconciles may both see a cached ClusterPolicy without the new condition: the
+    // process remembers what it published, so each finding is one Event.
+    // (Recorded only with a write: a condition not written yet publishes nothing.)
     if outcome == Outcome::Written {
+        let messages: Vec<&str> = warnings.iter().map(|w| w.message.as_str()).collect();
+        let fresh = ctx.warned.first_seen(O::CONDITION, &messages);
         for warning in warnings
             .iter()
-            .filter(|w| !live_message.contains(&w.message))
+            .filter(|w| fresh.contains(&w.message.as_str()) && !live_message.contains(&w.message))
         {
             publish(
                 ctx,
@@ -329,6 +364,7 @@ async fn rollout_condition<O: Operand>(
     unserved: Option<String>,
 ) -> Result<Desired, Error> {
     let (mut desired, mut ready, mut problems) = (0, 0, Vec::new());
+    let mut outdated = Vec::new();
     let pods: Api<PodSummary> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
     // A snapshot of the node cache (thousands of entries) only once a DaemonSet is not ready.
     let mut nodes = None;
@@ -347,6 +383,9 @@ async fn rollout_condition<O: Operand>(
         let rollout = readiness::rollout(&live);
         desired += rollout.desired;
         ready += rollout.ready;
+        if rollout.outdated > 0 {
+            outdated.push(old_revision(&live.name_any(), rollout.outdated));
+        }
         if !rollout.is_ready && problems.len() < PROBLEM_NODES {
             let limit = PROBLEM_NODES - problems.len();
             let nodes = nodes.get_or_insert_with(|| ctx.stores.nodes.state());
@@ -369,23 +408,40 @@ async fn rollout_condition<O: Operand>(
             format!("{counts}; {unserved}"),
         )));
     }
-    if problems.is_empty() && ready >= desired {
+    if problems.is_empty() && outdated.is_empty() && ready >= desired {
         return Ok(progress(Desired::ok(O::CONDITION, "Ready", counts)));
     }
     let named: Vec<String> = problems
         .iter()
         .map(|p| format!("{}: {}", p.node, p.reason))
         .collect();
-    let detail = if named.is_empty() {
-        "rolling out".to_owned()
+    let mut details = outdated;
+    if !named.is_empty() {
+        details.push(format!("not ready on {}", named.join("; ")));
+    }
+    // OnDelete pods of an old template are the finding when they are all there is.
+    let reason = if problems.is_empty() && !details.is_empty() {
+        "OldRevision"
     } else {
-        format!("not ready on {}", named.join("; "))
+        "NotReady"
     };
+    if details.is_empty() {
+        details.push("rolling out".to_owned());
+    }
     Ok(progress(Desired::not_ok(
         O::CONDITION,
-        "NotReady",
-        format!("{counts}; {detail}"),
+        reason,
+        format!("{counts}; {}", details.join("; ")),
     )))
+}
+
+/// What an OnDelete DaemonSet with `count` pods of an older template says: they run until deleted.
+fn old_revision(daemonset: &str, count: i32) -> String {
+    format!(
+        "{count} node(s) run an old revision of {daemonset}: its update strategy is OnDelete, so \
+         a node gets the current one only when its pod is deleted (by the driver upgrade \
+         controller, or `kubectl delete pod` on that node)"
+    )
 }
 
 async fn publish(

@@ -1,6 +1,10 @@
 //! Whether an operand DaemonSet counts as ready, by NVIDIA's rules: no pods wanted is ready;
 //! RollingUpdate needs every desired pod updated and available for the current generation;
-//! OnDelete needs every desired pod ready (the pod revision check is the driver's, later).
+//! OnDelete needs every desired pod ready and on the DaemonSet's current revision (NVIDIA's
+//! `isDaemonSetReady` compares each pod's `controller-revision-hash` with the newest
+//! ControllerRevision; the DaemonSet controller makes that very comparison for every node and
+//! reports the matches as `updatedNumberScheduled`, so that count is read instead of listing pods
+//! and revisions).
 //! Whatever the strategy, the DaemonSet controller must have observed the current generation:
 //! a DaemonSet it has not counted yet says `desiredNumberScheduled: 0`, which is not "no pods
 //! wanted".
@@ -14,6 +18,9 @@ pub struct Rollout {
     pub desired: i32,
     /// Nodes whose pod is ready (available for RollingUpdate).
     pub ready: i32,
+    /// Nodes whose pod runs an older revision of the pod template (OnDelete: it changes only
+    /// when the pod is deleted).
+    pub outdated: i32,
     /// Whether the DaemonSet counts as ready.
     pub is_ready: bool,
 }
@@ -30,14 +37,19 @@ pub fn rollout(ds: &DaemonSet) -> Rollout {
         == Some("OnDelete");
     let observed = status.observed_generation.unwrap_or(0) >= ds.metadata.generation.unwrap_or(0);
     let unavailable = status.number_unavailable.unwrap_or(0);
+    let updated = status.updated_number_scheduled.unwrap_or(0);
+    let outdated = if on_delete && observed {
+        (desired - updated).max(0)
+    } else {
+        0
+    };
     let (ready, is_ready) = if on_delete {
         (
             status.number_ready,
-            observed && status.number_ready == desired && unavailable == 0,
+            observed && status.number_ready == desired && unavailable == 0 && outdated == 0,
         )
     } else {
         let available = status.number_available.unwrap_or(0);
-        let updated = status.updated_number_scheduled.unwrap_or(0);
         (
             available,
             observed && updated == desired && available == desired && unavailable == 0,
@@ -46,6 +58,7 @@ pub fn rollout(ds: &DaemonSet) -> Rollout {
     Rollout {
         desired,
         ready,
+        outdated,
         is_ready: observed && (desired == 0 || is_ready),
     }
 }
@@ -130,11 +143,28 @@ mod tests {
 
     #[test]
     fn on_delete_needs_every_pod_ready() {
-        assert!(rollout(&ds("OnDelete", 1, status(2, 0, 2, 2, 1))).is_ready);
+        assert!(rollout(&ds("OnDelete", 1, status(2, 2, 2, 2, 1))).is_ready);
         let partial = rollout(&ds("OnDelete", 1, status(2, 0, 1, 1, 1)));
         assert_eq!(
             (partial.desired, partial.ready, partial.is_ready),
             (2, 1, false)
+        );
+    }
+
+    #[test]
+    fn on_delete_pods_of_an_old_revision_are_not_ready_and_counted() {
+        // Two of three nodes still run the pod of the previous template: all ready, not updated.
+        let old = rollout(&ds("OnDelete", 2, status(3, 1, 3, 3, 2)));
+        assert_eq!(
+            (old.desired, old.ready, old.outdated, old.is_ready),
+            (3, 3, 2, false)
+        );
+        let current = rollout(&ds("OnDelete", 2, status(3, 3, 3, 3, 2)));
+        assert_eq!((current.outdated, current.is_ready), (0, true));
+        // RollingUpdate reports no outdated pods of its own (it replaces them itself).
+        assert_eq!(
+            rollout(&ds("RollingUpdate", 2, status(3, 1, 3, 3, 2))).outdated,
+            0
         );
     }
 }

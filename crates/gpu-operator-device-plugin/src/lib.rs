@@ -11,6 +11,7 @@ mod validate;
 use gpu_operator_api::{ClusterPolicySpec, conditions::operand::DEVICE_PLUGIN_READY};
 use gpu_operator_core::{
     Error,
+    facts::NodeSample,
     operand::{Children, Cluster, Operand, Warning},
     user_config::Checked,
 };
@@ -47,7 +48,32 @@ impl Operand for DevicePlugin {
     }
 
     fn warnings(input: &Input) -> Vec<Warning> {
-        config_warnings(input.configs.as_ref())
+        let mut warnings = config_warnings(input.configs.as_ref());
+        if let Some(nodes) = &input.unconfigured_nodes {
+            warnings.push(unconfigured(&input.spec, nodes));
+        }
+        warnings
+    }
+}
+
+/// GPU nodes that silently run the plugin's built-in settings instead of the named config.
+fn unconfigured(spec: &ClusterPolicySpec, nodes: &NodeSample) -> Warning {
+    let name = spec
+        .device_plugin
+        .config
+        .as_ref()
+        .and_then(|c| c.name.as_deref())
+        .unwrap_or_default();
+    Warning {
+        reason: "ConfigNotApplied",
+        message: format!(
+            "devicePlugin.config.name is {name} but devicePlugin.config.default is not set, and \
+             {} carry no {label} label: the device plugin runs there with its built-in settings, \
+             not a configuration of {name}; set devicePlugin.config.default to one of {name}'s \
+             keys, or label the nodes (kubectl label node <node> {label}=<key>)",
+            nodes.describe(),
+            label = gpu_operator_api::labels::DEVICE_PLUGIN_CONFIG,
+        ),
     }
 }
 
@@ -61,4 +87,72 @@ fn config_warnings(configs: Option<&Checked>) -> Vec<Warning> {
             message: format!("{message} (the device plugin accepts it but ignores it)"),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use gpu_operator_api::spec::DevicePluginConfig;
+    use gpu_operator_core::{facts::ClusterFacts, fixtures, node_meta::NodeMeta, operand};
+
+    use super::*;
+
+    /// The warnings for `config` (name, default) on two GPU nodes, `b` unlabelled and `a`
+    /// labelled when `label_a`.
+    fn warnings(config: (Option<&str>, Option<&str>), label_a: bool) -> Vec<Warning> {
+        let mut spec = ClusterPolicySpec::default();
+        spec.device_plugin.config = Some(DevicePluginConfig {
+            name: config.0.map(str::to_owned),
+            default: config.1.map(str::to_owned),
+        });
+        let gpu = ("nvidia.com/gpu.present", "true");
+        let plugin = ("nvidia.com/gpu.deploy.device-plugin", "true");
+        let a_labels: &[(&str, &str)] = if label_a {
+            &[gpu, plugin, ("nvidia.com/device-plugin.config", "any")]
+        } else {
+            &[gpu, plugin]
+        };
+        let nodes = [
+            NodeMeta::new("b", &[gpu, plugin]),
+            NodeMeta::new("a", a_labels),
+            // A GPU node the device plugin does not run on is not counted.
+            NodeMeta::new(
+                "c",
+                &[gpu, ("nvidia.com/gpu.deploy.device-plugin", "false")],
+            ),
+        ];
+        let facts = ClusterFacts::from_nodes(&nodes, []);
+        let cluster = operand::Cluster {
+            namespace: "gpu-operator",
+            facts: &facts,
+            image_env: &fixtures::image_env,
+            config_maps: &fixtures::plugin_configs,
+        };
+        let input = DevicePlugin::validate(&spec, &cluster).unwrap().unwrap();
+        DevicePlugin::warnings(&input)
+    }
+
+    #[test]
+    fn a_named_config_without_default_names_the_unlabelled_gpu_nodes_and_the_fix() {
+        let found = warnings((Some("time-slicing-config"), None), false);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].reason, "ConfigNotApplied");
+        let message = &found[0].message;
+        for part in [
+            "devicePlugin.config.name is time-slicing-config",
+            "2 node(s) (a, b)",
+            "nvidia.com/device-plugin.config",
+            "set devicePlugin.config.default",
+        ] {
+            assert!(message.contains(part), "{part} not in {message}");
+        }
+        let one = warnings((Some("time-slicing-config"), None), true);
+        assert!(one[0].message.contains("1 node(s) (b)"), "{one:?}");
+    }
+
+    #[test]
+    fn a_default_or_no_config_or_labelled_nodes_say_nothing() {
+        assert!(warnings((Some("time-slicing-config"), Some("any")), false).is_empty());
+        assert!(warnings((None, None), false).is_empty());
+        assert!(warnings((Some(""), None), false).is_empty());
+    }
 }

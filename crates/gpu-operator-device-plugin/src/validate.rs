@@ -3,7 +3,8 @@
 
 use gpu_operator_api::ClusterPolicySpec;
 use gpu_operator_core::{
-    Error, config_manager, operand::Cluster, runtime_class::GpuAccess, user_config::Checked,
+    Error, config_manager, facts::NodeSample, operand::Cluster, runtime_class::GpuAccess,
+    user_config::Checked,
 };
 
 use crate::CONFIGS;
@@ -19,6 +20,9 @@ pub struct Input {
     pub gpu_access: GpuAccess,
     /// The checked copy of the `devicePlugin.config` ConfigMap, when one is named.
     pub configs: Option<Checked>,
+    /// GPU nodes that run the plugin's built-in settings although `devicePlugin.config.name`
+    /// names a configuration: no `default` is set and they carry no config label.
+    pub unconfigured_nodes: Option<NodeSample>,
     /// The operator namespace (subject of the role bindings).
     pub namespace: String,
     /// The ClusterPolicy spec it was validated from.
@@ -39,9 +43,22 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
         validator_image: cluster.validator_image(spec)?,
         gpu_access: GpuAccess::of(spec, cluster.facts),
         configs: config_manager::check(spec, cluster, CONFIGS)?,
+        unconfigured_nodes: unconfigured_nodes(
+            spec,
+            &cluster.facts.gpu_nodes_without_plugin_config,
+        ),
         namespace: cluster.namespace.to_owned(),
         spec: spec.clone(),
     }))
+}
+
+/// `unlabelled` when a configuration is named without a default and some GPU nodes have no
+/// label choosing one of its keys.
+fn unconfigured_nodes(spec: &ClusterPolicySpec, unlabelled: &NodeSample) -> Option<NodeSample> {
+    let config = spec.device_plugin.config.as_ref()?;
+    let named = config.name.as_deref().is_some_and(|n| !n.is_empty());
+    let defaulted = config.default.as_deref().is_some_and(|d| !d.is_empty());
+    (named && !defaulted && unlabelled.count > 0).then(|| unlabelled.clone())
 }
 
 /// `spec` validated as the operator would on default facts, with the fixtures' images and

@@ -86,7 +86,6 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
 
     let facts = cluster.facts;
     let layout = pools::layout(facts, precompiled);
-    let split_by_os = !precompiled && layout.len() > 1;
     let mut resolved = Vec::with_capacity(layout.len());
     for (name, os, kernel) in layout {
         let tag = os_tag(&os);
@@ -96,7 +95,7 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
             None => with_os(&base, &tag),
         };
         resolved.push(Pool {
-            node_selector: pools::node_selector(&os, kernel.as_deref(), split_by_os),
+            node_selector: pools::node_selector(&os, kernel.as_deref()),
             name,
             driver_image,
             gds_image: gds_base.as_deref().map(|i| with_os(i, &tag)),

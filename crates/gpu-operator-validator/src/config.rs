@@ -212,17 +212,29 @@ pub enum Invocation {
     Metrics(Box<MetricsConfig>),
     /// Print usage.
     Help,
+    /// `idle`: wait for SIGTERM.
+    Idle,
+    /// `cleanup`: remove the status files in this directory (`OUTPUT_DIR`).
+    Cleanup(PathBuf),
+    /// `wait <component>`: return once `<component>-ready` exists in the directory.
+    Wait {
+        /// The component whose status file to wait for.
+        component: String,
+        /// `OUTPUT_DIR`.
+        dir: PathBuf,
+    },
 }
 
 /// Usage text for `--help`.
 pub const USAGE: &str = "\
 usage: gpu-operator-validator [driver|toolkit|cuda|plugin|metrics|idle|cleanup|wait <component>|discover [--once]]
 
-`idle` waits for SIGTERM (the validator pod's main container); `cleanup` removes the status files
-(its preStop hook); `wait <component>` returns once `<component>-ready` exists under OUTPUT_DIR
-(the barrier other operands' init containers run). `discover` writes the NFD labels the operator
-reads (pci-10de.present, kernel-version.full, system-os_release.*) on NODE_NAME from the host root
-under HOST_ROOT_CTR_PATH, every DISCOVERY_INTERVAL_SECONDS (default 600) or once with --once.
+`idle` waits for SIGTERM; `cleanup` removes the status files; `wait <component>` returns once
+`<component>-ready` exists under OUTPUT_DIR. (The operator renders `sh -c` scripts for these, which
+NVIDIA's validator image answers too; the subcommands serve pods of earlier releases.) `discover`
+writes the NFD labels the operator reads (pci-10de.present, kernel-version.full,
+system-os_release.*) on NODE_NAME from the host root under HOST_ROOT_CTR_PATH, every
+DISCOVERY_INTERVAL_SECONDS (default 600) or once with --once.
 
 Checks one component of the node's GPU stack, writes NVIDIA's status file under OUTPUT_DIR
 (default /run/nvidia/validations) and reports Node conditions. The component comes from the
@@ -276,6 +288,10 @@ where
     let path =
         |name: &str, default: &str| PathBuf::from(text(name).unwrap_or_else(|| default.into()));
 
+    let output_dir = path(env::OUTPUT_DIR, "/run/nvidia/validations");
+    if let Some(lifecycle) = lifecycle(args, &output_dir) {
+        return lifecycle;
+    }
     let mut positional = None;
     for arg in args {
         match arg.as_str() {
@@ -332,7 +348,7 @@ where
         node_name,
         namespace: text(env::OPERATOR_NAMESPACE),
         pod_name: text(env::POD_NAME),
-        output_dir: path(env::OUTPUT_DIR, "/run/nvidia/validations"),
+        output_dir,
         sleep_interval: seconds(env::SLEEP_INTERVAL_SECONDS, 5)?,
         mig_strategy,
         host_root: path(env::HOST_ROOT, "/"),
@@ -354,6 +370,29 @@ where
     }
     config.require_what_the_component_needs()?;
     Ok(Invocation::Run(Box::new(config)))
+}
+
+/// The subcommands of the validator pod's lifecycle (`idle`, `cleanup`, `wait <component>`), or
+/// `None` for a check.
+fn lifecycle(
+    args: &[String],
+    output_dir: &std::path::Path,
+) -> Option<Result<Invocation, ConfigError>> {
+    let dir = output_dir.to_path_buf();
+    match args.first().map(String::as_str)? {
+        "idle" if args.len() == 1 => Some(Ok(Invocation::Idle)),
+        "cleanup" if args.len() == 1 => Some(Ok(Invocation::Cleanup(dir))),
+        "wait" => Some(match &args[1..] {
+            [component] if !component.is_empty() && !component.contains('/') => {
+                Ok(Invocation::Wait {
+                    component: component.clone(),
+                    dir,
+                })
+            }
+            _ => Err(ConfigError::UnexpectedArgument(args.join(" "))),
+        }),
+        _ => None,
+    }
 }
 
 /// The `metrics` component: its port and switch, and `checks` for the driver check it runs,

@@ -164,3 +164,28 @@ fn metrics_is_the_exporter_with_nvidias_defaults() {
     let err = parse_with(&["metrics"], &[("DEVICE_PLUGIN_ENABLED", "off")]).unwrap_err();
     assert!(err.to_string().contains("DEVICE_PLUGIN_ENABLED"), "{err}");
 }
+
+#[test]
+fn lifecycle_subcommands_take_the_output_dir_and_reject_extra_arguments() {
+    assert_eq!(parse_with(&["idle"], &[]), Ok(Invocation::Idle));
+    assert_eq!(
+        parse_with(&["cleanup"], &[("OUTPUT_DIR", "/tmp/v")]),
+        Ok(Invocation::Cleanup("/tmp/v".into()))
+    );
+    assert_eq!(
+        parse_with(&["wait", "toolkit"], &[]),
+        Ok(Invocation::Wait {
+            component: "toolkit".into(),
+            dir: "/run/nvidia/validations".into()
+        })
+    );
+    for bad in [&["wait"][..], &["wait", "../x"], &["wait", "a", "b"]] {
+        assert!(
+            matches!(
+                parse_with(bad, &[]),
+                Err(ConfigError::UnexpectedArgument(_))
+            ),
+            "{bad:?}"
+        );
+    }
+}

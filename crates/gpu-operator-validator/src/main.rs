@@ -4,7 +4,6 @@
 use std::{process::ExitCode, sync::Arc};
 
 use anyhow::Context as _;
-use gpu_operator_api::validator::env;
 use gpu_operator_validator::{
     EXIT_FAILED, EXIT_USAGE,
     config::{self, Invocation, MetricsConfig, USAGE},
@@ -22,12 +21,9 @@ fn main() -> ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("idle") => return idle(),
-        Some("cleanup") => return cleanup(),
-        Some("wait") => return wait(args.get(1).map(String::as_str)),
-        Some("discover") => return discover(&args[1..]),
-        _ => {}
+    // The discovery agent is deployed by the chart with our image only (no operand renders it).
+    if args.first().map(String::as_str) == Some("discover") {
+        return discover(&args[1..]);
     }
     let config = match config::parse(&args, |name| std::env::var_os(name)) {
         Ok(Invocation::Help) => {
@@ -36,6 +32,9 @@ fn main() -> ExitCode {
         }
         Ok(Invocation::Run(config)) => config,
         Ok(Invocation::Metrics(config)) => return metrics(*config),
+        Ok(Invocation::Idle) => return idle(),
+        Ok(Invocation::Cleanup(dir)) => return cleanup(&dir),
+        Ok(Invocation::Wait { component, dir }) => return wait(&component, &dir),
         Err(e) => {
             eprintln!("error: {e}\n\n{USAGE}");
             return ExitCode::from(EXIT_USAGE);
@@ -156,20 +155,15 @@ fn idle() -> ExitCode {
     }
 }
 
-/// The barrier of other operands' init containers: wait for `<component>-ready`.
-fn wait(component: Option<&str>) -> ExitCode {
-    let Some(component) = component.filter(|c| !c.is_empty() && !c.contains('/')) else {
-        eprintln!("error: `wait` needs a component, such as `wait toolkit`\n\n{USAGE}");
-        return ExitCode::from(EXIT_USAGE);
-    };
-    let dir = std::env::var_os(env::OUTPUT_DIR).unwrap_or_else(|| "/run/nvidia/validations".into());
+/// `wait <component>`: return once `<component>-ready` exists in `dir`.
+fn wait(component: &str, dir: &std::path::Path) -> ExitCode {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build();
     match runtime {
         Ok(rt) => {
             rt.block_on(lifecycle::wait_for(
-                std::path::Path::new(&dir),
+                dir,
                 component,
                 std::time::Duration::from_secs(5),
             ));
@@ -182,19 +176,15 @@ fn wait(component: Option<&str>) -> ExitCode {
     }
 }
 
-/// The preStop hook: remove the status files so a restarted validator gates the operands again.
-fn cleanup() -> ExitCode {
-    let dir = std::env::var_os(env::OUTPUT_DIR).unwrap_or_else(|| "/run/nvidia/validations".into());
-    match lifecycle::cleanup(std::path::Path::new(&dir)) {
+/// `cleanup`: remove the status files so a restarted validator gates the operands again.
+fn cleanup(dir: &std::path::Path) -> ExitCode {
+    match lifecycle::cleanup(dir) {
         Ok(removed) => {
-            println!(
-                "removed {removed} status file(s) from {}",
-                dir.to_string_lossy()
-            );
+            println!("removed {removed} status file(s) from {}", dir.display());
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("error: cleaning {}: {e}", dir.to_string_lossy());
+            eprintln!("error: cleaning {}: {e}", dir.display());
             ExitCode::from(EXIT_FAILED)
         }
     }

@@ -106,6 +106,7 @@ async fn run(args: &RunArgs, namespace: String) -> anyhow::Result<()> {
         operand::<gpu_operator_mig_manager::MigManager>(&ctx, &subs, stop()),
         operand::<gpu_operator_node_status_exporter::NodeStatusExporter>(&ctx, &subs, stop()),
         operand::<GpuFeatureDiscovery>(&ctx, &subs, stop()),
+        operand::<gpu_operator_sandbox::Sandbox>(&ctx, &subs, stop()),
         controller::run_status(ctx.clone(), subs.clone(), OPERAND_CONDITIONS, stop()).boxed(),
         controller::run_node_validation(ctx.clone(), subs.clone(), stop()).boxed(),
     ];

@@ -116,7 +116,7 @@ fn a_precompiled_pool_keeps_the_app_label_and_selects_its_kernel() {
     kernel_pool.name = format!("{DAEMONSET}-6.8.0-1021-aws-ubuntu22.04");
     kernel_pool.kernel = Some("6.8.0-1021-aws".into());
     kernel_pool.node_selector =
-        crate::pools::node_selector(&kernel_pool.os, kernel_pool.kernel.as_deref(), false);
+        crate::pools::node_selector(&kernel_pool.os, kernel_pool.kernel.as_deref());
     let ds = render_pool(ClusterPolicySpec::default(), &kernel_pool);
     assert_eq!(ds.metadata.name, Some(kernel_pool.name.clone()));
     assert_eq!(

@@ -33,7 +33,12 @@ fn the_driver_barrier_runs_first_and_no_runtime_class_is_set() {
     let pod = render(ClusterPolicySpec::default(), ContainerRuntime::Containerd);
     let init = &pod.init_containers.clone().unwrap()[0];
     assert_eq!(init.name, "driver-validation");
-    assert_eq!(init.args.clone().unwrap(), ["wait", "driver"]);
+    assert_eq!(init.command.clone().unwrap(), ["sh", "-c"]);
+    assert!(
+        init.args.clone().unwrap()[0].contains("[ -f /run/nvidia/validations/driver-ready ]"),
+        "{:?}",
+        init.args
+    );
     assert_eq!(
         init.image.as_deref(),
         Some("ghcr.io/example/gpu-operator:1")

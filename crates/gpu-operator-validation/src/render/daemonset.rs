@@ -1,6 +1,8 @@
 //! `nvidia-operator-validator`: one init container per check (driver → toolkit → cuda → plugin),
-//! each running `gpu-operator-validator` with its component, then a main container that idles and
-//! removes the status files on shutdown (preStop), so a restart re-gates every operand.
+//! each running `nvidia-validator` with its `COMPONENT` and NVIDIA's switches, then a main
+//! container that idles and removes the status files on shutdown (preStop), so a restart re-gates
+//! every operand. The main container and its hook are `sh -c` scripts of shell builtins, `sleep`
+//! and `rm`: NVIDIA's validator image and ours both answer every command of this pod.
 
 use gpu_operator_api::{
     labels::operand,
@@ -22,8 +24,13 @@ use k8s_openapi::api::{
 
 use crate::{DAEMONSET, Input, Validation};
 
-/// The validator binary in the operator image.
-const BINARY: &str = "gpu-operator-validator";
+/// The validator binary: NVIDIA's name, which both validator images carry in `/usr/bin`.
+const BINARY: &str = "nvidia-validator";
+/// The main container: say so, then sleep until the pod is stopped (a TERM ends it at once).
+const IDLE_SCRIPT: &str = "echo all validations are successful; trap 'kill $! 2>/dev/null; exit 0' TERM INT; \
+     while true; do sleep 3600 & wait $!; done";
+/// The preStop hook: remove the status files, so a restarted validator gates the operands again.
+const CLEANUP_SCRIPT: &str = "rm -f /run/nvidia/validations/*-ready";
 /// Where the status files live on the host and in the containers.
 const VALIDATIONS: &str = "/run/nvidia/validations";
 
@@ -35,15 +42,15 @@ pub fn build(input: &Input) -> DaemonSet {
     let main = Container {
         name: DAEMONSET.to_owned(),
         image: Some(input.image.clone()),
-        command: Some(vec![BINARY.to_owned()]),
-        args: Some(vec!["idle".to_owned()]),
+        command: Some(sh()),
+        args: Some(vec![IDLE_SCRIPT.to_owned()]),
         env: Some(daemonset::merge_env(&[], section.container.env())),
         security_context: Some(root()),
         volume_mounts: Some(vec![validations_mount()]),
         lifecycle: Some(Lifecycle {
             pre_stop: Some(LifecycleHandler {
                 exec: Some(ExecAction {
-                    command: Some(vec![BINARY.to_owned(), "cleanup".to_owned()]),
+                    command: Some([sh(), vec![CLEANUP_SCRIPT.to_owned()]].concat()),
                 }),
                 ..LifecycleHandler::default()
             }),
@@ -235,6 +242,11 @@ fn check(
         ]),
         ..Container::default()
     }
+}
+
+/// `sh -c`, the busybox shell of both validator images.
+fn sh() -> Vec<String> {
+    vec!["sh".to_owned(), "-c".to_owned()]
 }
 
 /// Validation runs as root and privileged, as NVIDIA's does (it loads and inspects the driver).

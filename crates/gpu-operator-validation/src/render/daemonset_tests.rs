@@ -224,7 +224,54 @@ fn the_driver_check_waits_and_the_main_container_cleans_up_on_stop() {
         .unwrap()
         .command
         .unwrap();
-    assert_eq!(pre_stop, ["gpu-operator-validator", "cleanup"]);
+    assert_eq!(pre_stop[..2], ["sh", "-c"]);
+    // Run by a POSIX shell against a temporary status directory, the hook removes the status
+    // files and nothing else.
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["driver-ready", "toolkit-ready", "workload-type"] {
+        std::fs::write(dir.path().join(name), "").unwrap();
+    }
+    let script = pre_stop[2].replace("/run/nvidia/validations", &dir.path().to_string_lossy());
+    let status = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["workload-type"]);
+}
+
+#[test]
+fn the_main_container_idles_until_terminated_and_exits_at_once_on_term() {
+    let pod = render(ClusterPolicySpec::default());
+    let main = &pod.containers[0];
+    assert_eq!(main.command.clone().unwrap(), ["sh", "-c"]);
+    let script = main.args.clone().unwrap().remove(0);
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the main container exited by itself"
+    );
+    let pid = child.id().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{:?}", out.status);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "all validations are successful\n"
+    );
 }
 
 #[test]

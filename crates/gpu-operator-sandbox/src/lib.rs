@@ -1,0 +1,168 @@
+//! What we do not deploy, said out loud: NVIDIA's sandbox (virtual-machine) workloads — the VFIO
+//! manager, vGPU managers, sandbox device plugins, Kata and confidential-computing managers —
+//! and the namespace's pod-security labels (`psa`) are accepted in the ClusterPolicy, so nothing
+//! is pruned, but this operator deploys none of them. When the ClusterPolicy asks for them, the
+//! `SandboxWorkloadsReady` condition is `False` (reason `NotSupported`) and one Warning Event
+//! names each setting and the GPU nodes labelled for a VM workload type, which get no operands
+//! at all (neither the container stack nor the sandbox one). Nothing running is touched.
+//! Not part of the overall `Ready`: the container stack is unaffected.
+
+use std::fmt::Write as _;
+
+use gpu_operator_api::{ClusterPolicySpec, spec::WorkloadConfig};
+use gpu_operator_core::{
+    Error,
+    facts::NodeSample,
+    operand::{Children, Cluster, Operand},
+};
+
+/// The condition this reconciler owns.
+pub const CONDITION: &str = "SandboxWorkloadsReady";
+
+/// The reporter of settings we do not deploy.
+pub struct Sandbox;
+
+/// What the ClusterPolicy asks for that is not deployed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Input {
+    /// The settings, as `path=value`.
+    pub settings: Vec<String>,
+    /// GPU nodes the node labeller gave a VM workload type, by type (`vm-passthrough`,
+    /// `vm-vgpu`); `sandboxWorkloads.defaultWorkload` stands for nodes without the label.
+    pub vm_nodes: Vec<(String, NodeSample)>,
+}
+
+impl Operand for Sandbox {
+    const NAME: &'static str = "sandbox";
+    const CONDITION: &'static str = CONDITION;
+    const SECTION: &'static str = "sandboxWorkloads";
+    type Input = Input;
+
+    /// `Ok(None)` (the condition says disabled) when nothing unsupported is asked for.
+    fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
+        let settings = unsupported_settings(spec);
+        if settings.is_empty() {
+            return Ok(None);
+        }
+        let default = spec
+            .sandbox_workloads
+            .as_ref()
+            .and_then(|s| s.default_workload)
+            .unwrap_or_default();
+        let vm_nodes = cluster
+            .facts
+            .sandbox_workload_nodes
+            .iter()
+            .map(|(label, nodes)| {
+                let kind = if label.is_empty() {
+                    workload_name(default).to_owned()
+                } else {
+                    label.clone()
+                };
+                (kind, nodes.clone())
+            })
+            .collect();
+        Ok(Some(Input { settings, vm_nodes }))
+    }
+
+    fn render(_input: &Input) -> Children {
+        Children::default()
+    }
+
+    fn not_deployed(input: &Input) -> Option<String> {
+        let mut message = format!(
+            "{} accepted but not supported by this operator: it deploys the container stack \
+             only, no sandbox (virtual-machine) operands",
+            input.settings.join(", ")
+        );
+        for (kind, nodes) in &input.vm_nodes {
+            let _ = write!(
+                message,
+                "; {} labelled for workload type {kind} get no GPU operands",
+                nodes.describe()
+            );
+        }
+        message.push_str(
+            "; to run containers there, label the nodes nvidia.com/gpu.workload.config=container \
+             (or set sandboxWorkloads.enabled=false); for VM workloads use NVIDIA's GPU Operator",
+        );
+        Some(message)
+    }
+}
+
+/// The settings NVIDIA's operator would act on and we do not, in spec order.
+fn unsupported_settings(spec: &ClusterPolicySpec) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(sandbox) = spec
+        .sandbox_workloads
+        .as_ref()
+        .filter(|s| s.enabled == Some(true))
+    {
+        out.push("sandboxWorkloads.enabled=true".to_owned());
+        if let Some(workload) = sandbox
+            .default_workload
+            .filter(|w| *w != WorkloadConfig::Container)
+        {
+            out.push(format!(
+                "sandboxWorkloads.defaultWorkload={}",
+                workload_name(workload)
+            ));
+        }
+        if sandbox.mode == Some(gpu_operator_api::spec::SandboxMode::Kata) {
+            out.push("sandboxWorkloads.mode=kata".to_owned());
+        }
+        let components = [
+            (
+                "vfioManager",
+                spec.vfio_manager.as_ref().and_then(|c| c.enabled),
+            ),
+            (
+                "sandboxDevicePlugin",
+                spec.sandbox_device_plugin.as_ref().and_then(|c| c.enabled),
+            ),
+            (
+                "vgpuManager",
+                spec.vgpu_manager.as_ref().and_then(|c| c.enabled),
+            ),
+            (
+                "vgpuDeviceManager",
+                spec.vgpu_device_manager.as_ref().and_then(|c| c.enabled),
+            ),
+            (
+                "kataManager",
+                spec.kata_manager.as_ref().and_then(|c| c.enabled),
+            ),
+            (
+                "ccManager",
+                spec.cc_manager.as_ref().and_then(|c| c.enabled),
+            ),
+            (
+                "kataSandboxDevicePlugin",
+                spec.kata_sandbox_device_plugin
+                    .as_ref()
+                    .and_then(|c| c.enabled),
+            ),
+        ];
+        out.extend(
+            components
+                .into_iter()
+                .filter(|(_, enabled)| *enabled == Some(true))
+                .map(|(section, _)| format!("{section}.enabled=true")),
+        );
+    }
+    if spec.psa.as_ref().and_then(|p| p.enabled) == Some(true) {
+        out.push("psa.enabled=true (label the operator namespace pod-security.kubernetes.io/enforce=privileged yourself)".to_owned());
+    }
+    out
+}
+
+fn workload_name(workload: WorkloadConfig) -> &'static str {
+    match workload {
+        WorkloadConfig::Container => "container",
+        WorkloadConfig::VmPassthrough => "vm-passthrough",
+        WorkloadConfig::VmVgpu => "vm-vgpu",
+    }
+}
+
+#[cfg(test)]
+mod tests;

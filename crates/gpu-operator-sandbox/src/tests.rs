@@ -1,0 +1,83 @@
+//! The settings reported, the nodes named, and silence when nothing unsupported is asked for.
+
+use gpu_operator_api::spec::{CcManagerSpec, PsaSpec, SandboxMode, SandboxWorkloadsSpec};
+use gpu_operator_core::{facts::ClusterFacts, fixtures, node_meta::NodeMeta, operand};
+
+use super::*;
+
+fn check(spec: &ClusterPolicySpec, nodes: &[NodeMeta]) -> Option<String> {
+    let facts = ClusterFacts::from_nodes(nodes, []);
+    let cluster = operand::Cluster {
+        namespace: "gpu-operator",
+        facts: &facts,
+        image_env: &fixtures::image_env,
+        config_maps: &fixtures::plugin_configs,
+    };
+    Sandbox::validate(spec, &cluster)
+        .unwrap()
+        .and_then(|input| Sandbox::not_deployed(&input))
+}
+
+fn node(name: &str, workload: Option<&str>, sandbox: bool) -> NodeMeta {
+    let mut labels = vec![("nvidia.com/gpu.present", "true")];
+    if let Some(workload) = workload {
+        labels.push(("nvidia.com/gpu.workload.config", workload));
+    }
+    if sandbox {
+        labels.push(("nvidia.com/gpu.deploy.sandbox-validator", "true"));
+    }
+    NodeMeta::new(name, &labels)
+}
+
+#[test]
+fn sandbox_workloads_name_the_settings_and_the_vm_nodes() {
+    let spec = ClusterPolicySpec {
+        sandbox_workloads: Some(SandboxWorkloadsSpec {
+            enabled: Some(true),
+            default_workload: Some(WorkloadConfig::VmVgpu),
+            mode: Some(SandboxMode::Kata),
+        }),
+        cc_manager: Some(CcManagerSpec {
+            enabled: Some(true),
+            ..CcManagerSpec::default()
+        }),
+        ..ClusterPolicySpec::default()
+    };
+    let nodes = [
+        node("gpu-c", Some("vm-passthrough"), true),
+        node("gpu-a", Some("vm-passthrough"), true),
+        node("gpu-b", None, true),
+        node("gpu-d", Some("container"), false),
+    ];
+    let message = check(&spec, &nodes).unwrap();
+    for part in [
+        "sandboxWorkloads.enabled=true",
+        "sandboxWorkloads.defaultWorkload=vm-vgpu",
+        "sandboxWorkloads.mode=kata",
+        "ccManager.enabled=true",
+        "2 node(s) (gpu-a, gpu-c) labelled for workload type vm-passthrough get no GPU operands",
+        "1 node(s) (gpu-b) labelled for workload type vm-vgpu",
+        "nvidia.com/gpu.workload.config=container",
+    ] {
+        assert!(message.contains(part), "{part} not in {message}");
+    }
+    assert!(!message.contains("gpu-d"), "{message}");
+}
+
+#[test]
+fn psa_is_reported_and_nothing_unsupported_says_nothing() {
+    let mut spec = ClusterPolicySpec::default();
+    assert_eq!(check(&spec, &[node("gpu-a", None, false)]), None);
+    // Sandbox sections without sandboxWorkloads.enabled deploy nothing in NVIDIA's operator
+    // either.
+    spec.cc_manager = Some(CcManagerSpec {
+        enabled: Some(true),
+        ..CcManagerSpec::default()
+    });
+    assert_eq!(check(&spec, &[]), None);
+    spec.psa = Some(PsaSpec {
+        enabled: Some(true),
+    });
+    let message = check(&spec, &[]).unwrap();
+    assert!(message.starts_with("psa.enabled=true"), "{message}");
+}

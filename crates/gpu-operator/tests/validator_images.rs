@@ -1,0 +1,214 @@
+//! Either validator image works: every container the operator starts from the validator image
+//! (the operands' barrier init containers, the `nvidia-operator-validator` DaemonSet, the node
+//! status exporter), for every example ClusterPolicy on every node profile, runs only commands
+//! and relies only on environment that NVIDIA's image and ours both provide. The two contracts
+//! are `validator_images.yaml` (NVIDIA's: hand-written facts; ours: checked against the
+//! Dockerfile and against our validator's real argument parser).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "validator_images/contract.rs"]
+mod contract;
+#[path = "validator_images/shell.rs"]
+mod shell;
+
+use std::{collections::BTreeSet, path::Path};
+
+use contract::{Contract, Image};
+use gpu_operator_core::{fixtures, operand::Operand};
+use serde_json::Value;
+
+fn root() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
+/// Every DaemonSet of every operand, per `<example>-<profile>`.
+fn rendered() -> Vec<(String, Vec<Value>)> {
+    let all: Vec<Vec<(String, Value)>> = vec![
+        fixtures::snapshots::<gpu_operator_driver::Driver>(root()).unwrap(),
+        fixtures::snapshots::<gpu_operator_toolkit::Toolkit>(root()).unwrap(),
+        fixtures::snapshots::<gpu_operator_device_plugin::DevicePlugin>(root()).unwrap(),
+        fixtures::snapshots::<gpu_operator_gfd::GpuFeatureDiscovery>(root()).unwrap(),
+        fixtures::snapshots::<gpu_operator_dcgm::Dcgm>(root()).unwrap(),
+        fixtures::snapshots::<gpu_operator_dcgm_exporter::DcgmExporter>(root()).unwrap(),
+        fixtures::snapshots::<gpu_operator_mig_manager::MigManager>(root()).unwrap(),
+        fixtures::snapshots::<gpu_operator_node_status_exporter::NodeStatusExporter>(root())
+            .unwrap(),
+        fixtures::snapshots::<gpu_operator_validation::Validation>(root()).unwrap(),
+    ];
+    let mut by_case: Vec<(String, Vec<Value>)> = Vec::new();
+    let all = all.into_iter().chain([node_status_exporter_enabled()]);
+    for operand in all {
+        for (case, objects) in operand {
+            let daemonsets = objects
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|o| o["kind"] == "DaemonSet")
+                .cloned();
+            match by_case.iter_mut().find(|(c, _)| *c == case) {
+                Some((_, list)) => list.extend(daemonsets),
+                None => by_case.push((case, daemonsets.collect())),
+            }
+        }
+    }
+    by_case
+}
+
+/// The node status exporter of every example with `nodeStatusExporter.enabled=true` (NVIDIA's
+/// default is off, and so is every example's), so its container is walked too.
+fn node_status_exporter_enabled() -> Vec<(String, Value)> {
+    use gpu_operator_node_status_exporter::NodeStatusExporter;
+    let mut out = Vec::new();
+    for (example, mut spec) in fixtures::examples(root()).unwrap() {
+        spec.node_status_exporter.enabled = Some(true);
+        for profile in fixtures::profiles() {
+            let cluster = gpu_operator_core::operand::Cluster {
+                namespace: "gpu-operator",
+                facts: &profile.facts,
+                image_env: &fixtures::image_env,
+                config_maps: &fixtures::plugin_configs,
+            };
+            let input = NodeStatusExporter::validate(&spec, &cluster)
+                .unwrap()
+                .unwrap();
+            let children = NodeStatusExporter::render(&input);
+            let daemonsets = serde_json::to_value(&children.daemonsets).unwrap();
+            out.push((format!("{example}-{}", profile.name), daemonsets));
+        }
+    }
+    out
+}
+
+/// The containers started from the validator image in one case's DaemonSets: those with the
+/// image of the validator DaemonSet, and the node status exporter (NVIDIA ships it in that image).
+fn validator_image_containers(daemonsets: &[Value]) -> Vec<(String, Value)> {
+    let validator = daemonsets
+        .iter()
+        .find(|d| d["metadata"]["name"] == gpu_operator_validation::DAEMONSET)
+        .expect("the validator DaemonSet is rendered for every example");
+    let image = validator["spec"]["template"]["spec"]["containers"][0]["image"].clone();
+    let mut out = Vec::new();
+    for ds in daemonsets {
+        let ds_name = ds["metadata"]["name"].as_str().unwrap_or_default();
+        let pod = &ds["spec"]["template"]["spec"];
+        for list in ["initContainers", "containers"] {
+            for c in pod[list].as_array().into_iter().flatten() {
+                if c["image"] == image || ds_name == "nvidia-node-status-exporter" {
+                    out.push((
+                        format!("{ds_name}/{}", c["name"].as_str().unwrap()),
+                        c.clone(),
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_validator_image_container_of_every_example_runs_on_both_images() {
+    let contract = Contract::load();
+    let mut checked = BTreeSet::new();
+    let mut problems = Vec::new();
+    for (case, daemonsets) in rendered() {
+        for (name, container) in validator_image_containers(&daemonsets) {
+            for image in [Image::Nvidia, Image::Ours] {
+                for problem in contract.check(image, &container) {
+                    problems.push(format!("{case}: {name} on {image:?}'s image: {problem}"));
+                }
+            }
+            checked.insert(name);
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // The walk reached every kind of validator-image container the issue names.
+    for expected in [
+        "nvidia-container-toolkit-daemonset/driver-validation",
+        "nvidia-device-plugin-daemonset/toolkit-validation",
+        "gpu-feature-discovery/toolkit-validation",
+        "nvidia-dcgm-exporter/toolkit-validation",
+        "nvidia-operator-validator/driver-validation",
+        "nvidia-operator-validator/toolkit-validation",
+        "nvidia-operator-validator/cuda-validation",
+        "nvidia-operator-validator/plugin-validation",
+        "nvidia-operator-validator/nvidia-operator-validator",
+        "nvidia-node-status-exporter/nvidia-node-status-exporter",
+    ] {
+        assert!(
+            checked.contains(expected),
+            "{expected} not walked: {checked:?}"
+        );
+    }
+}
+
+/// The checker itself can fail: what earlier releases rendered, and env only ours reads, are
+/// refused for NVIDIA's image; a component our parser rejects is refused for ours.
+#[test]
+fn the_contract_refuses_what_an_image_does_not_answer() {
+    let contract = Contract::load();
+    let old_barrier = serde_json::json!({
+        "name": "toolkit-validation",
+        "command": ["gpu-operator-validator"],
+        "args": ["wait", "toolkit"],
+    });
+    assert!(!contract.check(Image::Nvidia, &old_barrier).is_empty());
+    assert!(
+        contract.check(Image::Ours, &old_barrier).is_empty(),
+        "ours has that subcommand"
+    );
+    let old_main = serde_json::json!({
+        "name": "nvidia-operator-validator",
+        "command": ["nvidia-validator"],
+        "args": ["idle"],
+    });
+    assert!(!contract.check(Image::Nvidia, &old_main).is_empty());
+    let taint = serde_json::json!({
+        "name": "driver-validation",
+        "command": ["nvidia-validator"],
+        "env": [{"name": "COMPONENT", "value": "driver"}, {"name": "LIFT_STARTUP_TAINT", "value": "true"}],
+    });
+    let refused = contract.check(Image::Nvidia, &taint);
+    assert!(
+        refused.iter().any(|p| p.contains("LIFT_STARTUP_TAINT")),
+        "{refused:?}"
+    );
+    assert!(contract.check(Image::Ours, &taint).is_empty());
+    let unknown = serde_json::json!({
+        "name": "x",
+        "command": ["nvidia-validator"],
+        "env": [{"name": "COMPONENT", "value": "mofed"}],
+    });
+    assert!(contract.check(Image::Nvidia, &unknown).is_empty());
+    let refused = contract.check(Image::Ours, &unknown);
+    assert!(refused.iter().any(|p| p.contains("mofed")), "{refused:?}");
+    let ignored = serde_json::json!({
+        "name": "x",
+        "command": ["nvidia-validator"],
+        "env": [{"name": "COMPONENT", "value": "driver"}, {"name": "NOT_READ_BY_ANYONE", "value": "1"}],
+    });
+    assert!(!contract.check(Image::Ours, &ignored).is_empty());
+    let script = serde_json::json!({
+        "name": "x",
+        "command": ["sh", "-c"],
+        "args": ["until [ -f /x ]; do cat /y | grep z; sleep 1; done"],
+    });
+    let refused = contract.check(Image::Nvidia, &script);
+    assert!(refused.iter().any(|p| p.contains("`cat`")), "{refused:?}");
+    assert!(refused.iter().any(|p| p.contains("`grep`")), "{refused:?}");
+}
+
+/// Our half of the table is true of the image we build: every executable it lists is installed
+/// by the Dockerfile.
+#[test]
+fn our_images_executables_are_installed_by_the_dockerfile() {
+    let contract = Contract::load();
+    let dockerfile = std::fs::read_to_string(root().join("Dockerfile")).unwrap();
+    let installed = contract::dockerfile_executables(&dockerfile);
+    for name in &contract.image(Image::Ours).executables {
+        assert!(
+            installed.contains(name),
+            "{name} is not installed by the Dockerfile: {installed:?}"
+        );
+    }
+    assert!(installed.contains("nvidia-validator"), "{installed:?}");
+}
