@@ -23,56 +23,59 @@ fn root() -> &'static Path {
 
 /// Every DaemonSet of every operand, per `<example>-<profile>`.
 fn rendered() -> Vec<(String, Vec<Value>)> {
-    let all: Vec<Vec<(String, Value)>> = vec![
-        fixtures::snapshots::<gpu_operator_driver::Driver>(root()).unwrap(),
-        fixtures::snapshots::<gpu_operator_toolkit::Toolkit>(root()).unwrap(),
-        fixtures::snapshots::<gpu_operator_device_plugin::DevicePlugin>(root()).unwrap(),
-        fixtures::snapshots::<gpu_operator_gfd::GpuFeatureDiscovery>(root()).unwrap(),
-        fixtures::snapshots::<gpu_operator_dcgm::Dcgm>(root()).unwrap(),
-        fixtures::snapshots::<gpu_operator_dcgm_exporter::DcgmExporter>(root()).unwrap(),
-        fixtures::snapshots::<gpu_operator_mig_manager::MigManager>(root()).unwrap(),
-        fixtures::snapshots::<gpu_operator_node_status_exporter::NodeStatusExporter>(root())
-            .unwrap(),
-        fixtures::snapshots::<gpu_operator_validation::Validation>(root()).unwrap(),
+    let all = [
+        daemonsets_of::<gpu_operator_driver::Driver>(false),
+        daemonsets_of::<gpu_operator_toolkit::Toolkit>(false),
+        daemonsets_of::<gpu_operator_device_plugin::DevicePlugin>(false),
+        daemonsets_of::<gpu_operator_gfd::GpuFeatureDiscovery>(false),
+        daemonsets_of::<gpu_operator_dcgm::Dcgm>(false),
+        daemonsets_of::<gpu_operator_dcgm_exporter::DcgmExporter>(false),
+        daemonsets_of::<gpu_operator_mig_manager::MigManager>(false),
+        daemonsets_of::<gpu_operator_validation::Validation>(false),
+        // NVIDIA's default is off, and so is most examples': every example with it on too.
+        daemonsets_of::<gpu_operator_node_status_exporter::NodeStatusExporter>(true),
     ];
     let mut by_case: Vec<(String, Vec<Value>)> = Vec::new();
-    let all = all.into_iter().chain([node_status_exporter_enabled()]);
     for operand in all {
-        for (case, objects) in operand {
-            let daemonsets = objects
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|o| o["kind"] == "DaemonSet")
-                .cloned();
+        for (case, daemonsets) in operand {
             match by_case.iter_mut().find(|(c, _)| *c == case) {
                 Some((_, list)) => list.extend(daemonsets),
-                None => by_case.push((case, daemonsets.collect())),
+                None => by_case.push((case, daemonsets)),
             }
         }
     }
     by_case
 }
 
-/// The node status exporter of every example with `nodeStatusExporter.enabled=true` (NVIDIA's
-/// default is off, and so is every example's), so its container is walked too.
-fn node_status_exporter_enabled() -> Vec<(String, Value)> {
-    use gpu_operator_node_status_exporter::NodeStatusExporter;
+/// Operand `O`'s DaemonSets for every example on every profile (none where it is disabled),
+/// with the node status exporter switched on first when `exporter_on`.
+fn daemonsets_of<O: Operand>(exporter_on: bool) -> Vec<(String, Vec<Value>)> {
+    let config_maps = fixtures::example_config_maps(root()).unwrap();
+    let lookup = |name: &str| {
+        config_maps
+            .iter()
+            .find(|c| c.metadata.name.as_deref() == Some(name))
+            .map(|c| std::sync::Arc::new(c.clone()))
+    };
     let mut out = Vec::new();
     for (example, mut spec) in fixtures::examples(root()).unwrap() {
-        spec.node_status_exporter.enabled = Some(true);
+        if exporter_on {
+            spec.node_status_exporter.enabled = Some(true);
+        }
         for profile in fixtures::profiles() {
             let cluster = gpu_operator_core::operand::Cluster {
                 namespace: "gpu-operator",
                 facts: &profile.facts,
                 image_env: &fixtures::image_env,
-                config_maps: &fixtures::plugin_configs,
+                config_maps: &lookup,
             };
-            let input = NodeStatusExporter::validate(&spec, &cluster)
-                .unwrap()
-                .unwrap();
-            let children = NodeStatusExporter::render(&input);
-            let daemonsets = serde_json::to_value(&children.daemonsets).unwrap();
+            let daemonsets = match O::validate(&spec, &cluster).unwrap() {
+                Some(input) => serde_json::to_value(&O::render(&input).daemonsets).unwrap(),
+                None => Value::Array(Vec::new()),
+            };
+            let Value::Array(daemonsets) = daemonsets else {
+                panic!("DaemonSets serialise as a list")
+            };
             out.push((format!("{example}-{}", profile.name), daemonsets));
         }
     }
