@@ -312,6 +312,10 @@ async fn rollout_condition<O: Operand>(
     unserved: Option<String>,
 ) -> Result<Desired, Error> {
     let (mut desired, mut ready, mut problems) = (0, 0, Vec::new());
+    // Every DaemonSet rolled out (updated pods ready for its generation), not only as many ready
+    // pods as desired: during a rolling update old pods count as ready, and whether a replaced
+    // pod happens to be pending when its problems are listed would flip the condition.
+    let mut rolled_out = true;
     let pods: Api<PodSummary> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
     // A snapshot of the node cache (thousands of entries) only once a DaemonSet is not ready.
     let mut nodes = None;
@@ -330,6 +334,7 @@ async fn rollout_condition<O: Operand>(
         let rollout = readiness::rollout(&live);
         desired += rollout.desired;
         ready += rollout.ready;
+        rolled_out &= rollout.is_ready;
         if !rollout.is_ready && problems.len() < PROBLEM_NODES {
             let limit = PROBLEM_NODES - problems.len();
             let nodes = nodes.get_or_insert_with(|| ctx.stores.nodes.state());
@@ -352,7 +357,7 @@ async fn rollout_condition<O: Operand>(
             format!("{counts}; {unserved}"),
         )));
     }
-    if problems.is_empty() && ready >= desired {
+    if problems.is_empty() && ready >= desired && rolled_out {
         return Ok(progress(Desired::ok(O::CONDITION, "Ready", counts)));
     }
     let named: Vec<String> = problems
