@@ -35,13 +35,14 @@ mod projection;
 pub mod prometheus_rule;
 pub mod rbac;
 pub mod readiness;
+mod rollout_condition;
 pub mod runtime_class;
 pub mod service_monitor;
 pub mod status_write;
 pub mod stores;
 pub mod user_config;
-pub mod write_gate;
 pub mod warned;
+pub mod write_gate;
 
 pub use context::Context;
 pub use error::Error;

@@ -9,7 +9,7 @@ use std::{
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, spec::ImageSpec};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{
-    Api, Resource, ResourceExt as _,
+    Resource,
     runtime::{
         controller::Action,
         events::{Event, EventType},
@@ -21,8 +21,6 @@ pub use crate::children::Children;
 use crate::{
     Context, Error, active, children,
     facts::ClusterFacts,
-    pod_summary::PodSummary,
-    problems, readiness,
     status_write::{self, Desired, Outcome},
 };
 
@@ -310,7 +308,7 @@ async fn reconcile_once<O: Operand>(
     }
     let desired = match state {
         Some(state) => state,
-        None => rollout_condition::<O>(ctx, &children, unserved).await?,
+        None => crate::rollout_condition::rollout_condition::<O>(ctx, &children, unserved).await?,
     };
     let desired = with_warnings(desired, &warnings);
     if written > 0 {
@@ -355,93 +353,6 @@ async fn reconcile_once<O: Operand>(
         Outcome::Deferred(after) => Action::requeue(after),
         Outcome::Current | Outcome::Written => Action::requeue(RESYNC),
     })
-}
-
-/// The operand's condition from its DaemonSets in the cache.
-async fn rollout_condition<O: Operand>(
-    ctx: &Context,
-    children: &Children,
-    unserved: Option<String>,
-) -> Result<Desired, Error> {
-    let (mut desired, mut ready, mut problems) = (0, 0, Vec::new());
-    let mut outdated = Vec::new();
-    let pods: Api<PodSummary> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    // A snapshot of the node cache (thousands of entries) only once a DaemonSet is not ready.
-    let mut nodes = None;
-    for ds in &children.daemonsets {
-        let Some(live) = ctx
-            .stores
-            .daemonsets
-            .get(&ObjectRef::new(&ds.name_any()).within(&ctx.namespace))
-        else {
-            return Ok(Desired::not_ok(
-                O::CONDITION,
-                "RollingOut",
-                format!("DaemonSet {} is being created", ds.name_any()),
-            ));
-        };
-        let rollout = readiness::rollout(&live);
-        desired += rollout.desired;
-        ready += rollout.ready;
-        if rollout.outdated > 0 {
-            outdated.push(old_revision(&live.name_any(), rollout.outdated));
-        }
-        if !rollout.is_ready && problems.len() < PROBLEM_NODES {
-            let limit = PROBLEM_NODES - problems.len();
-            let nodes = nodes.get_or_insert_with(|| ctx.stores.nodes.state());
-            let found =
-                problems::problem_nodes(&pods, &live, nodes, limit, &ctx.problem_scans).await?;
-            problems.extend(found);
-        }
-    }
-    let counts = format!("ready on {ready}/{desired} GPU nodes");
-    let progress = |d: Desired| {
-        d.with_progress(
-            usize::try_from(ready).unwrap_or_default(),
-            usize::try_from(desired).unwrap_or_default(),
-        )
-    };
-    if let Some(unserved) = unserved {
-        return Ok(progress(Desired::not_ok(
-            O::CONDITION,
-            "NodesNotServed",
-            format!("{counts}; {unserved}"),
-        )));
-    }
-    if problems.is_empty() && outdated.is_empty() && ready >= desired {
-        return Ok(progress(Desired::ok(O::CONDITION, "Ready", counts)));
-    }
-    let named: Vec<String> = problems
-        .iter()
-        .map(|p| format!("{}: {}", p.node, p.reason))
-        .collect();
-    let mut details = outdated;
-    if !named.is_empty() {
-        details.push(format!("not ready on {}", named.join("; ")));
-    }
-    // OnDelete pods of an old template are the finding when they are all there is.
-    let reason = if problems.is_empty() && !details.is_empty() {
-        "OldRevision"
-    } else {
-        "NotReady"
-    };
-    if details.is_empty() {
-        details.push("rolling out".to_owned());
-    }
-    Ok(progress(Desired::not_ok(
-        O::CONDITION,
-        reason,
-        format!("{counts}; {}", details.join("; ")),
-    )))
-}
-
-/// What an OnDelete DaemonSet with `count` pods of an older template says: they run until deleted.
-fn old_revision(daemonset: &str, count: i32) -> String {
-    format!(
-        "{count} node(s) run an old revision of {daemonset}: its update strategy is OnDelete, so \
-         a node gets the current one only when its pod is deleted (by the driver upgrade \
-         controller, or `kubectl delete pod` on that node)"
-    )
 }
 
 async fn publish(

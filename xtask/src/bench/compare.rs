@@ -118,7 +118,11 @@ fn ratio(ours: Option<f64>, theirs: Option<f64>) -> String {
 pub fn markdown(ours: &Report, theirs: &Report) -> String {
     let mut out = format!(
         "# gpu-operator bench, side by side\n\nours: `{}` ({}); against: `{}` ({}); finished {}\n",
-        ours.operator, ours.revision, theirs.operator, theirs.revision, theirs.finished_at
+        ours.operator,
+        ours.revision,
+        theirs.operator,
+        theirs.revision,
+        k8s_openapi::jiff::Timestamp::now()
     );
     for run in &ours.runs {
         let other = theirs.runs.iter().find(|r| r.nodes == run.nodes);

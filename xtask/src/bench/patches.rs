@@ -101,8 +101,11 @@ pub async fn series(
                 .patch(name, &PatchParams::default(), &Patch::Merge(&body))
                 .await
                 .with_context(|| format!("patching the ClusterPolicy ({what})"))?;
-            let landed =
-                tokio::time::timeout(PATCH_TIMEOUT, generations.wait_for(|g| *g > before)).await;
+            // The guard `wait_for` returns holds the watch value's lock: dropped at once, or the
+            // watch task's next send blocks a runtime worker.
+            let landed = tokio::time::timeout(PATCH_TIMEOUT, generations.wait_for(|g| *g > before))
+                .await
+                .map(|seen| seen.map(|_| ()));
             let latency = sent.elapsed().as_secs_f64();
             if !operator.is_running() {
                 bail!(
@@ -111,7 +114,7 @@ pub async fn series(
                 );
             }
             match landed {
-                Ok(Ok(_)) => {}
+                Ok(Ok(())) => {}
                 Ok(Err(_)) => bail!("the DaemonSet watch ended"),
                 Err(_) => bail!(
                     "patch {} ({what}) did not reach {daemonset} within {PATCH_TIMEOUT:?}",

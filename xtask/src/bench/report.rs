@@ -34,12 +34,14 @@ impl Writes {
         self.by_verb.values().sum()
     }
 
-    /// Requests of one `verb resource`, such as `patch clusterpolicies/status`.
-    pub fn of(&self, verb_resource: &str) -> u64 {
+    /// Requests on `resource` by any verb, such as `clusterpolicies/status` (we patch it,
+    /// NVIDIA's operator updates it).
+    pub fn of(&self, resource: &str) -> u64 {
         self.by_resource
-            .get(verb_resource)
-            .copied()
-            .unwrap_or_default()
+            .iter()
+            .filter(|(k, _)| k.split_once(' ').is_some_and(|(_, r)| r == resource))
+            .map(|(_, n)| n)
+            .sum()
     }
 
     /// `patch 12, create 3` (plus `(2 refused)` when some were), or `0`.
@@ -119,8 +121,8 @@ pub struct Report {
     pub runs: Vec<Run>,
 }
 
-/// The status patches of the ClusterPolicy, by whatever field manager.
-pub const STATUS_WRITES: &str = "patch clusterpolicies/status";
+/// The ClusterPolicy's status subresource: its writes, by whatever verb or field manager.
+pub const STATUS_WRITES: &str = "clusterpolicies/status";
 
 impl Run {
     /// Median patch → DaemonSet latency, seconds.
