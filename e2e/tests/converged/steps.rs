@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
 use gpu_operator_e2e::{operator::Operator, wait_until};
-use kube::api::{ListParams, PostParams};
+use kube::api::{DeleteParams, ListParams, PostParams};
 
 use super::support::{Env, TIMEOUT, condition, is_ready, pods_of, wait_policy, wait_settled};
 
@@ -41,18 +41,34 @@ pub async fn converge(
             replaced.metadata.generation
         }
     };
+    let converged = |p: &ClusterPolicy| {
+        is_ready(p)
+            && p.metadata.generation == generation
+            && p.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|c| c.iter().all(|c| c.observed_generation == generation))
+    };
+    // The driver's DaemonSet updates OnDelete, so a spec change that alters its template leaves
+    // pods of the old revision, which `DriverReady` reports (reason `OldRevision`) until they are
+    // replaced. Here the test does what the driver upgrade controller (or a person) would do: it
+    // deletes them, then waits for the policy to be ready.
+    wait_until(
+        &format!("{stem}: old OnDelete pods replaced and the ClusterPolicy ready"),
+        TIMEOUT,
+        || async {
+            delete_pods_of_old_on_delete_revisions(env).await?;
+            let policy = env.policies().get(name).await?;
+            Ok(converged(&policy).then_some(()))
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", operator.log_tail()));
     wait_policy(
         env,
         name,
         &format!("{stem}: the ClusterPolicy to be ready"),
-        |p| {
-            is_ready(p)
-                && p.metadata.generation == generation
-                && p.status
-                    .as_ref()
-                    .and_then(|s| s.conditions.as_ref())
-                    .is_some_and(|c| c.iter().all(|c| c.observed_generation == generation))
-        },
+        converged,
     )
     .await;
     wait_until(
@@ -90,6 +106,42 @@ pub async fn converge(
         .is_some_and(|c| c.status == "True"),
         "{stem}: ready"
     );
+}
+
+/// Deletes the pods of every OnDelete DaemonSet (the driver's) whose status counts pods of an
+/// older template; the DaemonSet controller recreates them from the current one.
+async fn delete_pods_of_old_on_delete_revisions(env: &Env) -> anyhow::Result<()> {
+    for ds in env.daemonsets().list(&ListParams::default()).await?.items {
+        let Some(spec) = ds.spec.as_ref() else {
+            continue;
+        };
+        let on_delete = spec
+            .update_strategy
+            .as_ref()
+            .and_then(|u| u.type_.as_deref())
+            == Some("OnDelete");
+        let status = ds.status.clone().unwrap_or_default();
+        let outdated = status.observed_generation == ds.metadata.generation
+            && status.updated_number_scheduled.unwrap_or_default()
+                < status.desired_number_scheduled;
+        if !(on_delete && outdated) {
+            continue;
+        }
+        let selector: Vec<String> = spec
+            .selector
+            .match_labels
+            .iter()
+            .flatten()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        env.pods()
+            .delete_collection(
+                &DeleteParams::default(),
+                &ListParams::default().labels(&selector.join(",")),
+            )
+            .await?;
+    }
+    Ok(())
 }
 
 /// NVIDIA's `nvidia-node-status-exporter` DaemonSet exists and has a pod on every GPU node.
