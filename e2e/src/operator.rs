@@ -152,29 +152,17 @@ impl Operator {
         env: &[(&str, &str)],
         log: &Path,
     ) -> anyhow::Result<Self> {
-        let [probe_port, metrics_port] = free_ports::<2>()?;
-        let out = fs::File::options().create(true).append(true).open(log)?;
-        let child = Command::new(binary)
-            .args(["run", "--leader-elect", "--log-level", log_level])
-            .arg(format!("--kubeconfig={}", kubeconfig.display()))
-            .arg(format!(
-                "--health-probe-bind-address=127.0.0.1:{probe_port}"
-            ))
-            .arg(format!("--metrics-bind-address=127.0.0.1:{metrics_port}"))
-            .env("OPERATOR_NAMESPACE", namespace)
-            .env_remove("KUBECONFIG")
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(out.try_clone()?)
-            .stderr(out)
-            .spawn()
-            .with_context(|| format!("starting {}", binary.display()))?;
-        Ok(Self {
-            child,
-            log: log.to_owned(),
-            probe_port,
-            metrics_port,
-        })
+        let args = [
+            "run",
+            "--leader-elect",
+            "--log-level",
+            log_level,
+            "--kubeconfig={kubeconfig}",
+            "--health-probe-bind-address=127.0.0.1:{probe_port}",
+            "--metrics-bind-address=127.0.0.1:{metrics_port}",
+        ]
+        .map(str::to_owned);
+        Self::spawn_args(binary, &args, kubeconfig, namespace, env, log)
     }
 
     /// Starts any operator `binary` with `args`, in which `{kubeconfig}`, `{probe_port}` and
