@@ -44,10 +44,11 @@ pub struct ClusterFacts {
     /// the `nvidia.com/device-plugin.config` label (they run `devicePlugin.config.default`, or the
     /// plugin's built-in settings without one).
     pub gpu_nodes_without_plugin_config: NodeSample,
-    /// GPU nodes the node labeller gave a virtual-machine workload type (they carry
-    /// `nvidia.com/gpu.deploy.sandbox-validator=true`), by their `nvidia.com/gpu.workload.config`
-    /// label (`""` for nodes without one, which take `sandboxWorkloads.defaultWorkload`).
-    pub sandbox_workload_nodes: BTreeMap<String, NodeSample>,
+    /// GPU nodes by their `nvidia.com/gpu.workload.config` label (`container`, `vm-passthrough`,
+    /// `vm-vgpu`; `""` for nodes without a valid one, which take
+    /// `sandboxWorkloads.defaultWorkload`). Read from the label the user sets, not from the deploy
+    /// labels the node labeller derives from it, so the first reconcile already knows them.
+    pub gpu_nodes_by_workload: BTreeMap<String, NodeSample>,
     /// The operator's DaemonSets as they run now, by name: what a render must keep stable
     /// (the driver's per-OS DaemonSets keep the OS they were created for).
     pub daemonsets: BTreeMap<String, LiveDaemonSet>,
@@ -81,10 +82,6 @@ impl LiveDaemonSet {
         }
     }
 }
-
-/// The deploy label every virtual-machine workload type gets (NVIDIA's
-/// `getEffectiveStateLabels`), and no container node.
-const SANDBOX_DEPLOY_LABEL: &str = "nvidia.com/gpu.deploy.sandbox-validator";
 
 /// The deploy label of the device plugin (the node labeller's gate).
 const PLUGIN_DEPLOY_LABEL: &str = "nvidia.com/gpu.deploy.device-plugin";
@@ -166,14 +163,15 @@ impl ClusterFacts {
             {
                 facts.gpu_nodes_without_plugin_config.add(name);
             }
-            if node_labels.get(SANDBOX_DEPLOY_LABEL) == Some("true") {
-                let workload = node_labels.get(labels::GPU_WORKLOAD_CONFIG).unwrap_or("");
-                facts
-                    .sandbox_workload_nodes
-                    .entry(workload.to_owned())
-                    .or_default()
-                    .add(name);
-            }
+            let workload = match node_labels.get(labels::GPU_WORKLOAD_CONFIG) {
+                Some(w @ ("container" | "vm-passthrough" | "vm-vgpu")) => w,
+                _ => "",
+            };
+            facts
+                .gpu_nodes_by_workload
+                .entry(workload.to_owned())
+                .or_default()
+                .add(name);
             let os = match (
                 node_labels.get(labels::NFD_OS_RELEASE_ID),
                 node_labels.get(labels::NFD_OS_RELEASE_VERSION_ID),
@@ -284,14 +282,13 @@ mod tests {
                     (PLUGIN_DEPLOY_LABEL, "true"),
                     (labels::DEVICE_PLUGIN_CONFIG, "a100"),
                     (labels::GPU_WORKLOAD_CONFIG, "vm-passthrough"),
-                    (SANDBOX_DEPLOY_LABEL, "true"),
                 ],
             )])
             .chain([NodeMeta::new(
                 "default-vm",
                 &[
                     (labels::GPU_PRESENT, "true"),
-                    (SANDBOX_DEPLOY_LABEL, "true"),
+                    (labels::GPU_WORKLOAD_CONFIG, "vm-bogus"),
                 ],
             )])
             .chain([NodeMeta::new("cpu", &[])])
@@ -301,12 +298,13 @@ mod tests {
         // default-vm runs no device plugin (no deploy label), labelled has its config.
         assert_eq!(sample.count, 7);
         assert_eq!(sample.describe(), "7 node(s) (a, b, c, d, e, …)");
-        let vm = &facts.sandbox_workload_nodes["vm-passthrough"];
+        let vm = &facts.gpu_nodes_by_workload["vm-passthrough"];
         assert_eq!(vm.describe(), "1 node(s) (labelled)");
+        // Nodes without a valid workload label take the policy's default.
         assert_eq!(
-            facts.sandbox_workload_nodes[""].describe(),
-            "1 node(s) (default-vm)"
+            facts.gpu_nodes_by_workload[""].describe(),
+            "8 node(s) (a, b, c, d, default-vm, …)"
         );
-        assert_eq!(facts.sandbox_workload_nodes.len(), 2);
+        assert_eq!(facts.gpu_nodes_by_workload.len(), 2);
     }
 }

@@ -53,7 +53,7 @@ fn facts(nodes: &[(&str, &str, &str, &str)]) -> ClusterFacts {
         service_monitor_crd: false,
         prometheus_rule_crd: false,
         gpu_nodes_without_plugin_config: crate::facts::NodeSample::default(),
-        sandbox_workload_nodes: std::collections::BTreeMap::new(),
+        gpu_nodes_by_workload: std::collections::BTreeMap::new(),
         daemonsets: std::collections::BTreeMap::new(),
     }
 }

@@ -27,8 +27,8 @@ pub struct Sandbox;
 pub struct Input {
     /// The settings, as `path=value`.
     pub settings: Vec<String>,
-    /// GPU nodes the node labeller gave a VM workload type, by type (`vm-passthrough`,
-    /// `vm-vgpu`); `sandboxWorkloads.defaultWorkload` stands for nodes without the label.
+    /// GPU nodes of a VM workload type, by type (`vm-passthrough`, `vm-vgpu`): their
+    /// `nvidia.com/gpu.workload.config` label, or `sandboxWorkloads.defaultWorkload` without one.
     pub vm_nodes: Vec<(String, NodeSample)>,
 }
 
@@ -44,22 +44,23 @@ impl Operand for Sandbox {
         if settings.is_empty() {
             return Ok(None);
         }
-        let default = spec
+        let sandbox = spec
             .sandbox_workloads
             .as_ref()
-            .and_then(|s| s.default_workload)
-            .unwrap_or_default();
+            .filter(|s| s.enabled == Some(true));
+        let default = sandbox.and_then(|s| s.default_workload).unwrap_or_default();
         let vm_nodes = cluster
             .facts
-            .sandbox_workload_nodes
+            .gpu_nodes_by_workload
             .iter()
-            .map(|(label, nodes)| {
+            .filter(|_| sandbox.is_some())
+            .filter_map(|(label, nodes)| {
                 let kind = if label.is_empty() {
-                    workload_name(default).to_owned()
+                    workload_name(default)
                 } else {
-                    label.clone()
+                    label.as_str()
                 };
-                (kind, nodes.clone())
+                (kind != "container").then(|| (kind.to_owned(), nodes.clone()))
             })
             .collect();
         Ok(Some(Input { settings, vm_nodes }))

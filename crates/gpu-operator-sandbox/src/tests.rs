@@ -18,13 +18,11 @@ fn check(spec: &ClusterPolicySpec, nodes: &[NodeMeta]) -> Option<String> {
         .and_then(|input| Sandbox::not_deployed(&input))
 }
 
-fn node(name: &str, workload: Option<&str>, sandbox: bool) -> NodeMeta {
+/// A GPU node as the user labelled it (the node labeller's deploy labels may not be there yet).
+fn node(name: &str, workload: Option<&str>) -> NodeMeta {
     let mut labels = vec![("nvidia.com/gpu.present", "true")];
     if let Some(workload) = workload {
         labels.push(("nvidia.com/gpu.workload.config", workload));
-    }
-    if sandbox {
-        labels.push(("nvidia.com/gpu.deploy.sandbox-validator", "true"));
     }
     NodeMeta::new(name, &labels)
 }
@@ -44,10 +42,10 @@ fn sandbox_workloads_name_the_settings_and_the_vm_nodes() {
         ..ClusterPolicySpec::default()
     };
     let nodes = [
-        node("gpu-c", Some("vm-passthrough"), true),
-        node("gpu-a", Some("vm-passthrough"), true),
-        node("gpu-b", None, true),
-        node("gpu-d", Some("container"), false),
+        node("gpu-c", Some("vm-passthrough")),
+        node("gpu-a", Some("vm-passthrough")),
+        node("gpu-b", None),
+        node("gpu-d", Some("container")),
     ];
     let message = check(&spec, &nodes).unwrap();
     for part in [
@@ -67,7 +65,7 @@ fn sandbox_workloads_name_the_settings_and_the_vm_nodes() {
 #[test]
 fn psa_is_reported_and_nothing_unsupported_says_nothing() {
     let mut spec = ClusterPolicySpec::default();
-    assert_eq!(check(&spec, &[node("gpu-a", None, false)]), None);
+    assert_eq!(check(&spec, &[node("gpu-a", None)]), None);
     // Sandbox sections without sandboxWorkloads.enabled deploy nothing in NVIDIA's operator
     // either.
     spec.cc_manager = Some(CcManagerSpec {
@@ -78,6 +76,30 @@ fn psa_is_reported_and_nothing_unsupported_says_nothing() {
     spec.psa = Some(PsaSpec {
         enabled: Some(true),
     });
-    let message = check(&spec, &[]).unwrap();
+    let message = check(&spec, &[node("gpu-a", Some("vm-passthrough"))]).unwrap();
     assert!(message.starts_with("psa.enabled=true"), "{message}");
+    // Without sandboxWorkloads.enabled the workload label means nothing.
+    assert!(!message.contains("gpu-a"), "{message}");
+}
+
+#[test]
+fn unlabelled_nodes_are_vm_nodes_only_when_the_default_workload_is_one() {
+    let mut spec = ClusterPolicySpec {
+        sandbox_workloads: Some(SandboxWorkloadsSpec {
+            enabled: Some(true),
+            ..SandboxWorkloadsSpec::default()
+        }),
+        ..ClusterPolicySpec::default()
+    };
+    let nodes = [node("gpu-a", None), node("gpu-b", Some("vm-bogus"))];
+    let message = check(&spec, &nodes).unwrap();
+    assert!(!message.contains("gpu-a"), "{message}");
+    if let Some(sandbox) = spec.sandbox_workloads.as_mut() {
+        sandbox.default_workload = Some(WorkloadConfig::VmPassthrough);
+    }
+    let message = check(&spec, &nodes).unwrap();
+    assert!(
+        message.contains("2 node(s) (gpu-a, gpu-b) labelled for workload type vm-passthrough"),
+        "{message}"
+    );
 }
