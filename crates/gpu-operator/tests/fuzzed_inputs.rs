@@ -19,8 +19,9 @@ use gpu_operator_core::{
     operand::{Cluster, Operand},
     plugin_config,
 };
+use gpu_operator_e2e::mutate::{mutate, mutation};
 use proptest::prelude::*;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 fn root() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
@@ -45,116 +46,6 @@ fn seeds() -> Vec<Value> {
     }
     assert!(seeds.len() >= 10, "{} seeds", seeds.len());
     seeds
-}
-
-/// One edit of a JSON document, at the node `at` picks among all of them.
-#[derive(Clone, Debug)]
-enum Mutation {
-    Replace { at: usize, with: Value },
-    Remove { at: usize },
-    Insert { at: usize, key: String, with: Value },
-}
-
-/// Values that tend to break parsers: wrong types, edge numbers, odd strings.
-fn leaf() -> impl Strategy<Value = Value> {
-    prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(Value::from),
-        prop_oneof![Just(0.5), Just(-1.0), Just(1e308), Just(-0.0)].prop_map(Value::from),
-        "[a-zA-Z0-9%:@/._-]{0,24}".prop_map(Value::String),
-        prop_oneof![
-            Just(""),
-            Just("0"),
-            Just("-1"),
-            Just("101%"),
-            Just("true"),
-            Just("nvcr.io/nvidia/driver@sha256:"),
-            Just("a:b:c"),
-            Just("\u{0}"),
-            Just("ä̈\u{202e}"),
-        ]
-        .prop_map(|s| Value::String(s.to_owned())),
-        Just(Value::String("x".repeat(70_000))),
-    ]
-}
-
-fn json_value() -> impl Strategy<Value = Value> {
-    leaf().prop_recursive(3, 16, 4, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            prop::collection::btree_map("[a-zA-Z]{1,12}", inner, 0..4)
-                .prop_map(|m| Value::Object(m.into_iter().collect::<Map<_, _>>())),
-        ]
-    })
-}
-
-fn mutation() -> impl Strategy<Value = Mutation> {
-    prop_oneof![
-        (any::<usize>(), json_value()).prop_map(|(at, with)| Mutation::Replace { at, with }),
-        any::<usize>().prop_map(|at| Mutation::Remove { at }),
-        (any::<usize>(), "[a-zA-Z]{1,16}", json_value())
-            .prop_map(|(at, key, with)| Mutation::Insert { at, key, with }),
-    ]
-}
-
-/// JSON pointers of every node under `value` (the root excluded).
-fn pointers(value: &Value, here: &str, out: &mut Vec<String>) {
-    let children: Vec<(String, &Value)> = match value {
-        Value::Object(map) => map
-            .iter()
-            .map(|(k, v)| (k.replace('~', "~0").replace('/', "~1"), v))
-            .collect(),
-        Value::Array(items) => items
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (i.to_string(), v))
-            .collect(),
-        _ => Vec::new(),
-    };
-    for (key, child) in children {
-        let path = format!("{here}/{key}");
-        out.push(path.clone());
-        pointers(child, &path, out);
-    }
-}
-
-fn mutate(mut doc: Value, mutations: &[Mutation]) -> Value {
-    for mutation in mutations {
-        let mut all = Vec::new();
-        pointers(&doc, "", &mut all);
-        if all.is_empty() {
-            continue;
-        }
-        let pick = |at: usize| all[at % all.len()].clone();
-        match mutation {
-            Mutation::Replace { at, with } => {
-                if let Some(target) = doc.pointer_mut(&pick(*at)) {
-                    *target = with.clone();
-                }
-            }
-            Mutation::Remove { at } => {
-                let path = pick(*at);
-                let (parent, key) = path.rsplit_once('/').unwrap();
-                match doc.pointer_mut(parent) {
-                    Some(Value::Object(map)) => {
-                        map.remove(&key.replace("~1", "/").replace("~0", "~"));
-                    }
-                    Some(Value::Array(items)) => {
-                        let index: usize = key.parse().unwrap();
-                        items.remove(index);
-                    }
-                    _ => {}
-                }
-            }
-            Mutation::Insert { at, key, with } => {
-                if let Some(Value::Object(map)) = doc.pointer_mut(&pick(*at)) {
-                    map.insert(key.clone(), with.clone());
-                }
-            }
-        }
-    }
-    doc
 }
 
 /// Every operand's validate and render for `spec` on every profile; returns how many rendered.
