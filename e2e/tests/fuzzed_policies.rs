@@ -77,7 +77,7 @@ async fn update(
         let mut object = api.get(name).await?;
         object.data = serde_json::json!({ "spec": spec });
         match api.replace(name, params, &object).await {
-            Err(kube::Error::Api(status)) if status.code == 409 => continue,
+            Err(kube::Error::Api(status)) if status.code == 409 => {}
             result => return result,
         }
     }
