@@ -7,6 +7,7 @@ pub mod chart;
 pub mod crd;
 pub mod fleet;
 pub mod harness;
+pub mod node_marks;
 pub mod operator;
 
 pub use harness::{client, kubectl, unique_name, wait_until};
