@@ -8,6 +8,7 @@ pub mod crd;
 pub mod fleet;
 pub mod harness;
 pub mod mutate;
+pub mod node_marks;
 pub mod operator;
 
 pub use harness::{client, kubectl, unique_name, wait_until};

@@ -4,6 +4,7 @@
 //! "Differs" is a subset test: every field we set must have the same value in the live object
 //! (fields the API server defaults, or other managers add, are ignored). A hand edit of one of our
 //! fields therefore fails the test and is reverted; an unchanged cluster gets no request at all.
+//! The first write to an object someone else made takes its fields over first ([`crate::takeover`]).
 
 use std::fmt::Debug;
 
@@ -53,11 +54,25 @@ where
             return Ok(Outcome::Unchanged);
         }
     }
-    let params = PatchParams::apply(&format!("{FIELD_MANAGER_PREFIX}{reconciler}")).force();
+    let manager = format!("{FIELD_MANAGER_PREFIX}{reconciler}");
+    if !live.is_some_and(|live| is_ours(live, reconciler)) {
+        crate::takeover::take_over(api, &name, &manager).await?;
+    }
+    let params = PatchParams::apply(&manager).force();
     api.patch(&name, &params, &Patch::Apply(&desired_json))
         .await
         .map_err(Error::kube(format!("applying {what}")))?;
     Ok(Outcome::Written)
+}
+
+/// Whether `live` carries the labels we give what `reconciler` renders (see [`crate::meta::labels`]);
+/// anything else (NVIDIA's objects lack `app.kubernetes.io/name`) is taken over before the first
+/// write (see [`crate::takeover`]).
+fn is_ours<K: Resource>(live: &K, reconciler: &str) -> bool {
+    let labels = live.labels();
+    crate::meta::is_managed(live)
+        && labels.get(crate::meta::COMPONENT_LABEL).map(String::as_str) == Some(reconciler)
+        && labels.contains_key(crate::meta::NAME_LABEL)
 }
 
 /// Deletes `name`; an object that is already gone is fine.

@@ -300,6 +300,7 @@ async fn reconcile_once<O: Operand>(
     let (children, state, unserved, mut warnings) = plan::<O>(&policy.spec, &cluster)?;
     warnings.extend(crate::deprecated::warnings(O::SECTION, &policy.spec));
     let written = children::apply_all(ctx, policy, O::NAME, &children, O::SERVICE_MONITORS).await?;
+    ctx.sweeps.applied(O::CONDITION, policy);
     if !children.service_monitors.is_empty() && !facts.service_monitor_crd {
         warnings.push(Warning::service_monitor_crd_missing(O::SECTION));
     }
