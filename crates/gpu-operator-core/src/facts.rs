@@ -163,10 +163,10 @@ impl ClusterFacts {
             {
                 facts.gpu_nodes_without_plugin_config.add(name);
             }
-            let workload = match node_labels.get(labels::GPU_WORKLOAD_CONFIG) {
-                Some(w @ ("container" | "vm-passthrough" | "vm-vgpu")) => w,
-                _ => "",
-            };
+            let workload = node_labels
+                .get(labels::GPU_WORKLOAD_CONFIG)
+                .filter(|w| matches!(*w, "container" | "vm-passthrough" | "vm-vgpu"))
+                .unwrap_or_default();
             facts
                 .gpu_nodes_by_workload
                 .entry(workload.to_owned())
