@@ -25,7 +25,7 @@ use crate::{
     conditions::{self, Desired},
     facts::ClusterFacts,
     metrics::ReconciliationStatus,
-    write_gate::Decision,
+    write_gate::{Decision, Move},
 };
 
 /// Name of this reconciler (field manager suffix, metric label).
@@ -207,13 +207,22 @@ async fn write(
         return Ok(None);
     }
     let catching_up = summary.catching_up && live_status.state == State::Ready;
-    let moved = policy.status.is_none()
-        || live_status.namespace.as_deref() != Some(ctx.namespace.as_str())
+    // No status yet (the operands wait for one) and becoming ready are written at once.
+    let moved = if policy.status.is_none()
+        || (summary.state == State::Ready && live_status.state != State::Ready)
+    {
+        Move::Ready
+    } else if live_status.namespace.as_deref() != Some(ctx.namespace.as_str())
         || (!catching_up
             && (live_status.state != summary.state
                 || wanted
                     .iter()
-                    .any(|d| conditions::moved(&live, d, generation))));
+                    .any(|d| conditions::moved(&live, d, generation))))
+    {
+        Move::Other
+    } else {
+        Move::None
+    };
     let detail = format!("{:?} {}", summary.state, summary.ready.message);
     if let Decision::Wait(after) =
         ctx.status_gate
