@@ -17,9 +17,9 @@ use std::{
 };
 
 /// How long a change that moves no step must hold still before it is written: long enough that
-/// a rollout's stream of count changes is folded into its steps, short enough that a settled
-/// message is written within seconds.
-pub const QUIET: Duration = Duration::from_secs(3);
+/// a rollout's stream of count changes (kwok or a slow registry pause it for seconds) is folded
+/// into its steps, short enough that a stuck rollout's nodes are named soon.
+pub const QUIET: Duration = Duration::from_secs(10);
 
 /// How long a move waits for the rest of its burst: longer than a reconcile's round trip, short
 /// enough that a user watching sees it at once.
@@ -28,8 +28,8 @@ pub const BURST: Duration = Duration::from_secs(1);
 /// What a change moves of what a user reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Move {
-    /// It becomes `True` (or, for the overall status, `ready`), or there is nothing written yet:
-    /// written at once.
+    /// It becomes `True` (or, for the overall status, `ready`, or it has no status yet): written
+    /// at once.
     Ready,
     /// Another move: the status (to `False`), the reason or the acknowledged generation.
     Other,
@@ -95,10 +95,11 @@ impl WriteGate {
     ) -> Decision {
         let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         let entry = map.entry(key.to_owned()).or_default();
-        // Not written by this process yet (say, after a restart): the live step is unknown.
-        if moved == Move::Ready || entry.written == Written::Unknown {
+        if moved == Move::Ready {
             return Decision::Write;
         }
+        // Not written by this process yet (say, after a restart): the live step is unknown, so
+        // the change is written as a move.
         if moved == Move::Other || entry.written != Written::At(step) {
             let since = *entry.burst.get_or_insert(now);
             let waited = now.saturating_duration_since(since);
@@ -160,61 +161,66 @@ mod tests {
         let t0 = Instant::now();
         let ms = |ms: u64| t0 + Duration::from_millis(ms);
         assert_eq!(
-            gate.decide("p/X", Move::Other, Some(0), "0/9", t0),
+            gate.decide("p/X", Move::None, Some(0), "0/9", t0),
+            Decision::Wait(Duration::from_secs(1)),
+            "a condition this process never wrote: written as a move"
+        );
+        assert_eq!(
+            gate.decide("p/X", Move::Other, Some(0), "0/9 NotReady", ms(1000)),
             Decision::Write,
-            "a condition this process never wrote"
+            "its burst is over"
         );
         gate.written("p/X", Some(0));
         assert_eq!(
             gate.decide("p/X", Move::None, Some(0), "1/9", ms(1000)),
-            Decision::Wait(Duration::from_secs(3))
+            Decision::Wait(Duration::from_secs(10))
         );
         assert_eq!(
             gate.decide("p/X", Move::None, Some(0), "2/9", ms(2000)),
-            Decision::Wait(Duration::from_secs(3)),
+            Decision::Wait(Duration::from_secs(10)),
             "another change starts the quiet time again"
         );
         assert_eq!(
-            gate.decide("p/X", Move::None, Some(0), "2/9", ms(3000)),
-            Decision::Wait(Duration::from_secs(2)),
-            "the 3 s quiet time less the 1 s it held still"
+            gate.decide("p/X", Move::None, Some(0), "2/9", ms(5000)),
+            Decision::Wait(Duration::from_secs(7)),
+            "the 10 s quiet time less the 3 s it held still"
         );
         assert_eq!(
-            gate.decide("p/X", Move::None, Some(0), "2/9", ms(5000)),
+            gate.decide("p/X", Move::None, Some(0), "2/9", ms(12_000)),
             Decision::Write,
             "held still for the quiet time"
         );
         gate.written("p/X", Some(0));
         // A step crossing and a reason change in one burst: one write, a second after the first.
         assert_eq!(
-            gate.decide("p/X", Move::None, Some(1), "5/9", ms(6000)),
+            gate.decide("p/X", Move::None, Some(1), "5/9", ms(13_000)),
             Decision::Wait(Duration::from_secs(1)),
             "a step waits for the rest of its burst"
         );
         assert_eq!(
-            gate.decide("p/X", Move::Other, Some(1), "6/9 RollingOut", ms(6400)),
+            gate.decide("p/X", Move::Other, Some(1), "6/9 RollingOut", ms(13_400)),
             Decision::Wait(Duration::from_millis(600)),
             "a reason change in the same burst keeps the burst's start"
         );
         assert_eq!(
-            gate.decide("p/X", Move::Other, Some(1), "6/9 RollingOut", ms(7000)),
+            gate.decide("p/X", Move::Other, Some(1), "6/9 RollingOut", ms(14_000)),
             Decision::Write
         );
         gate.written("p/X", Some(1));
         assert_eq!(
-            gate.decide("p/X", Move::Other, Some(1), "7/9", ms(7100)),
+            gate.decide("p/X", Move::Other, Some(1), "7/9", ms(14_100)),
             Decision::Wait(Duration::from_secs(1)),
             "a write ends the burst: the next move starts its own"
         );
         assert_eq!(
-            gate.decide("p/X", Move::Ready, Some(2), "9/9", ms(7200)),
+            gate.decide("p/X", Move::Ready, Some(2), "9/9", ms(14_200)),
             Decision::Write,
             "becoming ready is never held back, not even inside a burst"
         );
         assert_eq!(
-            gate.decide("q/X", Move::None, None, "x", ms(7200)),
-            Decision::Write,
-            "conditions are told apart by key"
+            gate.decide("q/X", Move::None, Some(1), "7/9", ms(14_200)),
+            Decision::Wait(Duration::from_secs(1)),
+            "conditions are told apart by key: q/X was never written"
         );
     }
 }
