@@ -8,5 +8,6 @@ pub mod crd;
 pub mod fleet;
 pub mod harness;
 pub mod operator;
+pub mod real_node;
 
 pub use harness::{client, kubectl, unique_name, wait_until};
