@@ -27,10 +27,15 @@ pub struct TestNamespace {
 impl TestNamespace {
     /// Creates a namespace named after `prefix`.
     pub async fn new(prefix: &str) -> Self {
+        Self::with_labels(prefix, json!({})).await
+    }
+
+    /// Creates a namespace named after `prefix` with `labels` (e.g. Pod Security enforcement).
+    pub async fn with_labels(prefix: &str, labels: Value) -> Self {
         let client = client().await.unwrap();
         let name = unique_name(prefix);
         let namespace: Namespace =
-            serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+            serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap();
         Api::<Namespace>::all(client.clone())
             .create(&PostParams::default(), &namespace)
             .await
