@@ -13,6 +13,10 @@ use crate::{
 
 /// Options of `cargo xtask e2e`.
 #[derive(ClapArgs, Debug, Default)]
+#[allow(
+    clippy::struct_field_names,
+    reason = "`test_args` names what they are for"
+)]
 pub struct Args {
     /// Leave a cluster this command started running afterwards (for debugging).
     #[arg(long)]

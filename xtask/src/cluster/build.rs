@@ -166,7 +166,7 @@ fn build_kubernetes(layout: &Layout, go: &Go) -> anyhow::Result<()> {
         "  -> kube-apiserver, kube-controller-manager, kube-scheduler, kubectl {KUBERNETES} (15–30 min)"
     );
     let module = go.wrapper_module(layout, &format!("kubernetes-{KUBERNETES}"), "e2e/k8sbins")?;
-    pin_staging_modules(&go, &module)?;
+    pin_staging_modules(go, &module)?;
     let packages: Vec<String> = KUBERNETES_COMMANDS
         .iter()
         .map(|name| format!("k8s.io/kubernetes/cmd/{name}"))

@@ -221,12 +221,8 @@ mod tests {
                 original.contains(from),
                 "the Dockerfile no longer has {from:?}"
             );
-            let changed = from_dockerfile(&original.replace(from, to)).unwrap();
-            assert_ne!(
-                changed,
-                ours(),
-                "changing {from:?} to {to:?} went unnoticed"
-            );
+            let edited = from_dockerfile(&original.replace(from, to)).unwrap();
+            assert_ne!(edited, ours(), "changing {from:?} to {to:?} went unnoticed");
         }
     }
 

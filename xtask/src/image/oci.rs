@@ -2,7 +2,7 @@
 //! image layout directory and as one tarball that `ctr images import`, `docker load` and
 //! `podman load` all read (the OCI layout plus Docker's `manifest.json`, as `docker save` writes).
 
-use std::{collections::BTreeMap, fs, path::Path};
+use std::{collections::BTreeMap, fmt::Write as _, fs, path::Path};
 
 use anyhow::Context as _;
 use serde_json::json;
@@ -161,12 +161,11 @@ fn blob_path(digest: &str) -> String {
 /// `sha256:<hex>` of `data`.
 pub fn sha256(data: &[u8]) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, data);
-    let hex: String = digest
-        .as_ref()
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect();
-    format!("sha256:{hex}")
+    let mut text = String::from("sha256:");
+    for byte in digest.as_ref() {
+        let _ = write!(text, "{byte:02x}");
+    }
+    text
 }
 
 /// The entries sorted by path with every missing parent directory added (mode 0755, root).

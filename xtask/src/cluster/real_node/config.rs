@@ -40,7 +40,8 @@ impl Node {
     pub fn of(layout: &Layout) -> Self {
         let offset = layout.port_offset();
         let dir = layout.real_node_dir();
-        let third = offset % 250;
+        // Unique for offsets below 256; `prepare` refuses a subnet another cluster already routes.
+        let third = offset % 256;
         Self {
             socket: dir.join("containerd/containerd.sock"),
             dir,
@@ -222,13 +223,13 @@ mod tests {
             let root = format!("/root/.cache/gpu-operator-e2e-{offset}");
             Node::of(&Layout::for_tests(&root, offset))
         };
-        let (a, b) = (node(0), node(50000));
+        let (a, b) = (node(0), node(210));
         assert_ne!(a.bridge, b.bridge);
         assert_ne!(a.chain, b.chain);
         assert_ne!(a.subnet, b.subnet);
         assert_ne!(a.cgroup_root, b.cgroup_root);
         assert_ne!(a.kubelet_port, b.kubelet_port);
-        for node in [a, b] {
+        for node in [a, b, node(50000)] {
             assert!(node.bridge.len() <= 15, "{}", node.bridge);
             assert!(node.chain.len() <= 28, "{}", node.chain);
             assert!(

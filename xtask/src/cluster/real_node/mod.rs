@@ -44,6 +44,16 @@ pub fn prepare(layout: &Layout) -> anyhow::Result<()> {
         );
     }
     ensure_packages()?;
+    let node = Node::of(layout);
+    let routes = process::output(Command::new("ip").args(["-4", "route", "show", &node.subnet]))?;
+    if !routes.trim().is_empty() {
+        bail!(
+            "the real node's pod subnet {} is already routed here ({}): another cluster with a real node uses it; stop that one or pick a {} below 256 that differs",
+            node.subnet,
+            routes.trim(),
+            super::layout::PORT_OFFSET_ENV
+        );
+    }
     build::ensure_kubelet(layout)?;
     let pause = host::ensure_pause(layout)?;
     eprintln!("==> real node: building the images");
@@ -103,10 +113,10 @@ pub async fn start(layout: &Layout, client: &kube::Client) -> anyhow::Result<()>
                 process::tail(&layout.log("kubelet"), 25)
             );
         }
-        if let Ok(Some(found)) = nodes.get_opt(NODE_NAME).await {
-            if super::nodes::is_ready(&found) {
-                break;
-            }
+        if let Ok(Some(found)) = nodes.get_opt(NODE_NAME).await
+            && super::nodes::is_ready(&found)
+        {
+            break;
         }
         if Instant::now() > deadline {
             bail!(

@@ -167,7 +167,7 @@ fn kill_shims(node: &Node) -> usize {
                 .map(|w| String::from_utf8_lossy(w).into_owned())
                 .collect();
             let is_shim = words.first().is_some_and(|w| w.contains("containerd-shim"));
-            if is_shim && words.iter().any(|w| *w == socket) {
+            if is_shim && words.contains(&socket) {
                 pids.push(entry.file_name().to_string_lossy().into_owned());
             }
         }
