@@ -97,6 +97,7 @@ pub fn write(layout: &Layout) -> anyhow::Result<()> {
         .push(DnType::CommonName, format!("{node}-kubelet"));
     kubelet.subject_alt_names = vec![
         SanType::IpAddress([127, 0, 0, 1].into()),
+        SanType::IpAddress(super::real_node::Node::of(layout).gateway.parse()?),
         SanType::DnsName(node.try_into()?),
     ];
     kubelet.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];

@@ -165,7 +165,7 @@ cgroupDriver: cgroupfs
 cgroupRoot: {cgroup_root}
 containerRuntimeEndpoint: unix://{socket}
 failSwapOn: false
-address: 127.0.0.1
+address: {address}
 port: {port}
 healthzBindAddress: 127.0.0.1
 healthzPort: {healthz}
@@ -197,6 +197,7 @@ registerNode: true
 "#,
             cgroup_root = self.cgroup_root,
             socket = self.socket.display(),
+            address = self.gateway,
             port = self.kubelet_port,
             healthz = self.healthz_port,
             tls_cert = pki("kubelet.crt"),

@@ -69,6 +69,7 @@ pub async fn start(layout: &Layout, client: &kube::Client) -> anyhow::Result<()>
     let node = Node::of(layout);
     write_configs(layout, &node)?;
     network(&node)?;
+    shared_root_mount()?;
     for dir in cgroup_hierarchies() {
         fs::create_dir_all(dir.join(node.cgroup_root.trim_start_matches('/')))?;
     }
@@ -203,6 +204,29 @@ fn network(node: &Node) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Makes `/` a shared mount, as systemd does on every Kubernetes host: the operands' hostPath
+/// mounts with `mountPropagation: HostToContainer`/`Bidirectional` (the validations directory,
+/// the host root) need it, or containerd refuses them ("is mounted on "/" but it is not a shared
+/// or slave mount"). This machine has no systemd, so `/` starts private; a marker file lets
+/// `down` put it back.
+fn shared_root_mount() -> anyhow::Result<()> {
+    let info = fs::read_to_string("/proc/self/mountinfo")?;
+    let root_is_shared = info.lines().any(|line| {
+        let fields: Vec<&str> = line.split(' ').collect();
+        fields.get(4) == Some(&"/")
+            && fields
+                .iter()
+                .skip(6)
+                .take_while(|f| **f != "-")
+                .any(|f| f.starts_with("shared:"))
+    });
+    if !root_is_shared {
+        fs::write(teardown::ROOT_MADE_SHARED, "")?;
+        process::run(Command::new("mount").args(["--make-rshared", "/"]))?;
+    }
+    Ok(())
+}
+
 fn cgroup_hierarchies() -> Vec<std::path::PathBuf> {
     fs::read_dir("/sys/fs/cgroup")
         .into_iter()
@@ -247,7 +271,9 @@ fn kubelet_command(layout: &Layout, node: &Node) -> Command {
         ))
         .arg(format!("--root-dir={}", node.kubelet_root().display()))
         .arg(format!("--hostname-override={NODE_NAME}"))
-        .arg("--node-ip=127.0.0.1")
+        // The kubelet refuses a loopback node IP (no InternalIP, so no `kubectl logs/exec`):
+        // the pod bridge's address is local, and the API server reaches the kubelet there.
+        .arg(format!("--node-ip={}", node.gateway))
         .arg("--v=1");
     command
 }

@@ -16,6 +16,9 @@ use crate::{cluster::Layout, process};
 /// Hierarchies of cgroup v1 (this machine's layout) the kubelet creates pod cgroups in.
 const CGROUP_FS: &str = "/sys/fs/cgroup";
 
+/// Present while the real node made `/` shared (it was private before); `down` reverts it.
+pub const ROOT_MADE_SHARED: &str = "/run/gpu-operator-e2e-root-made-shared";
+
 /// Tears the node down (see the module docs); returns what it had to remove.
 pub fn down(layout: &Layout, node: &Node) -> Vec<String> {
     let mut removed = Vec::new();
@@ -53,6 +56,12 @@ pub fn down(layout: &Layout, node: &Node) -> Vec<String> {
         removed.push(format!("{cgroups} cgroups"));
     }
     remove_container_log_links(node);
+    if Path::new(ROOT_MADE_SHARED).exists()
+        && quiet(Command::new("mount").args(["--make-rprivate", "/"]))
+    {
+        let _ = fs::remove_file(ROOT_MADE_SHARED);
+        removed.push("shared propagation of /".to_owned());
+    }
     removed
 }
 
