@@ -77,20 +77,20 @@ async fn the_validator_pod_reports_no_driver_and_the_exporter_answers_on_the_rea
     let (name, version) = rest.split_once(':').unwrap();
     let ours = json!({"repository": repository, "image": name, "version": version,
         "imagePullPolicy": "Never"});
-    let policy: ClusterPolicy = serde_json::from_value(json!({
-        "apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy",
-        "metadata": {"name": ns.name},
-        "spec": {
-            "daemonsets": {"tolerations": [{"key": TAINT.0, "operator": "Exists"}]},
-            // A preinstalled driver is expected (there is none); no toolkit to install.
-            "driver": {"enabled": false},
-            "toolkit": {"enabled": false},
-            "validator": ours,
-            "nodeStatusExporter": {"enabled": true, "repository": repository, "image": name,
-                "version": version, "imagePullPolicy": "Never"},
-        },
-    }))
+    let mut policy = serde_json::to_value(ClusterPolicy::new(
+        &ns.name,
+        gpu_operator_api::ClusterPolicySpec::default(),
+    ))
     .unwrap();
+    let spec = &mut policy["spec"];
+    spec["daemonsets"]["tolerations"] = json!([{"key": TAINT.0, "operator": "Exists"}]);
+    // A preinstalled driver is expected (there is none); no toolkit to install.
+    spec["driver"]["enabled"] = false.into();
+    spec["toolkit"]["enabled"] = false.into();
+    spec["validator"] = ours;
+    spec["nodeStatusExporter"] = json!({"enabled": true, "repository": repository,
+        "image": name, "version": version, "imagePullPolicy": "Never"});
+    let policy: ClusterPolicy = serde_json::from_value(policy).unwrap();
     let policies: Api<ClusterPolicy> = Api::all(client.clone());
     policies
         .create(&PostParams::default(), &policy)
