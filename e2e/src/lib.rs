@@ -10,5 +10,6 @@ pub mod harness;
 pub mod mutate;
 pub mod node_marks;
 pub mod operator;
+pub mod real_node;
 
 pub use harness::{client, kubectl, unique_name, wait_until};

@@ -7,6 +7,7 @@ mod cluster;
 mod codegen;
 mod demo;
 mod e2e;
+mod image;
 #[cfg(test)]
 mod monitoring;
 mod process;
@@ -40,6 +41,8 @@ enum Task {
     Demo(demo::Args),
     /// Build promtool (first time only) into the harness cache; the alert-rule tests need it.
     Promtool,
+    /// Build our container image without Docker (OCI layout and tarball under target/image).
+    Image(image::Args),
     /// Measure the operator on simulated fleets (100, 1,000, 5,000 nodes), each on its own cluster.
     Bench(bench::Args),
 }
@@ -53,6 +56,7 @@ fn main() -> std::process::ExitCode {
         Task::Ci => ci::run(),
         Task::Demo(args) => demo::run(&args),
         Task::Bench(args) => bench::run(&args),
+        Task::Image(args) => image::run(&args),
         Task::Promtool => cluster::Layout::from_env()
             .and_then(|layout| cluster::ensure_promtool(&layout))
             .map(|path| println!("{}", path.display())),
