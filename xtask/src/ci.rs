@@ -55,11 +55,9 @@ pub fn run() -> anyhow::Result<()> {
         process::minutes(step.elapsed())
     );
     eprintln!("==> ci: e2e tests");
-    // With a real node (a kubelet and containerd; CI runs as root): our image really runs.
-    let e2e = e2e::run(&e2e::Args {
-        real_node: true,
-        ..e2e::Args::default()
-    })?;
+    // Without the real node for now: its release image build has not been measured against the
+    // cold-CI budget yet (`cargo xtask e2e --real-node` runs those tests).
+    let e2e = e2e::run(&e2e::Args::default())?;
     eprintln!(
         "==> ci: all checks passed in {}\n    tests per tier: unit {unit}; e2e {e2e}",
         process::minutes(started.elapsed())
