@@ -1,12 +1,13 @@
 //! `cargo xtask ci`: exactly what CI runs — the harness binaries (helm among them) and promtool
 //! built if missing, fmt check, clippy with `-D warnings`, `helm lint` of the chart, unit tests
 //! (with the `#[ignore]`d ones that need helm; the alert-rule and dashboard tests run promtool),
-//! e2e — and at the end how many tests each tier ran.
+//! e2e, the short chaos profile (5 operator kills on a fresh cluster) — and at the end how many
+//! tests each tier ran.
 
 use std::{process::Command, time::Instant};
 
 use crate::{
-    chart,
+    chaos, chart,
     cluster::{self, Layout},
     codegen, e2e, process, test_counts,
 };
@@ -56,6 +57,10 @@ pub fn run() -> anyhow::Result<()> {
     );
     eprintln!("==> ci: e2e tests");
     let e2e = e2e::run(&e2e::Args::default())?;
+    eprintln!("==> ci: chaos, short profile");
+    let step = Instant::now();
+    chaos::run(&chaos::Args::default())?;
+    eprintln!("    chaos passed in {}", process::minutes(step.elapsed()));
     eprintln!(
         "==> ci: all checks passed in {}\n    tests per tier: unit {unit}; e2e {e2e}",
         process::minutes(started.elapsed())

@@ -1,0 +1,195 @@
+//! Scenario "leader failover": two operator processes with `--leader-elect`, each under a
+//! ServiceAccount of its own (so the audit log tells their requests apart); the leader is
+//! SIGKILLed at a random moment of a full-stack rollout. The standby must take the Lease within
+//! the Lease duration (the seconds are reported), finish the rollout, and at no time may both
+//! write: the standby writes nothing (Leases aside) before it holds the Lease, and the dead
+//! leader's last write precedes the standby's first.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use gpu_operator_api::ClusterPolicy;
+use gpu_operator_e2e::{crd::repo_root, operator::writes_in};
+use k8s_openapi::{api::coordination::v1::Lease, jiff::Timestamp};
+use kube::{Api, api::PostParams};
+
+use super::{
+    Rng,
+    kills::{
+        Candidate, Control, LEASE_DURATION, NAMESPACE, Target, converge, delete_everything, sigkill,
+    },
+};
+
+/// The Lease both candidates compete for: NVIDIA's operator's name for it, which ours keeps so
+/// the two exclude each other.
+const LEASE: &str = "53822513.nvidia.com";
+
+/// One failover and its figures.
+#[derive(Clone, Debug, Default)]
+pub struct Failover {
+    /// Seconds into the rollout at which the leader was killed.
+    pub killed_after_s: f64,
+    /// Seconds from the kill until the standby held the Lease.
+    pub takeover_s: Option<f64>,
+    /// Seconds from the kill until the rollout was complete.
+    pub converged_s: Option<f64>,
+    /// Writes (Leases aside) the standby made before it held the Lease.
+    pub standby_writes_before: usize,
+    /// Writes (Leases aside) of the dead leader that completed after the standby's first write.
+    pub overlapping_writes: usize,
+    /// Writes (Leases aside) each made in the round: leader, standby (the positive control).
+    pub writes: (usize, usize),
+    /// Why the round failed, when it did.
+    pub error: Option<String>,
+}
+
+impl Failover {
+    /// Whether the round's figures are as they must be.
+    pub fn passed(&self) -> bool {
+        self.error.is_none()
+            && self
+                .takeover_s
+                .is_some_and(|s| s <= LEASE_DURATION.as_secs_f64() + 2.0)
+            && self.converged_s.is_some()
+            && self.standby_writes_before == 0
+            && self.overlapping_writes == 0
+    }
+}
+
+/// Runs `rounds` failovers on the cluster the kill cycles leave (the primary stopped).
+pub async fn run(
+    target: &Target,
+    control: &Control,
+    rounds: usize,
+    rng: &mut Rng,
+) -> Vec<Failover> {
+    let mut results = Vec::with_capacity(rounds);
+    for round in 0..rounds {
+        let mut failover = Failover::default();
+        if let Err(error) = one(target, control, rng, &mut failover).await {
+            failover.error = Some(format!("{error:#}"));
+        }
+        eprintln!(
+            "    failover {}/{rounds}: {}",
+            round + 1,
+            if failover.passed() {
+                "ok".to_owned()
+            } else {
+                format!("FAILED {failover:?}")
+            }
+        );
+        results.push(failover);
+    }
+    results
+}
+
+async fn one(
+    target: &Target,
+    control: &Control,
+    rng: &mut Rng,
+    failover: &mut Failover,
+) -> anyhow::Result<()> {
+    let client = &target.client;
+    // From nothing: no policy, no operands, no Lease holder alive.
+    delete_everything(client).await.ok();
+    let first = target.start_as(&target.primary)?;
+    let second = target.start_as(&target.standby)?;
+    let leader_name = wait_for_holder(client, None).await?;
+    let ((leader, mut leader_process), (standby, mut standby_process)) =
+        if leader_name == target.primary.pod_name {
+            ((&target.primary, first), (&target.standby, second))
+        } else {
+            ((&target.standby, second), (&target.primary, first))
+        };
+    let policy: ClusterPolicy = serde_yaml::from_str(&std::fs::read_to_string(
+        repo_root().join("manifests/examples/minimal.yaml"),
+    )?)?;
+    let since = Timestamp::now();
+    let created = Instant::now();
+    Api::<ClusterPolicy>::all(client.clone())
+        .create(&PostParams::default(), &policy)
+        .await?;
+    let delay = control.rollout.mul_f64(rng.unit());
+    tokio::time::sleep(delay.saturating_sub(created.elapsed())).await;
+    failover.killed_after_s = created.elapsed().as_secs_f64();
+    sigkill(&mut leader_process)?;
+    let killed = Instant::now();
+    wait_for_holder(client, Some(standby.pod_name)).await?;
+    let took_over_at = Timestamp::now();
+    failover.takeover_s = Some(killed.elapsed().as_secs_f64());
+    converge(client, &mut standby_process, None).await?;
+    failover.converged_s = Some(killed.elapsed().as_secs_f64());
+    // The audit log's batch (1 s) reaches the file.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    count_writes(target, (leader, standby), since, took_over_at, failover)?;
+    standby_process.stop()?;
+    Ok(())
+}
+
+/// Splits the round's writes by who made them and when.
+fn count_writes(
+    target: &Target,
+    (leader, standby): (&Candidate, &Candidate),
+    since: Timestamp,
+    took_over_at: Timestamp,
+    failover: &mut Failover,
+) -> anyhow::Result<()> {
+    let log = target.audit_log()?;
+    let not_lease = |writes: Vec<(Timestamp, gpu_operator_e2e::operator::Write)>| {
+        writes
+            .into_iter()
+            .filter(|(_, w)| w.resource != "leases")
+            .map(|(at, _)| at)
+            .collect::<Vec<_>>()
+    };
+    let leader_writes = not_lease(writes_in(&log, &leader.user, since)?);
+    let standby_writes = not_lease(writes_in(&log, &standby.user, since)?);
+    failover.writes = (leader_writes.len(), standby_writes.len());
+    failover.standby_writes_before = standby_writes
+        .iter()
+        .filter(|&&at| at < took_over_at)
+        .count();
+    if let Some(&first_standby) = standby_writes.first() {
+        failover.overlapping_writes = leader_writes
+            .iter()
+            .filter(|&&at| at >= first_standby)
+            .count();
+    }
+    if standby_writes.is_empty() {
+        bail!(
+            "the audit log shows no write by the new leader {}: the counts would be meaningless",
+            standby.user
+        );
+    }
+    Ok(())
+}
+
+/// Waits until the Lease is held by one of the candidates (`want`: by that one) and returns the
+/// holder's `POD_NAME` (the identity up to its `_<pid><time>` suffix).
+async fn wait_for_holder(client: &kube::Client, want: Option<&str>) -> anyhow::Result<String> {
+    let leases: Api<Lease> = Api::namespaced(client.clone(), NAMESPACE);
+    let timeout = LEASE_DURATION * 3;
+    let deadline = Instant::now() + timeout;
+    loop {
+        let holder = leases
+            .get_opt(LEASE)
+            .await
+            .ok()
+            .flatten()
+            .and_then(|l| l.spec?.holder_identity)
+            .and_then(|h| h.split_once('_').map(|(name, _)| name.to_owned()));
+        if let Some(holder) = holder
+            && want.is_none_or(|w| w == holder)
+        {
+            return Ok(holder);
+        }
+        if Instant::now() > deadline {
+            return Err(anyhow::anyhow!(
+                "no Lease holder {}",
+                want.unwrap_or("at all")
+            ))
+            .context(format!("waited {timeout:?}"));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -1,0 +1,504 @@
+//! Scenario "operator killed": the operator (a host process with `--leader-elect`, under a
+//! ServiceAccount of its own) is SIGKILLed at a random moment of a full-stack rollout or of a
+//! `mig.strategy` / `devicePlugin.config` change, and started again at once. Each time it must
+//! converge (`ready`, every DaemonSet rolled out, the change applied); leave exactly the labelled
+//! objects an uninterrupted run leaves for the same ClusterPolicy (the control pass, run first);
+//! replace no operand pod whose DaemonSet did not change; update no DaemonSet more than the
+//! change needs; and make no write in a quiet window once converged (the audit log).
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    path::PathBuf,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context as _, bail};
+use gpu_operator_api::ClusterPolicy;
+use gpu_operator_e2e::{
+    crd::repo_root,
+    operator::{IMAGES, Operator, audit_log_beside, writes_in},
+};
+use k8s_openapi::{api::apps::v1::DaemonSet, jiff::Timestamp};
+use kube::{
+    Api,
+    api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams},
+};
+
+use super::{Rng, snapshot};
+use crate::bench::{patches, run::is_ready};
+
+/// The operator's leader-election timing: a 3 s renew deadline makes an 8 s Lease.
+const LEASE_FLAG: &str = "--leader-lease-renew-deadline=3s";
+/// The Lease duration [`LEASE_FLAG`] gives.
+pub const LEASE_DURATION: Duration = Duration::from_secs(8);
+/// Namespace of the operator and its operands.
+pub const NAMESPACE: &str = "gpu-operator";
+/// The DaemonSet every change of the series updates (see [`patches`]).
+const PLUGIN: &str = "nvidia-device-plugin-daemonset";
+/// The ClusterPolicy's name.
+const POLICY: &str = "cluster-policy";
+/// Quiet time after convergence before the write-counting window opens: longer than the
+/// operator's status debounce, so trailing condition writes of the convergence are not counted.
+const SETTLE: Duration = Duration::from_secs(5);
+/// The window in which a converged operator must not write.
+const QUIET: Duration = Duration::from_secs(10);
+/// How long one convergence may take on the small fleet (the restart waits out the dead
+/// process's Lease first).
+const CONVERGE_TIMEOUT: Duration = Duration::from_secs(180);
+/// The changes of the series that differ (it repeats after four).
+const DISTINCT_CHANGES: usize = 4;
+
+/// What a kill cycle did to the ClusterPolicy before the kill.
+#[derive(Clone, Debug)]
+pub enum Action {
+    /// Deleted it, waited until everything of ours was gone, and created it again.
+    Rollout,
+    /// Patched it (what the patch changes).
+    Change(String),
+}
+
+/// One kill and what followed it.
+#[derive(Clone, Debug, Default)]
+pub struct Cycle {
+    /// What was under way when the operator was killed.
+    pub action: String,
+    /// Seconds between the action and the SIGKILL.
+    pub killed_after_s: f64,
+    /// Seconds from the restart until converged (`None`: it did not).
+    pub converged_s: Option<f64>,
+    /// Labelled objects the control run does not have for this ClusterPolicy (orphans,
+    /// duplicates), and objects it has that are missing.
+    pub extra: Vec<String>,
+    /// See [`Self::extra`].
+    pub missing: Vec<String>,
+    /// Operand pods replaced although their DaemonSet did not change after the kill.
+    pub pods_replaced: usize,
+    /// DaemonSet spec updates beyond the one the change needs.
+    pub extra_updates: i64,
+    /// The operator's writes (Leases aside) from the action until converged.
+    pub writes_to_converge: usize,
+    /// Its writes (Leases aside) in the quiet window once converged, described.
+    pub quiet_writes: Vec<String>,
+    /// Why the cycle failed, when it did.
+    pub error: Option<String>,
+}
+
+impl Cycle {
+    /// Whether every figure of the cycle is as it must be.
+    pub fn passed(&self) -> bool {
+        self.error.is_none()
+            && self.converged_s.is_some()
+            && self.extra.is_empty()
+            && self.missing.is_empty()
+            && self.pods_replaced == 0
+            && self.extra_updates == 0
+            && self.quiet_writes.is_empty()
+    }
+}
+
+/// One operator process's identity: its ServiceAccount's kubeconfig, its user name in the audit
+/// log, its `POD_NAME` (the Lease holder's prefix) and its log.
+pub struct Candidate {
+    /// Its kubeconfig (a token of its own ServiceAccount).
+    pub kubeconfig: PathBuf,
+    /// Its user name in the audit log.
+    pub user: String,
+    /// Its `POD_NAME`: the Lease holder identity starts with it.
+    pub pod_name: &'static str,
+    /// Where its output goes.
+    pub log: PathBuf,
+}
+
+/// The operator under chaos and what it runs against.
+pub struct Target {
+    /// Admin client.
+    pub client: kube::Client,
+    /// The admin kubeconfig (the audit log is beside it).
+    pub admin_kubeconfig: PathBuf,
+    /// The `gpu-operator` binary.
+    pub binary: PathBuf,
+    /// The operator the kill cycles run, and the first candidate of the failover.
+    pub primary: Candidate,
+    /// The second candidate of the failover, under a ServiceAccount of its own.
+    pub standby: Candidate,
+}
+
+impl Target {
+    /// Starts the primary operator.
+    fn start(&self) -> anyhow::Result<Operator> {
+        self.start_as(&self.primary)
+    }
+
+    /// Starts `candidate` as production runs the operator (leader election on), with a short
+    /// Lease so a restart after a SIGKILL waits 8 s, not the default 15 s, for the dead holder's
+    /// Lease.
+    pub fn start_as(&self, candidate: &Candidate) -> anyhow::Result<Operator> {
+        let args = [
+            "run",
+            "--leader-elect",
+            LEASE_FLAG,
+            "--log-level=info",
+            "--kubeconfig={kubeconfig}",
+            "--health-probe-bind-address=127.0.0.1:{probe_port}",
+            "--metrics-bind-address=127.0.0.1:{metrics_port}",
+        ]
+        .map(str::to_owned);
+        let env: Vec<(&str, &str)> = IMAGES
+            .into_iter()
+            .chain([("POD_NAME", candidate.pod_name)])
+            .collect();
+        Operator::spawn_args(
+            &self.binary,
+            &args,
+            &candidate.kubeconfig,
+            NAMESPACE,
+            &env,
+            &candidate.log,
+        )
+    }
+
+    /// The API server's audit log.
+    pub fn audit_log(&self) -> anyhow::Result<PathBuf> {
+        audit_log_beside(&self.admin_kubeconfig)
+    }
+}
+
+/// The control pass's results: the labelled objects for each ClusterPolicy of the series, the
+/// DaemonSet generations a rollout ends with, and how long a rollout and a change took.
+pub struct Control {
+    objects: BTreeMap<usize, BTreeSet<String>>,
+    rollout_generations: BTreeMap<String, i64>,
+    /// How long the control rollout took.
+    pub rollout: Duration,
+    change: Duration,
+}
+
+/// Runs the control pass and then `kills` kill cycles; returns the cycles.
+pub async fn run(
+    target: &Target,
+    kills: usize,
+    rng: &mut Rng,
+) -> anyhow::Result<(Vec<Cycle>, Control)> {
+    let mut operator = target.start()?;
+    eprintln!("==> chaos: control pass (no kills)");
+    let control = control(target, &mut operator).await?;
+    eprintln!(
+        "    rollout {:.1} s, change {:.1} s; {} labelled objects",
+        control.rollout.as_secs_f64(),
+        control.change.as_secs_f64(),
+        control.objects.values().next().map_or(0, BTreeSet::len)
+    );
+    let mut cycles = Vec::with_capacity(kills);
+    let mut patch = DISTINCT_CHANGES;
+    for k in 0..kills {
+        let action = if k % 3 == 0 {
+            Action::Rollout
+        } else {
+            patch += 1;
+            Action::Change(patches::patch(patch - 1).1)
+        };
+        let state = (patch - 1) % DISTINCT_CHANGES;
+        let mut cycle = Cycle {
+            action: match &action {
+                Action::Rollout => "full-stack rollout".to_owned(),
+                Action::Change(what) => what.clone(),
+            },
+            ..Cycle::default()
+        };
+        let result = kill_cycle(
+            target,
+            &mut operator,
+            &control,
+            (&action, patch - 1, state),
+            rng,
+            &mut cycle,
+        )
+        .await;
+        if let Err(error) = result {
+            cycle.error = Some(format!("{error:#}"));
+        }
+        eprintln!(
+            "    kill {:>2}/{kills} during {}: {}",
+            k + 1,
+            cycle.action,
+            if cycle.passed() {
+                "ok".to_owned()
+            } else {
+                format!("FAILED {cycle:?}")
+            }
+        );
+        cycles.push(cycle);
+        if !operator.is_running() {
+            // A failed cycle may leave it dead: the next one needs it running.
+            operator = target.start()?;
+        }
+    }
+    operator.stop()?;
+    Ok((cycles, control))
+}
+
+/// The series without kills: a rollout, then each distinct change; records what an
+/// uninterrupted operator leaves.
+async fn control(target: &Target, operator: &mut Operator) -> anyhow::Result<Control> {
+    let client = &target.client;
+    let policy: ClusterPolicy = serde_yaml::from_str(&std::fs::read_to_string(
+        repo_root().join("manifests/examples/minimal.yaml"),
+    )?)?;
+    let since = Timestamp::now();
+    let started = Instant::now();
+    Api::<ClusterPolicy>::all(client.clone())
+        .create(&PostParams::default(), &policy)
+        .await?;
+    converge(client, operator, None).await?;
+    let rollout = started.elapsed();
+    tokio::time::sleep(SETTLE).await;
+    let rollout_generations = snapshot::generations(client, NAMESPACE).await?;
+    let writes = writes_in(&target.audit_log()?, &target.primary.user, since)?;
+    // The positive control of every write count that follows: the audit log shows this user's
+    // rollout (a wrong user name or audit policy would make "no writes" pass vacuously).
+    if !writes.iter().any(|(_, w)| w.resource == "daemonsets") {
+        bail!(
+            "the audit log shows no DaemonSet write by {} during the control rollout: the write counts would be meaningless",
+            target.primary.user
+        );
+    }
+    let mut objects = BTreeMap::new();
+    let mut change = Duration::ZERO;
+    for i in 0..DISTINCT_CHANGES {
+        let before = plugin_generation(client).await?;
+        let started = Instant::now();
+        apply_change(client, i).await?;
+        converge(client, operator, Some(before)).await?;
+        change = change.max(started.elapsed());
+        tokio::time::sleep(SETTLE).await;
+        objects.insert(i, snapshot::labelled_objects(client).await?);
+    }
+    Ok(Control {
+        objects,
+        rollout_generations,
+        rollout,
+        change,
+    })
+}
+
+/// One cycle: the action, a SIGKILL a random moment into it, a restart, and the checks.
+async fn kill_cycle(
+    target: &Target,
+    operator: &mut Operator,
+    control: &Control,
+    (action, patch, state): (&Action, usize, usize),
+    rng: &mut Rng,
+    cycle: &mut Cycle,
+) -> anyhow::Result<()> {
+    let client = &target.client;
+    let generations_before = snapshot::generations(client, NAMESPACE).await?;
+    let plugin_before = plugin_generation(client).await?;
+    let (since, acted, window) = match action {
+        Action::Rollout => {
+            let spec = Api::<ClusterPolicy>::all(client.clone())
+                .get(POLICY)
+                .await?
+                .spec;
+            delete_everything(client).await?;
+            let since = Timestamp::now();
+            let acted = Instant::now();
+            let policy = ClusterPolicy {
+                metadata: ObjectMeta {
+                    name: Some(POLICY.to_owned()),
+                    ..ObjectMeta::default()
+                },
+                spec,
+                status: None,
+            };
+            Api::<ClusterPolicy>::all(client.clone())
+                .create(&PostParams::default(), &policy)
+                .await?;
+            (since, acted, control.rollout)
+        }
+        Action::Change(_) => {
+            let since = Timestamp::now();
+            let acted = Instant::now();
+            apply_change(client, patch).await?;
+            (since, acted, control.change)
+        }
+    };
+    let delay = window.mul_f64(rng.unit());
+    tokio::time::sleep(delay.saturating_sub(acted.elapsed())).await;
+    cycle.killed_after_s = acted.elapsed().as_secs_f64();
+    sigkill(operator)?;
+    let generations_at_kill = snapshot::generations(client, NAMESPACE).await?;
+    let pods_at_kill = snapshot::pods(client, NAMESPACE).await?;
+    *operator = target.start()?;
+    let restarted = Instant::now();
+    let plugin_floor = matches!(action, Action::Change(_)).then_some(plugin_before);
+    converge(client, operator, plugin_floor).await?;
+    cycle.converged_s = Some(restarted.elapsed().as_secs_f64());
+    tokio::time::sleep(SETTLE).await;
+    let quiet_from = Timestamp::now();
+    tokio::time::sleep(QUIET).await;
+    let quiet_to = Timestamp::now();
+
+    let objects = snapshot::labelled_objects(client).await?;
+    let reference = control
+        .objects
+        .get(&state)
+        .context("no control snapshot for this ClusterPolicy")?;
+    cycle.extra = objects.difference(reference).cloned().collect();
+    cycle.missing = reference.difference(&objects).cloned().collect();
+    let generations_after = snapshot::generations(client, NAMESPACE).await?;
+    let pods_after = snapshot::pods(client, NAMESPACE).await?;
+    cycle.pods_replaced = snapshot::pods_replaced_without_cause(
+        &pods_at_kill,
+        &pods_after,
+        &generations_at_kill,
+        &generations_after,
+    );
+    cycle.extra_updates = extra_updates(
+        action,
+        &generations_before,
+        &generations_at_kill,
+        &generations_after,
+        &control.rollout_generations,
+    );
+    // Give the audit log's batch (1 s) time to reach the file.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for (at, write) in writes_in(&target.audit_log()?, &target.primary.user, since)? {
+        if write.resource == "leases" || at > quiet_to {
+            continue;
+        }
+        if at <= quiet_from {
+            cycle.writes_to_converge += 1;
+        } else {
+            cycle.quiet_writes.push(format!(
+                "{} {} {} ({})",
+                write.verb, write.resource, write.name, write.code
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// DaemonSet updates the restarted operator made beyond what the action needs: after a change,
+/// one per DaemonSet that had not been updated yet when the operator died, none for one that
+/// had; after a rollout, a DaemonSet ends at the generation the control rollout ended at.
+fn extra_updates(
+    action: &Action,
+    before: &BTreeMap<String, i64>,
+    at_kill: &BTreeMap<String, i64>,
+    after: &BTreeMap<String, i64>,
+    rollout: &BTreeMap<String, i64>,
+) -> i64 {
+    after
+        .iter()
+        .map(|(name, &generation)| match action {
+            Action::Rollout => (generation - rollout.get(name).copied().unwrap_or(1)).max(0),
+            Action::Change(_) => {
+                let killed_at = at_kill.get(name).copied().unwrap_or(generation);
+                let allowed = i64::from(before.get(name).is_none_or(|&b| killed_at <= b));
+                (generation - killed_at - allowed).max(0)
+            }
+        })
+        .sum()
+}
+
+/// Patches the ClusterPolicy with the `i`-th change of the bench's series.
+async fn apply_change(client: &kube::Client, i: usize) -> anyhow::Result<()> {
+    let (body, what) = patches::patch(i);
+    Api::<ClusterPolicy>::all(client.clone())
+        .patch(POLICY, &PatchParams::default(), &Patch::Merge(&body))
+        .await
+        .with_context(|| format!("patching the ClusterPolicy ({what})"))?;
+    Ok(())
+}
+
+/// Deletes the ClusterPolicy and waits until the garbage collector has removed every object and
+/// pod of ours, so the next rollout starts from nothing.
+pub(super) async fn delete_everything(client: &kube::Client) -> anyhow::Result<()> {
+    Api::<ClusterPolicy>::all(client.clone())
+        .delete(POLICY, &DeleteParams::foreground())
+        .await?;
+    let deadline = Instant::now() + CONVERGE_TIMEOUT;
+    loop {
+        let gone = Api::<ClusterPolicy>::all(client.clone())
+            .get_opt(POLICY)
+            .await?
+            .is_none()
+            && snapshot::generations(client, NAMESPACE).await?.is_empty()
+            && snapshot::pods(client, NAMESPACE).await?.is_empty();
+        if gone {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "the operands were not gone {CONVERGE_TIMEOUT:?} after deleting the ClusterPolicy"
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Kills the operator with SIGKILL (no graceful shutdown, no Lease release) and reaps it.
+pub(super) fn sigkill(operator: &mut Operator) -> anyhow::Result<()> {
+    crate::process::run(
+        std::process::Command::new("kill").args(["-KILL", &operator.pid().to_string()]),
+    )?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while operator.is_running() {
+        if Instant::now() > deadline {
+            bail!("the operator outlived SIGKILL by 10 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+pub(super) async fn plugin_generation(client: &kube::Client) -> anyhow::Result<i64> {
+    Ok(Api::<DaemonSet>::namespaced(client.clone(), NAMESPACE)
+        .get_opt(PLUGIN)
+        .await?
+        .and_then(|ds| ds.metadata.generation)
+        .unwrap_or_default())
+}
+
+/// Waits until the ClusterPolicy is `ready`, every DaemonSet of ours is rolled out, and (after a
+/// change) the device plugin DaemonSet moved past `plugin_floor`.
+pub(super) async fn converge(
+    client: &kube::Client,
+    operator: &mut Operator,
+    plugin_floor: Option<i64>,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + CONVERGE_TIMEOUT;
+    loop {
+        let ready = Api::<ClusterPolicy>::all(client.clone())
+            .get_opt(POLICY)
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|p| is_ready(&p));
+        let changed = match plugin_floor {
+            Some(floor) => plugin_generation(client).await.is_ok_and(|g| g > floor),
+            None => true,
+        };
+        if ready
+            && changed
+            && snapshot::daemonsets_rolled_out(client, NAMESPACE)
+                .await
+                .unwrap_or(false)
+        {
+            return Ok(());
+        }
+        if !operator.is_running() {
+            bail!(
+                "the operator exited before converging; its log ends:\n{}",
+                operator.log_tail()
+            );
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "not converged {CONVERGE_TIMEOUT:?} after the restart; the operator's log ends:\n{}",
+                operator.log_tail()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
