@@ -9,6 +9,7 @@ mod failover;
 mod kills;
 mod report;
 mod snapshot;
+mod steps;
 
 use std::{path::PathBuf, process::Command, time::Instant};
 
@@ -77,7 +78,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let result = runtime.block_on(async {
         let target = prepare(&layout, binary, &out).await?;
         let mut rng = Rng::new(seed);
-        let (cycles, control) = kills::run(&target, kills, &mut rng).await?;
+        let (cycles, control) = Box::pin(kills::run(&target, kills, &mut rng)).await?;
         eprintln!("==> chaos: leader failover");
         let failovers = failover::run(&target, &control, failovers, &mut rng).await;
         anyhow::Ok((cycles, failovers))

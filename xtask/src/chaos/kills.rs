@@ -18,33 +18,33 @@ use gpu_operator_e2e::{
     crd::repo_root,
     operator::{IMAGES, Operator, audit_log_beside, writes_in},
 };
-use k8s_openapi::{api::apps::v1::DaemonSet, jiff::Timestamp};
+use k8s_openapi::jiff::Timestamp;
 use kube::{
     Api,
-    api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams},
+    api::{ObjectMeta, PostParams},
 };
 
-use super::{Rng, snapshot};
-use crate::bench::{patches, run::is_ready};
+use super::{
+    Rng, snapshot,
+    steps::{apply_change, converge, delete_everything, plugin_generation, sigkill},
+};
+use crate::bench::patches;
 
-/// The operator's leader-election timing: a 3 s renew deadline makes an 8 s Lease.
-const LEASE_FLAG: &str = "--leader-lease-renew-deadline=3s";
+/// The operator's leader-election timing: an 8 s renew deadline makes a 13 s Lease. (A 3 s
+/// deadline lost the Lease mid-rollout on a loaded 2-core machine: the operator then exits, as it
+/// must, rather than risk a second writer.)
+const LEASE_FLAG: &str = "--leader-lease-renew-deadline=8s";
 /// The Lease duration [`LEASE_FLAG`] gives.
-pub const LEASE_DURATION: Duration = Duration::from_secs(8);
+pub const LEASE_DURATION: Duration = Duration::from_secs(13);
 /// Namespace of the operator and its operands.
 pub const NAMESPACE: &str = "gpu-operator";
-/// The DaemonSet every change of the series updates (see [`patches`]).
-const PLUGIN: &str = "nvidia-device-plugin-daemonset";
 /// The ClusterPolicy's name.
-const POLICY: &str = "cluster-policy";
+pub const POLICY: &str = "cluster-policy";
 /// Quiet time after convergence before the write-counting window opens: longer than the
 /// operator's status debounce, so trailing condition writes of the convergence are not counted.
 const SETTLE: Duration = Duration::from_secs(5);
 /// The window in which a converged operator must not write.
 const QUIET: Duration = Duration::from_secs(10);
-/// How long one convergence may take on the small fleet (the restart waits out the dead
-/// process's Lease first).
-const CONVERGE_TIMEOUT: Duration = Duration::from_secs(180);
 /// The changes of the series that differ (it repeats after four).
 const DISTINCT_CHANGES: usize = 4;
 
@@ -130,7 +130,7 @@ impl Target {
     }
 
     /// Starts `candidate` as production runs the operator (leader election on), with a short
-    /// Lease so a restart after a SIGKILL waits 8 s, not the default 15 s, for the dead holder's
+    /// Lease so a restart after a SIGKILL waits 13 s, not the default 15 s, for the dead holder's
     /// Lease.
     pub fn start_as(&self, candidate: &Candidate) -> anyhow::Result<Operator> {
         let args = [
@@ -205,14 +205,14 @@ pub async fn run(
             },
             ..Cycle::default()
         };
-        let result = kill_cycle(
+        let result = Box::pin(kill_cycle(
             target,
             &mut operator,
             &control,
             (&action, patch - 1, state),
             rng,
             &mut cycle,
-        )
+        ))
         .await;
         if let Err(error) = result {
             cycle.error = Some(format!("{error:#}"));
@@ -347,6 +347,12 @@ async fn kill_cycle(
     cycle.missing = reference.difference(&objects).cloned().collect();
     let generations_after = snapshot::generations(client, NAMESPACE).await?;
     let pods_after = snapshot::pods(client, NAMESPACE).await?;
+    if pods_after.is_empty() {
+        bail!(
+            "no operand pod carries {}: the pod check would pass vacuously",
+            snapshot::OURS
+        );
+    }
     cycle.pods_replaced = snapshot::pods_replaced_without_cause(
         &pods_at_kill,
         &pods_after,
@@ -399,106 +405,4 @@ fn extra_updates(
             }
         })
         .sum()
-}
-
-/// Patches the ClusterPolicy with the `i`-th change of the bench's series.
-async fn apply_change(client: &kube::Client, i: usize) -> anyhow::Result<()> {
-    let (body, what) = patches::patch(i);
-    Api::<ClusterPolicy>::all(client.clone())
-        .patch(POLICY, &PatchParams::default(), &Patch::Merge(&body))
-        .await
-        .with_context(|| format!("patching the ClusterPolicy ({what})"))?;
-    Ok(())
-}
-
-/// Deletes the ClusterPolicy and waits until the garbage collector has removed every object and
-/// pod of ours, so the next rollout starts from nothing.
-pub(super) async fn delete_everything(client: &kube::Client) -> anyhow::Result<()> {
-    Api::<ClusterPolicy>::all(client.clone())
-        .delete(POLICY, &DeleteParams::foreground())
-        .await?;
-    let deadline = Instant::now() + CONVERGE_TIMEOUT;
-    loop {
-        let gone = Api::<ClusterPolicy>::all(client.clone())
-            .get_opt(POLICY)
-            .await?
-            .is_none()
-            && snapshot::generations(client, NAMESPACE).await?.is_empty()
-            && snapshot::pods(client, NAMESPACE).await?.is_empty();
-        if gone {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!(
-                "the operands were not gone {CONVERGE_TIMEOUT:?} after deleting the ClusterPolicy"
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-}
-
-/// Kills the operator with SIGKILL (no graceful shutdown, no Lease release) and reaps it.
-pub(super) fn sigkill(operator: &mut Operator) -> anyhow::Result<()> {
-    crate::process::run(
-        std::process::Command::new("kill").args(["-KILL", &operator.pid().to_string()]),
-    )?;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while operator.is_running() {
-        if Instant::now() > deadline {
-            bail!("the operator outlived SIGKILL by 10 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Ok(())
-}
-
-pub(super) async fn plugin_generation(client: &kube::Client) -> anyhow::Result<i64> {
-    Ok(Api::<DaemonSet>::namespaced(client.clone(), NAMESPACE)
-        .get_opt(PLUGIN)
-        .await?
-        .and_then(|ds| ds.metadata.generation)
-        .unwrap_or_default())
-}
-
-/// Waits until the ClusterPolicy is `ready`, every DaemonSet of ours is rolled out, and (after a
-/// change) the device plugin DaemonSet moved past `plugin_floor`.
-pub(super) async fn converge(
-    client: &kube::Client,
-    operator: &mut Operator,
-    plugin_floor: Option<i64>,
-) -> anyhow::Result<()> {
-    let deadline = Instant::now() + CONVERGE_TIMEOUT;
-    loop {
-        let ready = Api::<ClusterPolicy>::all(client.clone())
-            .get_opt(POLICY)
-            .await
-            .ok()
-            .flatten()
-            .is_some_and(|p| is_ready(&p));
-        let changed = match plugin_floor {
-            Some(floor) => plugin_generation(client).await.is_ok_and(|g| g > floor),
-            None => true,
-        };
-        if ready
-            && changed
-            && snapshot::daemonsets_rolled_out(client, NAMESPACE)
-                .await
-                .unwrap_or(false)
-        {
-            return Ok(());
-        }
-        if !operator.is_running() {
-            bail!(
-                "the operator exited before converging; its log ends:\n{}",
-                operator.log_tail()
-            );
-        }
-        if Instant::now() > deadline {
-            bail!(
-                "not converged {CONVERGE_TIMEOUT:?} after the restart; the operator's log ends:\n{}",
-                operator.log_tail()
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
 }

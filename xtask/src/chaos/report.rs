@@ -2,7 +2,10 @@
 
 use std::fmt::Write as _;
 
-use super::{failover::Failover, kills::Cycle};
+use super::{
+    failover::Failover,
+    kills::{Cycle, LEASE_DURATION},
+};
 
 /// A chaos run's results.
 pub struct Report {
@@ -112,9 +115,10 @@ impl Report {
         let _ = writeln!(
             out,
             "\n**{} of {} failovers passed**; slowest takeover {worst:.1} s after the kill (Lease \
-             duration 8 s).",
+             duration {} s).",
             self.failovers.iter().filter(|f| f.passed()).count(),
             self.failovers.len(),
+            LEASE_DURATION.as_secs(),
         );
         for (i, f) in self.failovers.iter().enumerate() {
             if let Some(error) = &f.error {
@@ -131,10 +135,11 @@ impl Report {
         let sum = |f: fn(&Cycle) -> usize| self.cycles.iter().map(f).sum::<usize>();
         format!(
             "**{} of {kills} kills converged to `ready`** (slowest {worst:.1} s after the restart, \
-             which first waits out the dead holder's 8 s Lease); orphaned or duplicated objects: {}; \
+             which first waits out the dead holder's {} s Lease); orphaned or duplicated objects: {}; \
              missing: {}; operand pods replaced without a DaemonSet change: {}; extra DaemonSet \
              updates: {}; mutating requests in the 10 s once converged: {}.",
             converged.len(),
+            LEASE_DURATION.as_secs(),
             sum(|c| c.extra.len()),
             sum(|c| c.missing.len()),
             sum(|c| c.pods_replaced),

@@ -53,11 +53,12 @@ pub async fn labelled_objects(client: &kube::Client) -> anyhow::Result<BTreeSet<
     Ok(objects)
 }
 
-/// The operand pods in `namespace`: UID → the DaemonSet that owns the pod.
+/// The operand pods in `namespace`: UID → the DaemonSet that owns the pod and the template
+/// revision it runs (its `controller-revision-hash`).
 pub async fn pods(
     client: &kube::Client,
     namespace: &str,
-) -> anyhow::Result<BTreeMap<String, String>> {
+) -> anyhow::Result<BTreeMap<String, (String, String)>> {
     let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let params = ListParams::default().labels(OURS);
     Ok(api
@@ -72,7 +73,12 @@ pub async fn pods(
                 .find(|o| o.kind == "DaemonSet")?
                 .name
                 .clone();
-            Some((pod.uid()?, owner))
+            let revision = pod
+                .labels()
+                .get("controller-revision-hash")
+                .cloned()
+                .unwrap_or_default();
+            Some((pod.uid()?, (owner, revision)))
         })
         .collect())
 }
@@ -109,20 +115,24 @@ pub async fn daemonsets_rolled_out(client: &kube::Client, namespace: &str) -> an
         }))
 }
 
-/// Pods that were running at `before` and are gone at `after`, counted only in DaemonSets whose
-/// generation did not move in between (their template did not change, so nothing justified
-/// replacing the pod).
+/// Pods that were running at `before` and are gone at `after` although nothing justified it:
+/// their DaemonSet's generation did not move in between, and they already ran the template
+/// revision the DaemonSet's pods run at `after` (a pod of an older revision being replaced is the
+/// DaemonSet controller finishing a change, not a restart's doing).
 pub fn pods_replaced_without_cause(
-    before: &BTreeMap<String, String>,
-    after: &BTreeMap<String, String>,
+    before: &BTreeMap<String, (String, String)>,
+    after: &BTreeMap<String, (String, String)>,
     generations_before: &BTreeMap<String, i64>,
     generations_after: &BTreeMap<String, i64>,
 ) -> usize {
+    let current: BTreeSet<&(String, String)> = after.values().collect();
     before
         .iter()
-        .filter(|(uid, owner)| {
+        .filter(|(uid, pod)| {
+            let (owner, _) = pod;
             !after.contains_key(*uid)
-                && generations_before.get(*owner) == generations_after.get(*owner)
+                && current.contains(pod)
+                && generations_before.get(owner) == generations_after.get(owner)
         })
         .count()
 }
@@ -139,13 +149,25 @@ mod tests {
     }
 
     #[test]
-    fn a_replaced_pod_counts_only_when_its_daemonset_did_not_change() {
-        let before = map(&[("u1", "plugin"), ("u2", "plugin"), ("u3", "dcgm")]);
-        let after = map(&[("u2", "plugin"), ("u4", "dcgm"), ("u5", "plugin")]);
-        // The device plugin kept its template: its lost pod u1 counts. DCGM rolled a new
-        // template: its replaced pod u3 does not.
-        let gens_before = map(&[("plugin", 3), ("dcgm", 1)]);
-        let gens_after = map(&[("plugin", 3), ("dcgm", 2)]);
+    fn a_replaced_pod_counts_only_when_nothing_about_its_daemonset_changed() {
+        let pod = |owner: &str, revision: &str| (owner.to_owned(), revision.to_owned());
+        let before = map(&[
+            ("u1", pod("plugin", "r2")),
+            ("u2", pod("plugin", "r2")),
+            ("u3", pod("dcgm", "r1")),
+            ("u6", pod("gfd", "r1")),
+        ]);
+        let after = map(&[
+            ("u2", pod("plugin", "r2")),
+            ("u4", pod("dcgm", "r2")),
+            ("u5", pod("plugin", "r2")),
+            ("u7", pod("gfd", "r2")),
+        ]);
+        // The device plugin kept its template and u1 already ran it: u1 counts. DCGM rolled a
+        // new template after the kill: u3 does not. GFD's template had changed before the kill
+        // and u6 ran the old one: its replacement finishes that change, so it does not count.
+        let gens_before = map(&[("plugin", 3), ("dcgm", 1), ("gfd", 2)]);
+        let gens_after = map(&[("plugin", 3), ("dcgm", 2), ("gfd", 2)]);
         assert_eq!(
             pods_replaced_without_cause(&before, &after, &gens_before, &gens_after),
             1
