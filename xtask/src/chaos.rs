@@ -78,9 +78,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let result = runtime.block_on(async {
         let target = prepare(&layout, binary, &out).await?;
         let mut rng = Rng::new(seed);
-        let (cycles, control) = Box::pin(kills::run(&target, kills, &mut rng)).await?;
+        let cycles = Box::pin(kills::run(&target, kills, &mut rng)).await?;
         eprintln!("==> chaos: leader failover");
-        let failovers = failover::run(&target, &control, failovers, &mut rng).await;
+        let failovers = failover::run(&target, failovers, &mut rng).await;
         anyhow::Ok((cycles, failovers))
     });
     cluster::down(&layout)?;

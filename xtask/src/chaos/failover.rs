@@ -7,21 +7,18 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 use gpu_operator_api::ClusterPolicy;
 use gpu_operator_e2e::{crd::repo_root, operator::writes_in};
-use k8s_openapi::{api::coordination::v1::Lease, jiff::Timestamp};
+use k8s_openapi::jiff::Timestamp;
 use kube::{Api, api::PostParams};
 
 use super::{
     Rng,
-    kills::{Candidate, Control, LEASE_DURATION, NAMESPACE, Target},
-    steps::{converge, delete_everything, sigkill},
+    kills::{Candidate, LEASE_DURATION, NAMESPACE, Target},
+    snapshot,
+    steps::{converge, delete_everything, sigkill, wait_for_holder},
 };
-
-/// The Lease both candidates compete for: NVIDIA's operator's name for it, which ours keeps so
-/// the two exclude each other.
-const LEASE: &str = "53822513.nvidia.com";
 
 /// One failover and its figures.
 #[derive(Clone, Debug, Default)]
@@ -56,16 +53,11 @@ impl Failover {
 }
 
 /// Runs `rounds` failovers on the cluster the kill cycles leave (the primary stopped).
-pub async fn run(
-    target: &Target,
-    control: &Control,
-    rounds: usize,
-    rng: &mut Rng,
-) -> Vec<Failover> {
+pub async fn run(target: &Target, rounds: usize, rng: &mut Rng) -> Vec<Failover> {
     let mut results = Vec::with_capacity(rounds);
     for round in 0..rounds {
         let mut failover = Failover::default();
-        if let Err(error) = one(target, control, rng, &mut failover).await {
+        if let Err(error) = one(target, rng, &mut failover).await {
             failover.error = Some(format!("{error:#}"));
         }
         eprintln!(
@@ -82,18 +74,16 @@ pub async fn run(
     results
 }
 
-async fn one(
-    target: &Target,
-    control: &Control,
-    rng: &mut Rng,
-    failover: &mut Failover,
-) -> anyhow::Result<()> {
+async fn one(target: &Target, rng: &mut Rng, failover: &mut Failover) -> anyhow::Result<()> {
     let client = &target.client;
     // From nothing: no policy, no operands, no Lease holder alive.
     delete_everything(client).await.ok();
     let first = target.start_as(&target.primary)?;
     let second = target.start_as(&target.standby)?;
-    let leader_name = wait_for_holder(client, None).await?;
+    let holder = wait_for_holder(client, |_| true).await?;
+    let leader_name = holder
+        .split_once('_')
+        .map_or(holder.as_str(), |(name, _)| name);
     let ((leader, mut leader_process), (standby, mut standby_process)) =
         if leader_name == target.primary.pod_name {
             ((&target.primary, first), (&target.standby, second))
@@ -108,13 +98,15 @@ async fn one(
     Api::<ClusterPolicy>::all(client.clone())
         .create(&PostParams::default(), &policy)
         .await?;
-    // In the first half of the rollout, so the standby has work left to take over.
-    let delay = control.rollout.mul_f64(rng.unit() / 2.0);
-    tokio::time::sleep(delay.saturating_sub(created.elapsed())).await;
+    // Mid-rollout for certain: a random moment of the first second after the leader created its
+    // first DaemonSet (the small fleet's rollout is done within seconds of that).
+    wait_until_a_daemonset_exists(client).await?;
+    tokio::time::sleep(Duration::from_secs(1).mul_f64(rng.unit())).await;
     failover.killed_after_s = created.elapsed().as_secs_f64();
     sigkill(&mut leader_process)?;
     let killed = Instant::now();
-    wait_for_holder(client, Some(standby.pod_name)).await?;
+    let prefix = format!("{}_", standby.pod_name);
+    wait_for_holder(client, |h| h.starts_with(&prefix)).await?;
     let took_over_at = Timestamp::now();
     failover.takeover_s = Some(killed.elapsed().as_secs_f64());
     converge(client, &mut standby_process, None).await?;
@@ -167,32 +159,14 @@ fn count_writes(
     Ok(())
 }
 
-/// Waits until the Lease is held by one of the candidates (`want`: by that one) and returns the
-/// holder's `POD_NAME` (the identity up to its `_<pid><time>` suffix).
-async fn wait_for_holder(client: &kube::Client, want: Option<&str>) -> anyhow::Result<String> {
-    let leases: Api<Lease> = Api::namespaced(client.clone(), NAMESPACE);
-    let timeout = LEASE_DURATION * 3;
-    let deadline = Instant::now() + timeout;
-    loop {
-        let holder = leases
-            .get_opt(LEASE)
-            .await
-            .ok()
-            .flatten()
-            .and_then(|l| l.spec?.holder_identity)
-            .and_then(|h| h.split_once('_').map(|(name, _)| name.to_owned()));
-        if let Some(holder) = holder
-            && want.is_none_or(|w| w == holder)
-        {
-            return Ok(holder);
-        }
+/// Waits until the leader has created at least one DaemonSet.
+async fn wait_until_a_daemonset_exists(client: &kube::Client) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while snapshot::generations(client, NAMESPACE).await?.is_empty() {
         if Instant::now() > deadline {
-            return Err(anyhow::anyhow!(
-                "no Lease holder {}",
-                want.unwrap_or("at all")
-            ))
-            .context(format!("waited {timeout:?}"));
+            bail!("the leader created no DaemonSet within a minute of the ClusterPolicy");
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    Ok(())
 }

@@ -26,7 +26,9 @@ use kube::{
 
 use super::{
     Rng, snapshot,
-    steps::{apply_change, converge, delete_everything, plugin_generation, sigkill},
+    steps::{
+        apply_change, converge, delete_everything, plugin_generation, sigkill, wait_for_holder,
+    },
 };
 use crate::bench::patches;
 
@@ -165,20 +167,15 @@ impl Target {
 
 /// The control pass's results: the labelled objects for each ClusterPolicy of the series, the
 /// DaemonSet generations a rollout ends with, and how long a rollout and a change took.
-pub struct Control {
+struct Control {
     objects: BTreeMap<usize, BTreeSet<String>>,
     rollout_generations: BTreeMap<String, i64>,
-    /// How long the control rollout took.
-    pub rollout: Duration,
+    rollout: Duration,
     change: Duration,
 }
 
 /// Runs the control pass and then `kills` kill cycles; returns the cycles.
-pub async fn run(
-    target: &Target,
-    kills: usize,
-    rng: &mut Rng,
-) -> anyhow::Result<(Vec<Cycle>, Control)> {
+pub async fn run(target: &Target, kills: usize, rng: &mut Rng) -> anyhow::Result<Vec<Cycle>> {
     let mut operator = target.start()?;
     eprintln!("==> chaos: control pass (no kills)");
     let control = control(target, &mut operator).await?;
@@ -234,7 +231,7 @@ pub async fn run(
         }
     }
     operator.stop()?;
-    Ok((cycles, control))
+    Ok(cycles)
 }
 
 /// The series without kills: a rollout, then each distinct change; records what an
@@ -330,6 +327,10 @@ async fn kill_cycle(
     let pods_at_kill = snapshot::pods(client, NAMESPACE).await?;
     *operator = target.start()?;
     let restarted = Instant::now();
+    // Converged means converged by the new process: it must hold the Lease first (its identity
+    // is the pod name, then its pid in hex).
+    let prefix = format!("{}_{:x}", target.primary.pod_name, operator.pid());
+    wait_for_holder(client, |h| h.starts_with(&prefix)).await?;
     let plugin_floor = matches!(action, Action::Change(_)).then_some(plugin_before);
     converge(client, operator, plugin_floor).await?;
     cycle.converged_s = Some(restarted.elapsed().as_secs_f64());

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use gpu_operator_api::ClusterPolicy;
 use gpu_operator_e2e::operator::Operator;
-use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::{apps::v1::DaemonSet, coordination::v1::Lease};
 use kube::{
     Api,
     api::{DeleteParams, Patch, PatchParams},
@@ -18,6 +18,9 @@ use super::{
 };
 use crate::bench::{patches, run::is_ready};
 
+/// The Lease the operator's candidates compete for: NVIDIA's operator's name for it, which ours
+/// keeps so the two exclude each other.
+const LEASE: &str = "53822513.nvidia.com";
 /// The DaemonSet every change of the series updates (see [`patches`]).
 const PLUGIN: &str = "nvidia-device-plugin-daemonset";
 /// How long one convergence may take on the small fleet (a restart waits out the dead
@@ -123,5 +126,30 @@ pub async fn converge(
             );
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Waits until the operator's Lease has a holder that `accept`s and returns its identity
+/// (`<POD_NAME>_<pid><start time>`, both in hex).
+pub async fn wait_for_holder(
+    client: &kube::Client,
+    accept: impl Fn(&str) -> bool,
+) -> anyhow::Result<String> {
+    let leases: Api<Lease> = Api::namespaced(client.clone(), NAMESPACE);
+    let deadline = Instant::now() + CONVERGE_TIMEOUT;
+    loop {
+        let holder = leases
+            .get_opt(LEASE)
+            .await
+            .ok()
+            .flatten()
+            .and_then(|l| l.spec?.holder_identity);
+        if let Some(holder) = holder.filter(|h| accept(h)) {
+            return Ok(holder);
+        }
+        if Instant::now() > deadline {
+            bail!("no expected holder of the Lease {LEASE} within {CONVERGE_TIMEOUT:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
