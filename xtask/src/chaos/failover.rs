@@ -135,7 +135,14 @@ fn count_writes(
             .collect::<Vec<_>>()
     };
     let leader_writes = not_lease(writes_in(&log, &leader.user, since)?);
-    let standby_writes = not_lease(writes_in(&log, &standby.user, since)?);
+    let standby_all = writes_in(&log, &standby.user, since)?;
+    // When the standby took the Lease, by the API server's clock: its first Lease write (a
+    // standby only reads the Lease until it expires); else when the poll saw it.
+    let took_over_at = standby_all
+        .iter()
+        .find(|(_, w)| w.resource == "leases")
+        .map_or(took_over_at, |(at, _)| *at);
+    let standby_writes = not_lease(standby_all);
     failover.writes = (leader_writes.len(), standby_writes.len());
     failover.standby_writes_before = standby_writes
         .iter()
