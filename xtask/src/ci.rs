@@ -1,7 +1,7 @@
 //! `cargo xtask ci`: exactly what CI runs — the harness binaries (helm among them) and promtool
 //! built if missing, fmt check, clippy with `-D warnings`, `helm lint` of the chart, unit tests
 //! (with the `#[ignore]`d ones that need helm; the alert-rule and dashboard tests run promtool),
-//! e2e — and at the end how many tests each tier ran.
+//! e2e — and at the end how many tests each tier ran. (`cargo xtask chaos` is not part of it yet.)
 
 use std::{process::Command, time::Instant};
 

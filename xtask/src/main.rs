@@ -1,6 +1,7 @@
 //! `cargo xtask <task>`: the project's automation, in Rust, so every task works the same on any machine.
 
 mod bench;
+mod chaos;
 mod chart;
 mod ci;
 mod cluster;
@@ -45,6 +46,9 @@ enum Task {
     Image(image::Args),
     /// Measure the operator on simulated fleets (100, 1,000, 5,000 nodes), each on its own cluster.
     Bench(bench::Args),
+    /// Kill the operator at random moments on a fresh cluster and check it recovers (5 kills;
+    /// `--full`: 50); writes `target/chaos/latest.md`.
+    Chaos(chaos::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -57,6 +61,7 @@ fn main() -> std::process::ExitCode {
         Task::Demo(args) => demo::run(&args),
         Task::Bench(args) => bench::run(&args),
         Task::Image(args) => image::run(&args),
+        Task::Chaos(args) => chaos::run(&args),
         Task::Promtool => cluster::Layout::from_env()
             .and_then(|layout| cluster::ensure_promtool(&layout))
             .map(|path| println!("{}", path.display())),
