@@ -14,12 +14,7 @@ use kube::{
 use serde_json::json;
 
 pub use crate::conditions::Desired;
-use crate::{
-    Context, Error,
-    apply::FIELD_MANAGER_PREFIX,
-    conditions,
-    write_gate::{Decision, Move},
-};
+use crate::{Context, Error, apply::FIELD_MANAGER_PREFIX, conditions, write_gate::Decision};
 
 /// What [`write_gated`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,9 +47,8 @@ pub async fn write(
     Ok(true)
 }
 
-/// Like [`write`], but gated (see [`crate::write_gate`]): a condition becoming `True` is written
-/// at once, another move of its status, reason, acknowledged generation or progress step after
-/// its burst, a change of the message alone once it held still.
+/// Like [`write`], but a change that moves neither the status, the reason, the acknowledged
+/// generation nor the progress step waits until it held still (see [`crate::write_gate`]).
 pub async fn write_gated(
     ctx: &Context,
     policy: &ClusterPolicy,
@@ -71,17 +65,7 @@ pub async fn write_gated(
         ctx.status_gate.written(&key, desired.step);
         return Ok(Outcome::Current);
     }
-    let becomes_true = desired.status
-        && !live
-            .iter()
-            .any(|c| c.type_ == desired.type_ && c.status == "True");
-    let moved = if becomes_true {
-        Move::Ready
-    } else if conditions::moved(live, desired, generation) {
-        Move::Other
-    } else {
-        Move::None
-    };
+    let moved = conditions::moved(live, desired, generation);
     match ctx
         .status_gate
         .decide(&key, moved, desired.step, &desired.message, Instant::now())
