@@ -4,8 +4,31 @@
 //! the pure fuzz tests (`crates/gpu-operator/tests/fuzzed_inputs.rs`) and, against the real API
 //! server, by `e2e/tests/fuzzed_policies.rs`.
 
+use std::path::Path;
+
+use anyhow::Context as _;
 use proptest::prelude::*;
 use serde_json::{Map, Value};
+
+/// The specs of NVIDIA's sample ClusterPolicies (`../shared/fixtures/nvidia/clusterpolicies` beside
+/// the repository at `repo_root`), in file-name order: valid NVIDIA input to start mutations from.
+pub fn nvidia_sample_specs(repo_root: &Path) -> anyhow::Result<Vec<Value>> {
+    let dir = repo_root.join("../shared/fixtures/nvidia/clusterpolicies");
+    let mut files = std::fs::read_dir(&dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .map(|entry| entry.map(|e| e.path()))
+        .collect::<Result<Vec<_>, _>>()?;
+    files.sort();
+    files
+        .iter()
+        .map(|file| {
+            let text = std::fs::read_to_string(file)?;
+            let policy: Value = serde_yaml::from_str(&text)
+                .with_context(|| format!("parsing {}", file.display()))?;
+            Ok(policy["spec"].clone())
+        })
+        .collect()
+}
 
 /// One edit of a JSON document, at the node `at` picks among all of them.
 #[derive(Clone, Debug)]

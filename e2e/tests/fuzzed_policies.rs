@@ -23,7 +23,7 @@ use std::path::Path;
 
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, conditions};
 use gpu_operator_e2e::{
-    mutate::{mutate, mutation},
+    mutate::{mutate, mutation, nvidia_sample_specs},
     unique_name, wait_until,
 };
 use kube::{
@@ -52,16 +52,12 @@ fn seeds() -> Vec<(bool, Value)> {
         .into_iter()
         .map(|(_, spec)| (false, serde_json::to_value(spec).unwrap()))
         .collect();
-    let nvidia = root().join("../shared/fixtures/nvidia/clusterpolicies");
-    let mut files: Vec<_> = std::fs::read_dir(&nvidia)
-        .unwrap_or_else(|e| panic!("{}: {e}", nvidia.display()))
-        .map(|entry| entry.unwrap().path())
-        .collect();
-    files.sort();
-    for file in files {
-        let policy: Value = serde_yaml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-        seeds.push((true, policy["spec"].clone()));
-    }
+    seeds.extend(
+        nvidia_sample_specs(root())
+            .unwrap()
+            .into_iter()
+            .map(|spec| (true, spec)),
+    );
     seeds
 }
 

@@ -19,7 +19,7 @@ use gpu_operator_core::{
     operand::{Cluster, Operand},
     plugin_config,
 };
-use gpu_operator_e2e::mutate::{mutate, mutation};
+use gpu_operator_e2e::mutate::{mutate, mutation, nvidia_sample_specs};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -34,16 +34,7 @@ fn seeds() -> Vec<Value> {
         .into_iter()
         .map(|(_, spec)| serde_json::to_value(spec).unwrap())
         .collect();
-    let nvidia = root().join("../shared/fixtures/nvidia/clusterpolicies");
-    let mut files: Vec<_> = std::fs::read_dir(&nvidia)
-        .unwrap_or_else(|e| panic!("{}: {e}", nvidia.display()))
-        .map(|entry| entry.unwrap().path())
-        .collect();
-    files.sort();
-    for file in files {
-        let policy: Value = serde_yaml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-        seeds.push(policy["spec"].clone());
-    }
+    seeds.extend(nvidia_sample_specs(root()).unwrap());
     assert!(seeds.len() >= 10, "{} seeds", seeds.len());
     seeds
 }
