@@ -55,14 +55,31 @@ where
         }
     }
     let manager = format!("{FIELD_MANAGER_PREFIX}{reconciler}");
-    if !live.is_some_and(|live| is_ours(live, reconciler)) {
+    let foreign = !live.is_some_and(|live| is_ours(live, reconciler));
+    let grants = grants_rules::<K>();
+    if foreign && !grants {
         crate::takeover::take_over(api, &name, &manager).await?;
     }
     let params = PatchParams::apply(&manager).force();
-    api.patch(&name, &params, &Patch::Apply(&desired_json))
-        .await
-        .map_err(Error::kube(format!("applying {what}")))?;
+    let send = || async {
+        api.patch(&name, &params, &Patch::Apply(&desired_json))
+            .await
+            .map_err(Error::kube(format!("applying {what}")))
+    };
+    send().await?;
+    // A Role of NVIDIA's grants what we do not hold (OpenShift's SCC `use`), and the API server
+    // refuses any write to a Role whose rules the writer does not hold, even one that only
+    // rewrites managedFields. Its `rules` are an atomic list, so our apply replaces them whole:
+    // the take-over then passes, and a second apply drops what else NVIDIA set.
+    if foreign && grants && crate::takeover::take_over(api, &name, &manager).await? {
+        send().await?;
+    }
     Ok(Outcome::Written)
+}
+
+/// Whether `K` is a Role or ClusterRole, whose writers must hold every rule it grants.
+fn grants_rules<K: Resource<DynamicType = ()>>() -> bool {
+    matches!(K::kind(&()).as_ref(), "Role" | "ClusterRole")
 }
 
 /// Whether `live` carries the labels we give what `reconciler` renders (see [`crate::meta::labels`]);
