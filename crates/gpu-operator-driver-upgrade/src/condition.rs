@@ -66,7 +66,10 @@ impl Summary {
                 }
             }
             let Some(wait) = &step.wait else { continue };
-            if node.skip && state == Some(UpgradeState::Required) {
+            if node.skip
+                && !state.is_some_and(UpgradeState::in_progress)
+                && state != Some(UpgradeState::Failed)
+            {
                 summary.skipped += 1;
             } else if state == Some(UpgradeState::Failed) {
                 if summary.failed.len() < PROBLEM_NODES {

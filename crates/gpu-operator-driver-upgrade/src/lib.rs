@@ -7,11 +7,14 @@
 //! [`plan`] is the state machine as a pure function; [`view`] gathers its facts from the caches;
 //! [`reconcile`] carries its steps out. The binary calls [`controller`].
 
+mod actions;
 pub mod condition;
 pub mod facts;
+mod in_flight;
 pub mod plan;
 pub mod policy;
 pub mod reconcile;
+pub mod report;
 pub mod selector;
 pub mod state;
 mod transitions;

@@ -20,8 +20,8 @@ use crate::{
     policy::Policy,
     state::{RESTART_POD, STATE_SINCE, UpgradeState},
     transitions::{
-        failed, move_to, move_to_restart, needs_upgrade, remove, required, restart, uncordon,
-        validate, wait_for_jobs,
+        failed, move_to, move_to_restart, needs_upgrade, remove, required, restart, skipped,
+        uncordon, validate, wait_for_jobs,
     },
 };
 
@@ -188,6 +188,13 @@ pub fn step(
     let elapsed = node.since.map_or(Duration::ZERO, |since| {
         Duration::try_from(now.duration_since(since)).unwrap_or_default()
     });
+    // A skipped node is never touched, unless it was upgrading when the label came: it finishes.
+    if node.skip && !node.state.is_some_and(UpgradeState::in_progress) {
+        if needs_upgrade(node) {
+            step.wait = Some(skipped());
+        }
+        return step;
+    }
     let Some(state) = node.state else {
         if node.driver.is_some() {
             let next = if needs_upgrade(node) {

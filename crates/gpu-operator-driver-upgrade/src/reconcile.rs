@@ -26,27 +26,24 @@ use gpu_operator_core::{
     status_write::{self, Outcome},
     stores::Subscriptions,
 };
-use k8s_openapi::{
-    api::core::v1::{ObjectReference, Pod},
-    jiff::Timestamp,
-};
+use k8s_openapi::{api::core::v1::Pod, jiff::Timestamp};
 use kube::{
     Api, ResourceExt as _,
-    api::{DeleteParams, EvictParams, ListParams, Patch, PatchParams, Preconditions},
+    api::{DeleteParams, Patch, PatchParams, Preconditions},
     runtime::{
         Controller, WatchStreamExt as _,
         controller::Action,
-        events::{Event, EventType},
         reflector::{self, ObjectRef, Store},
         watcher,
     },
 };
-use serde_json::{Map, Value, json};
 
 use crate::{
+    actions::{evict, patch_json, pods_on, publish, release},
     condition::{self, Summary},
-    facts::{NodeFacts, Workload},
-    plan::{self, POLL, StateLabel, Step, Wait},
+    facts::NodeFacts,
+    in_flight::InFlight,
+    plan::{self, POLL, Step, Wait},
     policy::Policy,
     state::UpgradeState,
     view::{self, DRIVER_APP, OperandPod, Templates, UpgradeNode, VALIDATOR_APP},
@@ -62,6 +59,7 @@ pub struct Upgrades {
     ctx: Arc<Context>,
     nodes: Store<UpgradeNode>,
     pods: Store<OperandPod>,
+    written: InFlight,
 }
 
 /// Runs the driver upgrade reconciler until `shutdown` resolves.
@@ -115,6 +113,7 @@ pub fn controller(
         ctx,
         nodes: nodes.clone(),
         pods: pods.clone(),
+        written: InFlight::default(),
     });
     let run = async move {
         let (Some(node_changes), Some(pod_changes)) = (node_changes, pod_changes) else {
@@ -222,13 +221,24 @@ async fn pass(policy: &ClusterPolicy, up: &Upgrades) -> Result<Action, Error> {
             return write_condition(ctx, policy, &desired, None).await;
         }
     };
-    let facts = view::node_facts(&nodes, &pods, &templates, false);
+    let mut facts = view::node_facts(&nodes, &pods, &templates, false);
+    let in_flight = up.written.overlay(&mut facts);
     let admitted: BTreeSet<String> = plan::admit(&facts, &policy_ok).into_iter().collect();
     let available = plan::available(&facts, &policy_ok).saturating_sub(admitted.len());
     let now = Timestamp::now();
     let work: Vec<_> = facts
         .iter()
-        .map(|node| run_node(ctx, node, &policy_ok, admitted.contains(&node.name), now))
+        .map(|node| async {
+            if in_flight.contains(&node.name) {
+                return Ok(Step {
+                    node: node.name.clone(),
+                    ..Step::default()
+                });
+            }
+            let step = run_node(ctx, node, &policy_ok, admitted.contains(&node.name), now).await?;
+            up.written.wrote(&node.name, &step);
+            Ok::<_, Error>(step)
+        })
         .collect();
     let steps: Vec<Step> = stream::iter(work)
         .buffered(CONCURRENCY)
@@ -328,127 +338,4 @@ async fn run_node(
         tracing::info!(node = node.name, from = ?node.state, to = ?step.patch.state, "driver upgrade step");
     }
     Ok(step)
-}
-
-/// Evicts `namespace/name`; `Some(why)` when a PodDisruptionBudget (or the API) refuses it now.
-async fn evict(ctx: &Context, namespace: &str, name: &str) -> Result<Option<String>, Error> {
-    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
-    match pods.evict(name, &EvictParams::default()).await {
-        Ok(_) => Ok(None),
-        Err(kube::Error::Api(status)) if status.is_not_found() => Ok(None),
-        Err(kube::Error::Api(response)) if response.code == 429 => Ok(Some(format!(
-            "a PodDisruptionBudget blocks the eviction of pod {namespace}/{name} ({})",
-            response.message
-        ))),
-        Err(kube::Error::Api(response))
-            if response.code == 500 && response.message.contains("disruption budget") =>
-        {
-            Ok(Some(format!(
-                "pod {namespace}/{name} cannot be evicted: {}",
-                response.message
-            )))
-        }
-        Err(e) => Err(Error::kube(format!("evicting pod {namespace}/{name}"))(e)),
-    }
-}
-
-/// The pods on node `node`, from a list filtered by the API server.
-async fn pods_on(ctx: &Context, node: &str) -> Result<Vec<Workload>, Error> {
-    let pods: Api<Pod> = Api::all(ctx.client.clone());
-    let list = pods
-        .list(&ListParams::default().fields(&format!("spec.nodeName={node}")))
-        .await
-        .map_err(Error::kube(format!("listing the pods on node {node}")))?;
-    Ok(list.items.iter().map(view::workload).collect())
-}
-
-/// The JSON merge patch of `step`, `None` when it changes nothing on the node.
-fn patch_json(step: &Step) -> Option<Value> {
-    let p = &step.patch;
-    let mut metadata = Map::new();
-    match p.state {
-        StateLabel::Keep => {}
-        StateLabel::Set(s) => {
-            metadata.insert(
-                "labels".into(),
-                json!({ labels::DRIVER_UPGRADE_STATE: s.as_str() }),
-            );
-        }
-        StateLabel::Remove => {
-            metadata.insert(
-                "labels".into(),
-                json!({ labels::DRIVER_UPGRADE_STATE: null }),
-            );
-        }
-    }
-    if !p.annotations.is_empty() {
-        let annotations: Map<String, Value> = p
-            .annotations
-            .iter()
-            .map(|(k, v)| {
-                (
-                    (*k).to_owned(),
-                    v.clone().map_or(Value::Null, Value::String),
-                )
-            })
-            .collect();
-        metadata.insert("annotations".into(), Value::Object(annotations));
-    }
-    let mut patch = Map::new();
-    if !metadata.is_empty() {
-        patch.insert("metadata".into(), Value::Object(metadata));
-    }
-    if let Some(unschedulable) = p.unschedulable {
-        patch.insert(
-            "spec".into(),
-            json!({ "unschedulable": if unschedulable { Value::Bool(true) } else { Value::Null } }),
-        );
-    }
-    (!patch.is_empty()).then_some(Value::Object(patch))
-}
-
-/// Hands every node back: no state label, none of our annotations.
-async fn release(ctx: &Context, nodes: &[NodeFacts]) -> Result<(), Error> {
-    let api: Api<k8s_openapi::api::core::v1::Node> = Api::all(ctx.client.clone());
-    for node in nodes {
-        let Some(patch) = plan::release(node) else {
-            continue;
-        };
-        let step = Step {
-            patch,
-            ..Step::default()
-        };
-        if let Some(json) = patch_json(&step) {
-            api.patch(&node.name, &PatchParams::default(), &Patch::Merge(&json))
-                .await
-                .map_err(Error::kube(format!(
-                    "removing the driver upgrade state of node {}",
-                    node.name
-                )))?;
-        }
-    }
-    Ok(())
-}
-
-async fn publish(ctx: &Context, node: &str, event: &plan::NodeEvent) {
-    let reference = ObjectReference {
-        api_version: Some("v1".into()),
-        kind: Some("Node".into()),
-        name: Some(node.to_owned()),
-        ..ObjectReference::default()
-    };
-    let event = Event {
-        type_: if event.warning {
-            EventType::Warning
-        } else {
-            EventType::Normal
-        },
-        reason: event.reason.to_owned(),
-        note: Some(event.note.clone()),
-        action: "DriverUpgrade".to_owned(),
-        secondary: None,
-    };
-    if let Err(error) = ctx.recorder.publish(&event, &reference).await {
-        tracing::warn!(%error, node, "could not publish an Event");
-    }
 }

@@ -37,13 +37,8 @@ pub(crate) fn required(node: &NodeFacts, admitted: bool, step: &mut Step, now: T
         }
         step.event = Some(started(node, ""));
     } else {
-        let reason = if node.skip {
-            format!("skipped: labelled {}=true", labels::DRIVER_UPGRADE_SKIP)
-        } else {
-            "waiting for a slot (maxParallelUpgrades, maxUnavailable)".to_owned()
-        };
         step.wait = Some(Wait {
-            reason,
+            reason: "waiting for a slot (maxParallelUpgrades, maxUnavailable)".to_owned(),
             recheck: None,
             stuck: false,
         });
@@ -344,5 +339,14 @@ pub(crate) fn failed(node: &NodeFacts, admitted: bool, step: &mut Step, now: Tim
             recheck: None,
             stuck: true,
         });
+    }
+}
+
+/// Why a node that needs an upgrade waits with the skip label.
+pub(crate) fn skipped() -> Wait {
+    Wait {
+        reason: format!("skipped: labelled {}=true", labels::DRIVER_UPGRADE_SKIP),
+        recheck: None,
+        stuck: false,
     }
 }

@@ -251,6 +251,18 @@ fn a_skipped_node_is_never_admitted_nor_moved() {
             .reason
             .contains("nvidia.com/gpu-driver-upgrade.skip")
     );
+    // Not even labelled: a skipped node with no state keeps none, and a done one stays done.
+    for state in [None, Some(UpgradeState::Done)] {
+        let mut fresh = node("b");
+        fresh.skip = true;
+        fresh.state = state;
+        fresh.upgrade_enabled = false;
+        let s = step(&fresh, &p, false, &[], t(500));
+        assert!(!s.writes(), "{s:?}");
+    }
+    // The positive control: without the label the same node moves.
+    let s = step(&node("b"), &p, false, &[], t(500));
+    assert_eq!(s.patch.state, StateLabel::Set(UpgradeState::Required));
 }
 
 #[test]
