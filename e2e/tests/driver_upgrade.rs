@@ -179,7 +179,7 @@ async fn a_driver_upgrade_rolls_through_the_fleet_within_the_policy() {
         .patch(
             &name,
             &PatchParams::default(),
-            &Patch::Merge(&json!({"spec": {"driver": {"version": "580.95.05"}}})),
+            &Patch::Merge(&json!({"spec": {"driver": {"repository": "nvcr.io/nvidia", "image": "driver", "version": "580.95.05"}}})),
         )
         .await
         .unwrap();

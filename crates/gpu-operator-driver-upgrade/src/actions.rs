@@ -17,10 +17,24 @@ use crate::{
     view,
 };
 
+/// How long one eviction may take before it counts as refused for now.
+const EVICTION_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// Evicts `namespace/name`; `Some(why)` when a PodDisruptionBudget (or the API) refuses it now.
 pub async fn evict(ctx: &Context, namespace: &str, name: &str) -> Result<Option<String>, Error> {
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
-    match pods.evict(name, &EvictParams::default()).await {
+    // The API server answers a disruption budget's refusal with 429, which the client retries
+    // with backoff (honouring Retry-After) for minutes: a refusal is taken as such after a while,
+    // and the node looks again on its next pass.
+    let Ok(result) =
+        tokio::time::timeout(EVICTION_WAIT, pods.evict(name, &EvictParams::default())).await
+    else {
+        return Ok(Some(format!(
+            "a PodDisruptionBudget blocks the eviction of pod {namespace}/{name} (the API server \
+             keeps answering 429 Too Many Requests)"
+        )));
+    };
+    match result {
         Ok(_) => Ok(None),
         Err(kube::Error::Api(status)) if status.is_not_found() => Ok(None),
         Err(kube::Error::Api(response)) if response.code == 429 => Ok(Some(format!(

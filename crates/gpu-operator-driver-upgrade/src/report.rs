@@ -121,7 +121,7 @@ mod tests {
         assert!(
             lines[1..5]
                 .iter()
-                .all(|l| l[column - 2..column] == *"  " && &l[column..column + 1] != " "),
+                .all(|l| l[column - 2..column] == *"  " && &l[column..=column] != " "),
             "{text}"
         );
     }

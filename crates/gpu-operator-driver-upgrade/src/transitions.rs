@@ -78,10 +78,10 @@ pub(crate) fn wait_for_jobs(
     }
     step.wait = Some(Wait {
         reason: format!(
-            "waiting for {} job pod(s) to complete (waitForCompletion.podSelector): {} running after {}s",
+            "waiting for {} job pod(s) to complete (waitForCompletion.podSelector): {} running for {}",
             running.len(),
             running.join(", "),
-            elapsed.as_secs()
+            waited(elapsed)
         ),
         recheck: Some(POLL),
         stuck: true,
@@ -152,9 +152,9 @@ pub(crate) fn remove(
         .collect();
     step.wait = Some(Wait {
         reason: format!(
-            "evicting {} {what}(s) for {}s: {}",
+            "evicting {} {what}(s) for {}: {}",
             names.len(),
-            elapsed.as_secs(),
+            waited(elapsed),
             names.join(", ")
         ),
         recheck: Some(POLL),
@@ -201,9 +201,9 @@ pub(crate) fn restart(node: &NodeFacts, elapsed: Duration, step: &mut Step, now:
                 || "waiting for the driver DaemonSet to create the new driver pod".to_owned(),
                 |pod| {
                     format!(
-                        "waiting for driver pod {} to be Ready ({}s)",
+                        "waiting for driver pod {} to be Ready ({})",
                         pod.name,
-                        elapsed.as_secs()
+                        waited(elapsed)
                     )
                 },
             );
@@ -249,9 +249,9 @@ pub(crate) fn validate(node: &NodeFacts, elapsed: Duration, step: &mut Step, now
                 || "waiting for the validator pod to start on the new driver".to_owned(),
                 |v| {
                     format!(
-                        "validator pod {} not Ready yet ({}s)",
+                        "validator pod {} not Ready yet ({})",
                         v.name,
-                        elapsed.as_secs()
+                        waited(elapsed)
                     )
                 },
             );
@@ -348,5 +348,14 @@ pub(crate) fn skipped() -> Wait {
         reason: format!("skipped: labelled {}=true", labels::DRIVER_UPGRADE_SKIP),
         recheck: None,
         stuck: false,
+    }
+}
+
+/// How long a node has waited, in whole minutes: the condition that shows it is not rewritten
+/// on every pass while a node waits.
+fn waited(elapsed: Duration) -> String {
+    match elapsed.as_secs() / 60 {
+        0 => "under a minute".to_owned(),
+        minutes => format!("{minutes}m"),
     }
 }

@@ -9,7 +9,10 @@ use std::{
 };
 
 use futures::StreamExt as _;
-use gpu_operator_e2e::{fleet::Profile, harness::kubectl_ok};
+use gpu_operator_e2e::{
+    fleet::{KWOK_LABEL, Profile},
+    harness::kubectl_ok,
+};
 use k8s_openapi::api::core::v1::Node;
 use kube::{
     Api, ResourceExt as _,
@@ -22,6 +25,15 @@ use super::support::{Env, TEMPORARY};
 
 pub const STATE: &str = "nvidia.com/gpu-driver-upgrade-state";
 pub const SKIP: &str = "nvidia.com/gpu-driver-upgrade.skip";
+/// The node annotations of driver upgrades (NVIDIA's and ours).
+const ANNOTATIONS: [&str; 6] = [
+    "nvidia.com/gpu-driver-upgrade-enabled",
+    "nvidia.com/gpu-driver-upgrade-requested",
+    "nvidia.com/gpu-driver-upgrade.node-initial-state.unschedulable",
+    "nvidia.com/gpu-driver-upgrade.state-since",
+    "nvidia.com/gpu-driver-upgrade.failure-reason",
+    "nvidia.com/gpu-driver-upgrade.restart-pod-uid",
+];
 /// States between admission and done, by hand from NVIDIA's list (reference §1.7).
 pub const IN_PROGRESS: [&str; 7] = [
     "cordon-required",
@@ -151,6 +163,13 @@ impl Drop for World {
                 &format!("{STATE}-"),
             ]);
         }
+        // What the upgrade left on the cluster's nodes if the scenario stopped halfway.
+        let kwok = format!("{}={}", KWOK_LABEL.0, KWOK_LABEL.1);
+        let _ = kubectl_ok(&["label", "nodes", "-l", &kwok, &format!("{STATE}-")]);
+        let mut annotate = vec!["annotate".to_owned(), "nodes".into(), "-l".into(), kwok];
+        annotate.extend(ANNOTATIONS.iter().map(|a| format!("{a}-")));
+        let args: Vec<&str> = annotate.iter().map(String::as_str).collect();
+        let _ = kubectl_ok(&args);
         let _ = kubectl_ok(&["delete", "namespace", &self.namespace, "--wait=false"]);
     }
 }

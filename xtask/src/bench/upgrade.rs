@@ -64,7 +64,7 @@ pub async fn run(
     let cpu_before = cpu_seconds(pid, ticks);
     let from = Timestamp::now();
     let started = Instant::now();
-    let bump = json!({"spec": {"driver": {"version": "580.95.05"}}});
+    let bump = json!({"spec": {"driver": {"repository": "nvcr.io/nvidia", "image": "driver", "version": "580.95.05"}}});
     let generation = policies
         .patch(policy, &PatchParams::default(), &Patch::Merge(&bump))
         .await?

@@ -23,7 +23,7 @@ fn jobs_are_waited_for_until_they_finish_or_the_timeout() {
     assert_eq!(s.patch.state, StateLabel::Keep);
     let wait = s.wait.unwrap();
     assert!(
-        wait.reason.contains("ml/train-0") && wait.reason.contains("60s"),
+        wait.reason.contains("ml/train-0") && wait.reason.contains("running for 1m"),
         "{}",
         wait.reason
     );
