@@ -29,6 +29,9 @@ use serde_json::{Value, json};
 use crate::digest;
 
 /// The label the DaemonSet controller puts on its pods: the DaemonSet's generation at creation.
+/// Where the API server mounts a pod's ServiceAccount token.
+const SERVICE_ACCOUNT_MOUNT: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
 pub const TEMPLATE_GENERATION_LABEL: &str = "pod-template-generation";
 
 /// What the containers of a driver pod install, in a form that compares equal when the
@@ -61,12 +64,18 @@ fn container(c: &Container, volumes: &BTreeMap<&str, &Volume>) -> Value {
         .iter()
         .flatten()
         .filter(|e| e.name != digest::ENV)
-        .map(|e| (e.name.as_str(), json!([e.value, e.value_from])))
+        .map(|e| {
+            let mut from = serde_json::to_value(&e.value_from).unwrap_or(Value::Null);
+            drop_server_default(&mut from, "fieldRef", "apiVersion", &json!("v1"));
+            (e.name.as_str(), json!([e.value, from]))
+        })
         .collect();
     let mounts: BTreeMap<&str, Value> = c
         .volume_mounts
         .iter()
         .flatten()
+        // The ServiceAccount admission plugin adds the token mount to pods, never to templates.
+        .filter(|m| m.mount_path != SERVICE_ACCOUNT_MOUNT)
         .map(|m| {
             let source = volumes.get(m.name.as_str()).map(|v| source(v));
             (
@@ -91,7 +100,21 @@ fn source(volume: &Volume) -> Value {
     if let Some(object) = value.as_object_mut() {
         object.remove("name");
     }
+    drop_server_default(&mut value, "hostPath", "type", &json!(""));
+    for kind in ["configMap", "secret"] {
+        drop_server_default(&mut value, kind, "defaultMode", &json!(420));
+    }
     value
+}
+
+/// Removes `value[section][field]` when it holds the API server's default `default`, so a pod the
+/// server defaulted (NVIDIA's, or any live one) compares equal to the template it came from.
+fn drop_server_default(value: &mut Value, section: &str, field: &str, default: &Value) {
+    if let Some(object) = value.get_mut(section).and_then(Value::as_object_mut)
+        && object.get(field) == Some(default)
+    {
+        object.remove(field);
+    }
 }
 
 impl InstallConfig {
