@@ -7,6 +7,9 @@ pub mod chart;
 pub mod crd;
 pub mod fleet;
 pub mod harness;
+pub mod mutate;
+pub mod node_marks;
 pub mod operator;
+pub mod real_node;
 
 pub use harness::{client, kubectl, unique_name, wait_until};

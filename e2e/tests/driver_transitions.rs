@@ -252,7 +252,14 @@ async fn a_second_os_adds_a_driver_daemonset_without_touching_the_running_driver
         .unwrap();
     let back = wait_driver_daemonsets(&env, &[DRIVER_APP]).await;
     assert_eq!(generation(&back[DRIVER_APP]), first_generation);
-    let after = pods_of(&env, DRIVER_APP).await;
+    // The pod of the removed node goes with its node and DaemonSet (garbage collection, a moment
+    // after the DaemonSet): wait for that, then compare.
+    let after = wait_until("the removed node's driver pod to go", TIMEOUT, || async {
+        let pods = pods_of(&env, DRIVER_APP).await;
+        Ok((!pods.contains_key(&newcomer)).then_some(pods))
+    })
+    .await
+    .unwrap();
     assert_eq!(after, before, "driver pods changed across the transition");
 
     old_revisions_are_counted_not_restarted(&env, &name, &before).await;

@@ -6,10 +6,10 @@
 //! another operator binary under a user of its own, and prints both side by side.
 
 mod compare;
-mod patches;
+pub(crate) mod patches;
 mod proc_stats;
 mod report;
-mod run;
+pub(crate) mod run;
 mod upgrade;
 
 use std::{
@@ -338,7 +338,8 @@ fn write(report: &Report, out: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn target_dir() -> PathBuf {
+/// The workspace's target directory (`$CARGO_TARGET_DIR` or `target/`).
+pub(crate) fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo_root().join("target"), PathBuf::from)
 }
 
@@ -358,7 +359,8 @@ fn build_release() -> anyhow::Result<PathBuf> {
         .with_context(|| format!("{} was not built", binary.display()))
 }
 
-fn revision() -> String {
+/// `git describe --always --dirty` of the tree, or `unknown`.
+pub(crate) fn revision() -> String {
     process::output(Command::new("git").args(["describe", "--always", "--dirty"]))
         .map_or_else(|_| "unknown".to_owned(), |s| s.trim().to_owned())
 }

@@ -13,10 +13,18 @@ use crate::{
 
 /// Options of `cargo xtask e2e`.
 #[derive(ClapArgs, Debug, Default)]
+#[allow(
+    clippy::struct_field_names,
+    reason = "`test_args` names what they are for"
+)]
 pub struct Args {
     /// Leave a cluster this command started running afterwards (for debugging).
     #[arg(long)]
     pub keep_cluster: bool,
+    /// Start the cluster with a real node (`cluster up --real-node`, as root) and run the
+    /// real-node tests too. With a cluster already up, they run when it has a real node.
+    #[arg(long)]
+    pub real_node: bool,
     /// Extra arguments for the test binaries, e.g. a test name filter.
     #[arg(last = true)]
     pub test_args: Vec<String>,
@@ -28,11 +36,20 @@ pub fn run(args: &Args) -> anyhow::Result<Counts> {
     let started_here = !cluster::is_up(&layout);
     if started_here {
         eprintln!("==> no local cluster is up; starting one for the e2e tests");
-        cluster::run(cluster::Action::Up(UpArgs::default()))?;
+        cluster::run(cluster::Action::Up(UpArgs {
+            real_node: args.real_node,
+            ..UpArgs::default()
+        }))?;
     } else {
         eprintln!("==> using the local cluster that is already up");
     }
-    let result = run_tests(&layout, &args.test_args);
+    let real_node = cluster::real_node::is_configured(&layout);
+    if args.real_node && !real_node {
+        anyhow::bail!(
+            "--real-node: the cluster that is up has no real node; stop it (`cargo xtask cluster down`) and run again"
+        );
+    }
+    let result = run_tests(&layout, &args.test_args, real_node);
     if let Ok(counts) = &result {
         eprintln!("==> e2e tests: {counts}");
     }
@@ -43,7 +60,7 @@ pub fn run(args: &Args) -> anyhow::Result<Counts> {
     result
 }
 
-fn run_tests(layout: &Layout, test_args: &[String]) -> anyhow::Result<Counts> {
+fn run_tests(layout: &Layout, test_args: &[String], real_node: bool) -> anyhow::Result<Counts> {
     // The tests run the operator and the validator as host processes.
     process::run(Command::new(env!("CARGO")).args([
         "build",
@@ -61,7 +78,7 @@ fn run_tests(layout: &Layout, test_args: &[String]) -> anyhow::Result<Counts> {
             "--package",
             "gpu-operator-e2e",
             "--features",
-            "e2e",
+            if real_node { "e2e,real-node" } else { "e2e" },
             "--tests",
             "--",
         ])

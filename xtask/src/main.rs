@@ -1,12 +1,14 @@
 //! `cargo xtask <task>`: the project's automation, in Rust, so every task works the same on any machine.
 
 mod bench;
+mod chaos;
 mod chart;
 mod ci;
 mod cluster;
 mod codegen;
 mod demo;
 mod e2e;
+mod image;
 #[cfg(test)]
 mod monitoring;
 mod process;
@@ -40,8 +42,13 @@ enum Task {
     Demo(demo::Args),
     /// Build promtool (first time only) into the harness cache; the alert-rule tests need it.
     Promtool,
+    /// Build our container image without Docker (OCI layout and tarball under target/image).
+    Image(image::Args),
     /// Measure the operator on simulated fleets (100, 1,000, 5,000 nodes), each on its own cluster.
     Bench(bench::Args),
+    /// Kill the operator at random moments on a fresh cluster and check it recovers (5 kills;
+    /// `--full`: 50); writes `target/chaos/latest.md`.
+    Chaos(chaos::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -53,6 +60,8 @@ fn main() -> std::process::ExitCode {
         Task::Ci => ci::run(),
         Task::Demo(args) => demo::run(&args),
         Task::Bench(args) => bench::run(&args),
+        Task::Image(args) => image::run(&args),
+        Task::Chaos(args) => chaos::run(&args),
         Task::Promtool => cluster::Layout::from_env()
             .and_then(|layout| cluster::ensure_promtool(&layout))
             .map(|path| println!("{}", path.display())),

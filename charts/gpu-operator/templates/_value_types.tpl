@@ -57,6 +57,7 @@ booleans:
   - migManager.hostNetwork
   - nfd.enabled
   - nfd.nodefeaturerules
+  - nodeAgentPolicy.enabled
   - nodeStatusExporter.enabled
   - nodeStatusExporter.hostNetwork
   - operator.cleanupCRD

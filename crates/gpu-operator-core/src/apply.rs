@@ -4,6 +4,7 @@
 //! "Differs" is a subset test: every field we set must have the same value in the live object
 //! (fields the API server defaults, or other managers add, are ignored). A hand edit of one of our
 //! fields therefore fails the test and is reverted; an unchanged cluster gets no request at all.
+//! The first write to an object someone else made takes its fields over first ([`crate::takeover`]).
 
 use std::fmt::Debug;
 
@@ -53,11 +54,42 @@ where
             return Ok(Outcome::Unchanged);
         }
     }
-    let params = PatchParams::apply(&format!("{FIELD_MANAGER_PREFIX}{reconciler}")).force();
-    api.patch(&name, &params, &Patch::Apply(&desired_json))
-        .await
-        .map_err(Error::kube(format!("applying {what}")))?;
+    let manager = format!("{FIELD_MANAGER_PREFIX}{reconciler}");
+    let foreign = !live.is_some_and(|live| is_ours(live, reconciler));
+    let grants = grants_rules::<K>();
+    if foreign && !grants {
+        crate::takeover::take_over(api, &name, &manager).await?;
+    }
+    let params = PatchParams::apply(&manager).force();
+    let send = || async {
+        api.patch(&name, &params, &Patch::Apply(&desired_json))
+            .await
+            .map_err(Error::kube(format!("applying {what}")))
+    };
+    send().await?;
+    // A Role of NVIDIA's grants what we do not hold (OpenShift's SCC `use`), and the API server
+    // refuses any write to a Role whose rules the writer does not hold, even one that only
+    // rewrites managedFields. Its `rules` are an atomic list, so our apply replaces them whole:
+    // the take-over then passes, and a second apply drops what else NVIDIA set.
+    if foreign && grants && crate::takeover::take_over(api, &name, &manager).await? {
+        send().await?;
+    }
     Ok(Outcome::Written)
+}
+
+/// Whether `K` is a Role or ClusterRole, whose writers must hold every rule it grants.
+fn grants_rules<K: Resource<DynamicType = ()>>() -> bool {
+    matches!(K::kind(&()).as_ref(), "Role" | "ClusterRole")
+}
+
+/// Whether `live` carries the labels we give what `reconciler` renders (see [`crate::meta::labels`]);
+/// anything else (NVIDIA's objects lack `app.kubernetes.io/name`) is taken over before the first
+/// write (see [`crate::takeover`]).
+fn is_ours<K: Resource>(live: &K, reconciler: &str) -> bool {
+    let labels = live.labels();
+    crate::meta::is_managed(live)
+        && labels.get(crate::meta::COMPONENT_LABEL).map(String::as_str) == Some(reconciler)
+        && labels.contains_key(crate::meta::NAME_LABEL)
 }
 
 /// Deletes `name`; an object that is already gone is fine.

@@ -1,6 +1,7 @@
 //! The objects an operand renders ([`Children`]) and how the pipeline writes them: each kind is
 //! compared with its cache and applied only when it differs; what the operand no longer renders
-//! (found by its `app.kubernetes.io/component` label) is deleted. ServiceMonitors and
+//! (found by its `app.kubernetes.io/component` label) is deleted. A live DaemonSet's selector is
+//! kept when our pods match it ([`crate::adopt`]). ServiceMonitors and
 //! PrometheusRules, kinds the cluster may lack, are written by [`crate::service_monitor`] and
 //! [`crate::prometheus_rule`].
 
@@ -21,7 +22,7 @@ use kube::{
 use serde::{Serialize, de::DeserializeOwned};
 
 use crate::{
-    Context, Error,
+    Context, Error, adopt,
     apply::{self, Outcome},
     meta, prometheus_rule, service_monitor,
 };
@@ -139,7 +140,14 @@ pub async fn apply_all(
     w.kind(namespaced(ctx), services, &stores.services).await?;
     w.kind(cluster_wide(ctx), runtime_classes, &stores.runtime_classes)
         .await?;
-    w.kind(namespaced(ctx), daemonsets, &stores.daemonsets)
+    let daemonsets: Vec<DaemonSet> = daemonsets
+        .iter()
+        .map(|ds| {
+            let key = ObjectRef::new(&ds.name_any()).within(&ctx.namespace);
+            adopt::keep_live_selector(ds.clone(), stores.daemonsets.get(&key).as_deref())
+        })
+        .collect();
+    w.kind(namespaced(ctx), &daemonsets, &stores.daemonsets)
         .await?;
     w.written +=
         service_monitor::apply_all(ctx, policy, component, service_monitors, monitored).await?;

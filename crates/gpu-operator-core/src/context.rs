@@ -33,6 +33,8 @@ pub struct Context {
     pub status_gate: WriteGate,
     /// The warnings already published as Events (see [`crate::warned`]).
     pub warned: crate::warned::Warned,
+    /// Which reconcilers applied what, for the sweep of leftovers (see [`crate::leftovers`]).
+    pub sweeps: crate::leftovers::Sweeps,
 }
 
 /// Environment variables that provide default operand images, as NVIDIA's operator reads them.
@@ -90,6 +92,7 @@ impl Context {
             problem_scans: ScanClock::default(),
             status_gate: WriteGate::default(),
             warned: crate::warned::Warned::default(),
+            sweeps: crate::leftovers::Sweeps::default(),
         }
     }
 

@@ -5,7 +5,7 @@
 //! with the first few names); and whether the Prometheus Operator's ServiceMonitor CRD is
 //! installed.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use gpu_operator_api::labels;
 
@@ -28,6 +28,13 @@ pub struct ClusterFacts {
     /// Container runtimes of the GPU nodes, by name (`containerd`, `cri-o`, `docker`), from
     /// `status.nodeInfo.containerRuntimeVersion`.
     pub runtimes: BTreeSet<String>,
+    /// Container runtimes of the GPU nodes of each OS, by name: what a driver DaemonSet for that
+    /// OS needs to know, independent of the nodes of other OSes.
+    pub os_runtimes: BTreeMap<OsRelease, BTreeSet<String>>,
+    /// GPU nodes of the node cache that the runtime cache does not hold yet (the two caches are
+    /// separate watches, so one may run a moment behind the other): until it catches up, the
+    /// runtime facts are incomplete.
+    pub gpu_nodes_without_runtime: usize,
     /// The (OS, kernel) pairs of the GPU nodes that carry both, for per-kernel driver images.
     pub os_kernels: BTreeSet<(OsRelease, String)>,
     /// GPU nodes without NFD's os-release labels (no driver image can be chosen for them).
@@ -141,6 +148,14 @@ impl ClusterFacts {
         runtimes: impl IntoIterator<Item = &'a NodeRuntime>,
     ) -> Self {
         let mut facts = Self::default();
+        let runtimes: Vec<&NodeRuntime> = runtimes.into_iter().collect();
+        let runtime_of: HashMap<&str, &str> = runtimes
+            .iter()
+            .filter_map(|node| {
+                let name = kube::Resource::meta(*node).name.as_deref()?;
+                Some((name, node.container_runtime_version.as_str()))
+            })
+            .collect();
         for node in nodes {
             let node_labels = node.labels();
             if !facts.has_nfd_labels
@@ -163,10 +178,10 @@ impl ClusterFacts {
             {
                 facts.gpu_nodes_without_plugin_config.add(name);
             }
-            let workload = match node_labels.get(labels::GPU_WORKLOAD_CONFIG) {
-                Some(w @ ("container" | "vm-passthrough" | "vm-vgpu")) => w,
-                _ => "",
-            };
+            let workload = node_labels
+                .get(labels::GPU_WORKLOAD_CONFIG)
+                .filter(|w| matches!(*w, "container" | "vm-passthrough" | "vm-vgpu"))
+                .unwrap_or_default();
             facts
                 .gpu_nodes_by_workload
                 .entry(workload.to_owned())
@@ -188,7 +203,16 @@ impl ClusterFacts {
             if let (Some(os), Some(kernel)) = (&os, kernel) {
                 facts.os_kernels.insert((os.clone(), kernel.to_owned()));
             }
+            let runtime = runtime_of.get(name).copied();
+            facts.gpu_nodes_without_runtime += usize::from(runtime.is_none());
             if let Some(os) = os {
+                if let Some(runtime) = runtime.and_then(runtime_name) {
+                    facts
+                        .os_runtimes
+                        .entry(os.clone())
+                        .or_default()
+                        .insert(runtime.to_owned());
+                }
                 facts.os_releases.insert(os);
             }
             if let Some(kernel) = kernel {
@@ -196,7 +220,7 @@ impl ClusterFacts {
             }
         }
         facts.runtimes = runtimes
-            .into_iter()
+            .iter()
             .filter_map(|node| runtime_name(&node.container_runtime_version))
             .map(str::to_owned)
             .collect();
@@ -263,6 +287,47 @@ mod tests {
             facts.runtimes.into_iter().collect::<Vec<_>>(),
             vec!["containerd".to_owned(), "cri-o".to_owned()]
         );
+    }
+
+    #[test]
+    fn runtimes_are_kept_per_os_and_nodes_the_runtime_cache_lacks_are_counted() {
+        let node = |name: &str, os: &str, version: &str| {
+            NodeMeta::new(
+                name,
+                &[
+                    (labels::GPU_PRESENT, "true"),
+                    (labels::NFD_OS_RELEASE_ID, os),
+                    (labels::NFD_OS_RELEASE_VERSION_ID, version),
+                ],
+            )
+        };
+        let nodes = [
+            node("a100-0", "rhel", "9.4"),
+            node("h100-0", "ubuntu", "22.04"),
+            node("t4-0", "ubuntu", "24.04"),
+        ];
+        let runtimes = [
+            NodeRuntime::new("a100-0", "cri-o://1.30.4"),
+            NodeRuntime::new("h100-0", "containerd://1.7.27"),
+            NodeRuntime::new("cpu-0", "docker://27.0.0"),
+        ];
+        let facts = ClusterFacts::from_nodes(&nodes, &runtimes);
+        let os = |id: &str, version_id: &str| OsRelease {
+            id: id.into(),
+            version_id: version_id.into(),
+        };
+        let names = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>();
+        assert_eq!(names(&facts.os_runtimes[&os("rhel", "9.4")]), ["cri-o"]);
+        assert_eq!(
+            names(&facts.os_runtimes[&os("ubuntu", "22.04")]),
+            ["containerd"]
+        );
+        assert!(
+            !facts.os_runtimes.contains_key(&os("ubuntu", "24.04")),
+            "t4-0 is not in the runtime cache yet"
+        );
+        assert_eq!(facts.gpu_nodes_without_runtime, 1);
+        assert_eq!(facts.os_releases.len(), 3);
     }
 
     #[test]

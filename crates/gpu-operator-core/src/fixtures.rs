@@ -2,13 +2,11 @@
 //! Ubuntu 22.04 with containerd, A100 on RHEL 9.4 with CRI-O, T4 on Ubuntu 24.04 with containerd),
 //! a Docker node, and a fleet with two kernels for precompiled drivers. Pure data, no cluster.
 
-use std::collections::BTreeSet;
-
+use gpu_operator_api::labels;
 use k8s_openapi::api::core::v1::ConfigMap;
 
 use crate::{
-    children::Children,
-    facts::{ClusterFacts, OsRelease},
+    children::Children, facts::ClusterFacts, node_meta::NodeMeta, node_runtime::NodeRuntime,
 };
 
 /// A named set of GPU-node facts.
@@ -20,42 +18,31 @@ pub struct Profile {
     pub facts: ClusterFacts,
 }
 
+/// The facts of GPU nodes given as (OS id, OS version, kernel, runtime), computed the way the
+/// operator computes them from its node caches.
 fn facts(nodes: &[(&str, &str, &str, &str)]) -> ClusterFacts {
-    ClusterFacts {
-        gpu_nodes: nodes.len(),
-        has_nfd_labels: true,
-        os_releases: nodes
-            .iter()
-            .map(|(id, version, _, _)| OsRelease {
-                id: (*id).to_owned(),
-                version_id: (*version).to_owned(),
-            })
-            .collect(),
-        kernels: nodes.iter().map(|(_, _, k, _)| (*k).to_owned()).collect(),
-        runtimes: nodes
-            .iter()
-            .map(|(_, _, _, r)| (*r).to_owned())
-            .collect::<BTreeSet<_>>(),
-        os_kernels: nodes
-            .iter()
-            .map(|(id, version, kernel, _)| {
-                (
-                    OsRelease {
-                        id: (*id).to_owned(),
-                        version_id: (*version).to_owned(),
-                    },
-                    (*kernel).to_owned(),
-                )
-            })
-            .collect(),
-        gpu_nodes_without_os: 0,
-        gpu_nodes_without_kernel: 0,
-        service_monitor_crd: false,
-        prometheus_rule_crd: false,
-        gpu_nodes_without_plugin_config: crate::facts::NodeSample::default(),
-        gpu_nodes_by_workload: std::collections::BTreeMap::new(),
-        daemonsets: std::collections::BTreeMap::new(),
-    }
+    let names: Vec<String> = (0..nodes.len()).map(|i| format!("gpu-{i}")).collect();
+    let metas: Vec<NodeMeta> = nodes
+        .iter()
+        .zip(&names)
+        .map(|((id, version, kernel, _), name)| {
+            NodeMeta::new(
+                name,
+                &[
+                    (labels::GPU_PRESENT, "true"),
+                    (labels::NFD_OS_RELEASE_ID, id),
+                    (labels::NFD_OS_RELEASE_VERSION_ID, version),
+                    (labels::NFD_KERNEL_VERSION, kernel),
+                ],
+            )
+        })
+        .collect();
+    let runtimes: Vec<NodeRuntime> = nodes
+        .iter()
+        .zip(&names)
+        .map(|((_, _, _, runtime), name)| NodeRuntime::new(name, &format!("{runtime}://1.0")))
+        .collect();
+    ClusterFacts::from_nodes(&metas, &runtimes)
 }
 
 /// Every profile render tests cover.
@@ -313,6 +300,8 @@ fn children_values(children: &Children) -> Result<serde_json::Value, serde_json:
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
 
     #[test]

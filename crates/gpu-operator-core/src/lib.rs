@@ -2,6 +2,7 @@
 //! operand: each operand crate plugs its pure `validate` and `render` steps into [`operand`].
 
 pub mod active;
+pub mod adopt;
 pub mod apply;
 pub mod barrier;
 pub mod children;
@@ -19,6 +20,7 @@ pub mod facts;
 pub mod fixtures;
 pub mod host_paths;
 pub mod image;
+pub mod leftovers;
 pub mod meta;
 pub mod metrics;
 pub mod mig;
@@ -40,6 +42,7 @@ pub mod runtime_class;
 pub mod service_monitor;
 pub mod status_write;
 pub mod stores;
+pub mod takeover;
 pub mod user_config;
 pub mod warned;
 pub mod write_gate;

@@ -14,6 +14,8 @@ pub const MANAGED_BY: &str = "gpu-operator";
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 /// Label key `app.kubernetes.io/component`: the reconciler that owns the object.
 pub const COMPONENT_LABEL: &str = "app.kubernetes.io/component";
+/// Label key `app.kubernetes.io/name`, on everything we render (NVIDIA's objects lack it).
+pub const NAME_LABEL: &str = "app.kubernetes.io/name";
 /// Label key of NVIDIA's `app=<name>` labels, used by DaemonSet selectors and users' tooling.
 pub const APP_LABEL: &str = "app";
 
@@ -42,7 +44,7 @@ pub fn component_selector(component: &str) -> String {
 pub fn labels(app: &str, component: &str) -> BTreeMap<String, String> {
     BTreeMap::from([
         (APP_LABEL.to_owned(), app.to_owned()),
-        ("app.kubernetes.io/name".to_owned(), app.to_owned()),
+        (NAME_LABEL.to_owned(), app.to_owned()),
         (COMPONENT_LABEL.to_owned(), component.to_owned()),
         (MANAGED_BY_LABEL.to_owned(), MANAGED_BY.to_owned()),
         (

@@ -31,6 +31,8 @@ use crate::{
 pub const PROBLEM_NODES: usize = 5;
 /// Safety resync of a converged operand.
 const RESYNC: Duration = Duration::from_secs(3600);
+/// How soon a reconcile that found the runtime cache behind the node cache tries again.
+const FACTS_SETTLING: Duration = Duration::from_millis(200);
 
 /// One operand: its names and its pure validate and render steps.
 pub trait Operand: Send + Sync + 'static {
@@ -299,6 +301,17 @@ async fn reconcile_once<O: Operand>(
             .get(&ObjectRef::new(name).within(&ctx.namespace))
     };
     let facts = ctx.facts();
+    if facts.gpu_nodes_without_runtime > 0 {
+        // A node just became a GPU node and the runtime cache has not seen it yet: rendering now
+        // would write a pod template from half the facts and rewrite it a moment later, and a
+        // driver pod (OnDelete) would keep the first one.
+        tracing::debug!(
+            operand = O::NAME,
+            nodes = facts.gpu_nodes_without_runtime,
+            "runtime cache behind the node cache; rendering once it catches up"
+        );
+        return Ok(Action::requeue(FACTS_SETTLING));
+    }
     let cluster = Cluster {
         namespace: &ctx.namespace,
         facts: &facts,
@@ -308,6 +321,7 @@ async fn reconcile_once<O: Operand>(
     let (children, state, unserved, mut warnings) = plan::<O>(&policy.spec, &cluster)?;
     warnings.extend(crate::deprecated::warnings(O::SECTION, &policy.spec));
     let written = children::apply_all(ctx, policy, O::NAME, &children, O::SERVICE_MONITORS).await?;
+    ctx.sweeps.applied(O::CONDITION, policy);
     if !children.service_monitors.is_empty() && !facts.service_monitor_crd {
         warnings.push(Warning::service_monitor_crd_missing(O::SECTION));
     }

@@ -173,7 +173,13 @@ pub async fn reconcile(
         ctx.metrics
             .set_policy_status(summary.metric, facts.gpu_nodes, facts.has_nfd_labels);
     }
-    let result = write(&ctx, &policy, &summary).await;
+    let mut result = write(&ctx, &policy, &summary).await;
+    if summary.state != State::Ignored && result.is_ok() {
+        // NVIDIA's leftovers go once everything we render was written (and so taken over).
+        if let Err(error) = crate::leftovers::sweep(&ctx, &policy, operands).await {
+            result = Err(error);
+        }
+    }
     ctx.metrics.observe(
         NAME,
         started.elapsed(),

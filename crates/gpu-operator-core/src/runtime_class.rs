@@ -8,10 +8,15 @@
 //! [`GpuAccess`]. The driver and the toolkit never get it: they run before the NVIDIA
 //! runtime exists.
 
+use std::collections::BTreeSet;
+
 use gpu_operator_api::ClusterPolicySpec;
 use k8s_openapi::api::apps::v1::DaemonSet;
 
-use crate::{daemonset, facts::ClusterFacts};
+use crate::{
+    daemonset,
+    facts::{ClusterFacts, OsRelease},
+};
 
 /// Name of the RuntimeClass (and its handler) when `operator.runtimeClass` is unset.
 pub const DEFAULT_RUNTIME_CLASS: &str = "nvidia";
@@ -57,8 +62,25 @@ impl ContainerRuntime {
 /// The runtime the toolkit configures: containerd if any GPU node runs it, else CRI-O, else
 /// Docker; with no known runtime, `operator.defaultRuntime`, else containerd.
 pub fn detect(spec: &ClusterPolicySpec, facts: &ClusterFacts) -> ContainerRuntime {
-    facts
-        .runtimes
+    detect_among(spec, &facts.runtimes)
+}
+
+/// The runtime of the GPU nodes of one OS, by the same rules as [`detect`] but among that OS's
+/// nodes only: a driver DaemonSet's pod template must not change when nodes of another OS come
+/// or go (its pods are replaced only when deleted).
+pub fn detect_for_os(
+    spec: &ClusterPolicySpec,
+    facts: &ClusterFacts,
+    os: &OsRelease,
+) -> ContainerRuntime {
+    facts.os_runtimes.get(os).map_or_else(
+        || detect_among(spec, &BTreeSet::new()),
+        |names| detect_among(spec, names),
+    )
+}
+
+fn detect_among(spec: &ClusterPolicySpec, names: &BTreeSet<String>) -> ContainerRuntime {
+    names
         .iter()
         .filter_map(|name| ContainerRuntime::from_name(name))
         .min()

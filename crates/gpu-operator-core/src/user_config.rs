@@ -12,6 +12,11 @@ use k8s_openapi::{api::core::v1::ConfigMap, apimachinery::pkg::apis::meta::v1::O
 
 use crate::{Error, operand::Cluster};
 
+/// The most one key's value may hold. A device-plugin or mig-parted configuration is a few KiB
+/// (NVIDIA's default mig-parted configuration, every GPU's layouts, about 30 KiB); a value near the
+/// API server's 1 MiB ConfigMap limit is a mistake, refused before it is parsed.
+pub const MAX_VALUE_BYTES: usize = 256 * 1024;
+
 /// Where a checked copy comes from and what it must hold.
 #[derive(Clone, Copy, Debug)]
 pub struct Source<'a> {
@@ -71,6 +76,15 @@ pub fn check(
     }
     let mut warnings = Vec::new();
     for (key, value) in &data {
+        if value.len() > MAX_VALUE_BYTES {
+            errors.push(format!(
+                "key {key:?}: {} KiB, more than the {} KiB a configuration may hold: split it \
+                 into several keys",
+                value.len() / 1024,
+                MAX_VALUE_BYTES / 1024
+            ));
+            continue;
+        }
         match check(key, value) {
             Ok(found) => warnings.extend(
                 found
@@ -212,5 +226,19 @@ mod tests {
         );
         assert!(message.contains("key \"c\": replicas"), "{message}");
         assert!(!message.contains("key \"b\""), "{message}");
+    }
+
+    #[test]
+    fn a_value_near_the_config_map_limit_is_refused_unparsed() {
+        let huge = "good".repeat(250 * 1024);
+        let message = run(Some(&[("a", &huge), ("b", "good")]), None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.contains("key \"a\": 1000 KiB, more than the 256 KiB"),
+            "{message}"
+        );
+        let fits = "good".repeat(60 * 1024);
+        assert!(run(Some(&[("a", &fits)]), None).is_ok());
     }
 }

@@ -23,7 +23,10 @@
 use std::collections::BTreeMap;
 
 use gpu_operator_api::labels::{NFD_KERNEL_VERSION, NFD_OS_RELEASE_ID, NFD_OS_RELEASE_VERSION_ID};
-use gpu_operator_core::facts::{ClusterFacts, OsRelease};
+use gpu_operator_core::{
+    facts::{ClusterFacts, OsRelease},
+    runtime_class::ContainerRuntime,
+};
 
 use crate::DAEMONSET;
 
@@ -36,6 +39,9 @@ pub struct Pool {
     pub os: OsRelease,
     /// The kernel of its nodes (precompiled drivers only).
     pub kernel: Option<String>,
+    /// The container runtime of its nodes (RHEL entitlement mounts depend on it), from the nodes
+    /// of its OS only.
+    pub runtime: ContainerRuntime,
     /// Node labels it selects on, besides `nvidia.com/gpu.deploy.driver=true`.
     pub node_selector: BTreeMap<String, String>,
     /// The driver image (also run by the peermem sidecar).

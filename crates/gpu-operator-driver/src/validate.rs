@@ -4,11 +4,7 @@
 //! (`GDS_IMAGE`, `GDRCOPY_IMAGE`). Pure.
 
 use gpu_operator_api::{ClusterPolicySpec, spec::ImageSpec};
-use gpu_operator_core::{
-    Error, image,
-    operand::Cluster,
-    runtime_class::{self, ContainerRuntime},
-};
+use gpu_operator_core::{Error, image, operand::Cluster, runtime_class};
 
 use crate::pools::{self, Pool, os_tag};
 
@@ -21,8 +17,6 @@ pub struct Input {
     pub namespace: String,
     /// The k8s-driver-manager init container image.
     pub manager_image: String,
-    /// The container runtime of the GPU nodes (RHEL entitlement mounts depend on it).
-    pub runtime: ContainerRuntime,
     /// One entry per driver DaemonSet.
     pub pools: Vec<Pool>,
     /// GPU nodes no pool serves, in a sentence.
@@ -100,6 +94,7 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
             driver_image,
             gds_image: gds_base.as_deref().map(|i| with_os(i, &tag)),
             gdrcopy_image: gdrcopy_base.as_deref().map(|i| with_os(i, &tag)),
+            runtime: runtime_class::detect_for_os(spec, facts, &os),
             os,
             kernel,
         });
@@ -108,7 +103,6 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
         spec: spec.clone(),
         namespace: cluster.namespace.to_owned(),
         manager_image,
-        runtime: runtime_class::detect(spec, facts),
         pools: resolved,
         unserved: pools::unserved(facts, precompiled),
     }))

@@ -106,6 +106,7 @@ fn precompiled_on_two_kernels_and_the_local_mixed_fleet() {
         mixed.kernels.extend(f.kernels);
         mixed.os_kernels.extend(f.os_kernels);
         mixed.runtimes.extend(f.runtimes);
+        mixed.os_runtimes.extend(f.os_runtimes);
     }
     let children = render(&ClusterPolicySpec::default(), &mixed);
     assert_eq!(

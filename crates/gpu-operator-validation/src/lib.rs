@@ -12,6 +12,8 @@ use gpu_operator_core::{
     operand::{Children, Cluster, Operand},
 };
 
+/// The validator's ClusterRole (what the chart's node-agent policy confines to its own node).
+pub use render::rbac::cluster_role;
 pub use validate::Input;
 
 /// Name of the DaemonSet, its `app` label and its ServiceAccount, as NVIDIA names them.

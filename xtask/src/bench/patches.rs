@@ -28,7 +28,7 @@ const PATCH_TIMEOUT: Duration = Duration::from_secs(120);
 const CONFIGS: [&str; 2] = ["bench-plugin-config-a", "bench-plugin-config-b"];
 
 /// The `i`-th patch of the series and what it changes, for the log.
-fn patch(i: usize) -> (Value, String) {
+pub(crate) fn patch(i: usize) -> (Value, String) {
     if i.is_multiple_of(2) {
         let strategy = if i.is_multiple_of(4) {
             "mixed"

@@ -301,7 +301,8 @@ async fn covered(daemonsets: &Api<DaemonSet>, gpu_nodes: u32) -> anyhow::Result<
     Ok(true)
 }
 
-fn is_ready(policy: &ClusterPolicy) -> bool {
+/// Whether the ClusterPolicy says `ready`, with the `Ready` condition reconciled.
+pub(crate) fn is_ready(policy: &ClusterPolicy) -> bool {
     let Some(status) = &policy.status else {
         return false;
     };
@@ -337,7 +338,7 @@ fn progress(policy: &ClusterPolicy) -> String {
 }
 
 /// Installs the generated ClusterPolicy CRD and waits until ClusterPolicies are served.
-async fn install_crd(client: &kube::Client) -> anyhow::Result<()> {
+pub(crate) async fn install_crd(client: &kube::Client) -> anyhow::Result<()> {
     let path = repo_root().join("crds/clusterpolicies.nvidia.com.yaml");
     let crd: CustomResourceDefinition = serde_yaml::from_str(&std::fs::read_to_string(&path)?)
         .with_context(|| format!("reading {}", path.display()))?;

@@ -375,6 +375,13 @@ fn chart_only() -> Vec<(&'static str, Value)> {
             }),
         ),
         (
+            "nodeAgentPolicy",
+            switch(
+                "enabled",
+                "Confine the node agents (validator, discovery agent) to their own node and the keys they own (a ValidatingAdmissionPolicy; Kubernetes 1.30+).",
+            ),
+        ),
+        (
             "clusterPolicy",
             switch(
                 "deployCR",

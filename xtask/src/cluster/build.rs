@@ -166,17 +166,7 @@ fn build_kubernetes(layout: &Layout, go: &Go) -> anyhow::Result<()> {
         "  -> kube-apiserver, kube-controller-manager, kube-scheduler, kubectl {KUBERNETES} (15–30 min)"
     );
     let module = go.wrapper_module(layout, &format!("kubernetes-{KUBERNETES}"), "e2e/k8sbins")?;
-    // k8s.io/kubernetes requires its staging modules at v0.0.0 through local replaces, which do not
-    // apply to a dependent module: pin each staging module to the matching published v0.x.y.
-    let staging_version = format!("v0.{}", KUBERNETES.trim_start_matches("v1."));
-    for staging in go.kubernetes_staging_modules()? {
-        let replace = format!("-replace={staging}={staging}@{staging_version}");
-        process::output(
-            go.command()
-                .current_dir(&module)
-                .args(["mod", "edit", &replace]),
-        )?;
-    }
+    pin_staging_modules(go, &module)?;
     let packages: Vec<String> = KUBERNETES_COMMANDS
         .iter()
         .map(|name| format!("k8s.io/kubernetes/cmd/{name}"))
@@ -186,14 +176,7 @@ fn build_kubernetes(layout: &Layout, go: &Go) -> anyhow::Result<()> {
     let get: Vec<&str> = get.iter().map(String::as_str).collect();
     go.step(layout, "kubernetes: go get", &module, &get)?;
 
-    // Stamp the version so `/version`, helm's kubeVersion checks and kubectl's skew check see it.
-    let minor = KUBERNETES.split('.').nth(1).unwrap_or_default();
-    let v = "k8s.io/component-base/version";
-    let ldflags = format!(
-        "-s -w -X {v}.gitVersion={KUBERNETES} -X {v}.gitMajor=1 -X {v}.gitMinor={minor} \
-         -X {v}.gitTreeState=clean -X {v}.buildDate=1970-01-01T00:00:00Z \
-         -X k8s.io/client-go/pkg/version.gitVersion={KUBERNETES}"
-    );
+    let ldflags = version_ldflags();
     let packages: Vec<&str> = packages.iter().map(String::as_str).collect();
     // One `go build` for all four so the shared packages compile once.
     go.build(
@@ -203,6 +186,70 @@ fn build_kubernetes(layout: &Layout, go: &Go) -> anyhow::Result<()> {
         &["-ldflags", &ldflags],
         &bin,
         &packages,
+    )
+}
+
+/// Builds the kubelet for the real node from `k8s.io/kubernetes` at the control plane's version,
+/// once, into the Kubernetes binaries' directory; returns its path. Its own wrapper module keeps
+/// the control plane's module (and so its build) untouched.
+pub fn ensure_kubelet(layout: &Layout) -> anyhow::Result<PathBuf> {
+    let target = layout.kubernetes_bin().join("kubelet");
+    if target.is_file() {
+        return Ok(target);
+    }
+    let go = Go::find()?;
+    let started = Instant::now();
+    eprintln!(
+        "  -> kubelet {KUBERNETES} (about 4 min; seconds when the control plane's build cache is warm)"
+    );
+    let module = go.wrapper_module(layout, &format!("kubelet-{KUBERNETES}"), "e2e/kubeletbin")?;
+    pin_staging_modules(&go, &module)?;
+    let package = "k8s.io/kubernetes/cmd/kubelet";
+    go.step(
+        layout,
+        "kubelet: go get",
+        &module,
+        &["get", &format!("{package}@{KUBERNETES}")],
+    )?;
+    go.build(
+        layout,
+        "kubelet: go build",
+        &module,
+        &["-ldflags", &version_ldflags()],
+        &target,
+        &[package],
+    )?;
+    eprintln!(
+        "    kubelet built in {}",
+        process::minutes(started.elapsed())
+    );
+    Ok(target)
+}
+
+/// k8s.io/kubernetes requires its staging modules at v0.0.0 through local replaces, which do not
+/// apply to a dependent module: pin each staging module to the matching published v0.x.y.
+fn pin_staging_modules(go: &Go, module: &Path) -> anyhow::Result<()> {
+    let staging_version = format!("v0.{}", KUBERNETES.trim_start_matches("v1."));
+    for staging in go.kubernetes_staging_modules()? {
+        let replace = format!("-replace={staging}={staging}@{staging_version}");
+        process::output(
+            go.command()
+                .current_dir(module)
+                .args(["mod", "edit", &replace]),
+        )?;
+    }
+    Ok(())
+}
+
+/// Stamps the version so `/version`, helm's kubeVersion checks, kubectl's skew check and the
+/// node's `kubeletVersion` see it.
+fn version_ldflags() -> String {
+    let minor = KUBERNETES.split('.').nth(1).unwrap_or_default();
+    let v = "k8s.io/component-base/version";
+    format!(
+        "-s -w -X {v}.gitVersion={KUBERNETES} -X {v}.gitMajor=1 -X {v}.gitMinor={minor} \
+         -X {v}.gitTreeState=clean -X {v}.buildDate=1970-01-01T00:00:00Z \
+         -X k8s.io/client-go/pkg/version.gitVersion={KUBERNETES}"
     )
 }
 

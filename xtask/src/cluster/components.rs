@@ -205,6 +205,12 @@ fn apiserver_args(layout: &Layout) -> Vec<String> {
             layout.run_dir().join("audit-policy.yaml").display()
         ),
         format!("--audit-log-path={}", layout.log("audit").display()),
+        // `kubectl logs/exec` on the real node: the kubelet by its InternalIP (127.0.0.1), with
+        // a serving certificate of our CA, and the admin certificate as the API server's client.
+        "--kubelet-preferred-address-types=InternalIP".into(),
+        format!("--kubelet-certificate-authority={}", pki("ca.crt")),
+        format!("--kubelet-client-certificate={}", pki("admin.crt")),
+        format!("--kubelet-client-key={}", pki("admin.key")),
         "--audit-log-format=json".into(),
         "--audit-log-mode=batch".into(),
         "--audit-log-batch-max-wait=1s".into(),

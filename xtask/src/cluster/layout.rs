@@ -36,6 +36,10 @@ pub mod ports {
     pub const SCHEDULER: u16 = 10259;
     /// kwok health/metrics (HTTP).
     pub const KWOK: u16 = 10247;
+    /// The real node's kubelet API (HTTPS).
+    pub const KUBELET: u16 = 10250;
+    /// The real node's kubelet health check (HTTP).
+    pub const KUBELET_HEALTHZ: u16 = 10248;
 }
 
 /// All paths of one harness installation.
@@ -61,6 +65,15 @@ impl Layout {
             Err(_) => 0,
         };
         Ok(Self { root, port_offset })
+    }
+
+    /// A layout at `root` with `port_offset`, without reading the environment.
+    #[cfg(test)]
+    pub fn for_tests(root: &str, port_offset: u16) -> Self {
+        Self {
+            root: PathBuf::from(root),
+            port_offset,
+        }
     }
 
     /// The port a component listens on: `base` from [`ports`] plus the offset.
@@ -125,6 +138,22 @@ impl Layout {
     /// What `cluster up` recorded about the fleet it created.
     pub fn fleet_record(&self) -> PathBuf {
         self.run_dir().join("fleet.txt")
+    }
+    /// The real node's state: containerd's root and state, the kubelet's root, CNI, configs.
+    pub fn real_node_dir(&self) -> PathBuf {
+        self.run_dir().join("node")
+    }
+    /// Where the pause binary built from the kubernetes module's `pause.c` lives.
+    pub fn pause_bin(&self) -> PathBuf {
+        self.root.join("bin").join(format!("pause-{KUBERNETES}"))
+    }
+    /// Where images built for the real node are written (ours, the pause image, NVIDIA's stand-in).
+    pub fn images(&self) -> PathBuf {
+        self.root.join("images")
+    }
+    /// The port offset (distinguishes this cluster's bridge, iptables chain and pod subnet).
+    pub fn port_offset(&self) -> u16 {
+        self.port_offset
     }
     /// The directories to prepend to `PATH` so `kubectl` and `helm` are the harness's builds.
     pub fn path_dirs(&self) -> [PathBuf; 2] {

@@ -6,6 +6,7 @@ mod components;
 mod layout;
 mod nodes;
 mod pki;
+pub mod real_node;
 mod status;
 mod up;
 
@@ -56,6 +57,7 @@ pub fn is_up(layout: &Layout) -> bool {
     Component::ALL
         .iter()
         .any(|c| running_pid(layout, *c).is_some())
+        || real_node::is_configured(layout)
 }
 
 /// The pid of a running component, from its pid file.
@@ -68,6 +70,21 @@ fn running_pid(layout: &Layout, component: Component) -> Option<u32> {
 /// Stops every component (reverse start order) and removes the run directory. Idempotent.
 pub fn down(layout: &Layout) -> anyhow::Result<()> {
     let mut stopped = Vec::new();
+    if real_node::is_configured(layout) {
+        // First, while the API server still answers nothing and before the run directory goes.
+        let removed = real_node::down(layout);
+        if !removed.is_empty() {
+            eprintln!("real node: removed {}", removed.join(", "));
+        }
+        let left = real_node::teardown::mounts_below(&layout.run_dir());
+        if !left.is_empty() {
+            anyhow::bail!(
+                "could not unmount {} under {}; unmount them (`umount -l`) and run `cargo xtask cluster down` again",
+                left.len(),
+                layout.run_dir().display()
+            );
+        }
+    }
     for component in Component::ALL.iter().rev() {
         if let Some(pid) = running_pid(layout, *component) {
             process::stop_group(pid, Duration::from_secs(10))?;

@@ -1,5 +1,6 @@
 //! The cluster's PKI, made in-process: a CA, the API server's serving certificate, an admin client
-//! certificate (group `system:masters`), the service-account signing key pair, and the kubeconfig.
+//! certificate (group `system:masters`), the service-account signing key pair, the kubeconfig, and
+//! the real node's kubelet certificates (client as `system:node:<name>`, serving for 127.0.0.1).
 
 use std::{fs, path::Path};
 
@@ -27,6 +28,7 @@ const APISERVER_SANS: [&str; 6] = [
 pub fn write(layout: &Layout) -> anyhow::Result<()> {
     let dir = layout.pki();
     fs::create_dir_all(&dir)?;
+    fs::create_dir_all(layout.real_node_dir())?;
 
     let ca_key = KeyPair::generate()?;
     let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
@@ -82,6 +84,27 @@ pub fn write(layout: &Layout) -> anyhow::Result<()> {
     let admin_cert = admin.signed_by(&admin_key, &issuer)?;
     write_pair(&dir, "admin", &admin_cert.pem(), &admin_key)?;
 
+    // The real node's kubelet: a client certificate the Node authorizer accepts, and a serving
+    // certificate for 127.0.0.1 the API server verifies (logs, exec).
+    let node = super::real_node::NODE_NAME;
+    let (cert, key) = client_cert(&issuer, &format!("system:node:{node}"), "system:nodes")?;
+    write_pair(&dir, "node", &cert, &key)?;
+    let node_kubeconfig = kubeconfig(layout, &ca_cert.pem(), &cert, &key.serialize_pem());
+    write_secret(&layout.real_node_dir().join("kubeconfig"), &node_kubeconfig)?;
+    let mut kubelet = CertificateParams::new(Vec::<String>::new())?;
+    kubelet
+        .distinguished_name
+        .push(DnType::CommonName, format!("{node}-kubelet"));
+    kubelet.subject_alt_names = vec![
+        SanType::IpAddress([127, 0, 0, 1].into()),
+        SanType::IpAddress(super::real_node::Node::of(layout).gateway.parse()?),
+        SanType::DnsName(node.try_into()?),
+    ];
+    kubelet.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let kubelet_key = KeyPair::generate()?;
+    let kubelet_cert = kubelet.signed_by(&kubelet_key, &issuer)?;
+    write_pair(&dir, "kubelet", &kubelet_cert.pem(), &kubelet_key)?;
+
     let sa_key = KeyPair::generate()?;
     write_secret(&dir.join("sa.key"), &sa_key.serialize_pem())?;
     fs::write(dir.join("sa.pub"), sa_key.public_key_pem())?;
@@ -93,6 +116,27 @@ pub fn write(layout: &Layout) -> anyhow::Result<()> {
         &admin_key.serialize_pem(),
     );
     write_secret(&layout.kubeconfig(), &kubeconfig)
+}
+
+/// A client certificate for user `cn` in group `org`: (PEM, key).
+fn client_cert(
+    issuer: &Issuer<'_, KeyPair>,
+    cn: &str,
+    org: &str,
+) -> anyhow::Result<(String, KeyPair)> {
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params.distinguished_name.push(DnType::CommonName, cn);
+    params
+        .distinguished_name
+        .push(DnType::OrganizationName, org);
+    params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let key = KeyPair::generate()?;
+    let cert = params.signed_by(&key, issuer)?;
+    Ok((cert.pem(), key))
 }
 
 fn write_pair(dir: &Path, name: &str, cert_pem: &str, key: &KeyPair) -> anyhow::Result<()> {

@@ -13,7 +13,8 @@ use gpu_operator_e2e::fleet::Fleet;
 use super::{
     Layout, build,
     components::{self, Component, Readiness},
-    nodes, pki,
+    layout::ports,
+    nodes, pki, real_node,
 };
 use crate::process;
 
@@ -30,6 +31,10 @@ pub struct UpArgs {
     /// Only build the binaries into the cache; start nothing.
     #[arg(long)]
     pub build_only: bool,
+    /// Also start one real node: a kubelet with containerd (needs root; installs Debian's
+    /// containerd, runc and CNI plugins when missing), with our image imported.
+    #[arg(long)]
+    pub real_node: bool,
 }
 
 impl UpArgs {
@@ -70,12 +75,26 @@ pub fn up(layout: &Layout, args: &UpArgs) -> anyhow::Result<()> {
         }
     }
     build::ensure(layout)?;
+    if args.real_node {
+        for port in [
+            layout.port(ports::KUBELET),
+            layout.port(ports::KUBELET_HEALTHZ),
+        ] {
+            if !components::port_is_free(port) {
+                bail!(
+                    "port {port} on 127.0.0.1 (for the real node's kubelet) is already in use: stop it (`ss -ltnp 'sport = :{port}'` shows which) or set {} to another offset",
+                    super::layout::PORT_OFFSET_ENV
+                );
+            }
+        }
+        real_node::prepare(layout)?;
+    }
 
     let started = Instant::now();
     let runtime = tokio::runtime::Runtime::new()?;
     let result = runtime.block_on(async {
         tokio::select! {
-            result = start(layout, &fleet) => result,
+            result = start(layout, &fleet, args.real_node) => result,
             _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!("interrupted")),
         }
     });
@@ -96,7 +115,7 @@ pub fn up(layout: &Layout, args: &UpArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn start(layout: &Layout, fleet: &Fleet) -> anyhow::Result<()> {
+async fn start(layout: &Layout, fleet: &Fleet, real_node: bool) -> anyhow::Result<()> {
     let run_dir = layout.run_dir();
     if run_dir.exists() {
         fs::remove_dir_all(&run_dir)?; // stale state of a cluster that is no longer running
@@ -123,6 +142,9 @@ async fn start(layout: &Layout, fleet: &Fleet) -> anyhow::Result<()> {
     let client = gpu_operator_e2e::harness::client_for(&layout.kubeconfig()).await?;
     nodes::create_fleet(&client, fleet).await?;
     fs::write(layout.fleet_record(), fleet.to_string())?;
+    if real_node {
+        real_node::start(layout, &client).await?;
+    }
     Ok(())
 }
 

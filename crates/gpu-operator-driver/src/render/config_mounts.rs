@@ -100,7 +100,7 @@ fn file_mount(volume: &str, dir: &str, file: &str) -> VolumeMount {
 }
 
 /// Everything the spec asks the driver pod of `pool` to mount.
-pub fn build(spec: &ClusterPolicySpec, pool: &Pool, runtime: ContainerRuntime) -> Mounts {
+pub fn build(spec: &ClusterPolicySpec, pool: &Pool) -> Mounts {
     let driver = &spec.driver;
     let mut m = Mounts::default();
     let precompiled = driver.use_precompiled == Some(true);
@@ -165,7 +165,7 @@ pub fn build(spec: &ClusterPolicySpec, pool: &Pool, runtime: ContainerRuntime) -
         });
     }
     if !precompiled {
-        entitlements(os_id, runtime, repo.is_some(), &mut m);
+        entitlements(os_id, pool.runtime, repo.is_some(), &mut m);
     }
     m
 }

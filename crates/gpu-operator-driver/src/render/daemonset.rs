@@ -37,7 +37,7 @@ pub const PRECOMPILED_LABEL: &str = "nvidia.com/precompiled";
 pub fn build(input: &Input, pool: &Pool) -> DaemonSet {
     let spec = &input.spec;
     let driver = &spec.driver;
-    let mounts = config_mounts::build(spec, pool, input.runtime);
+    let mounts = config_mounts::build(spec, pool);
     let pod_containers = pod_containers(input, pool, &mounts);
     let mut volumes = volumes(spec);
     for volume in mounts.volumes {

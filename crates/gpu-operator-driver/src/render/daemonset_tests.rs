@@ -21,6 +21,7 @@ fn pool() -> Pool {
             version_id: "22.04".into(),
         },
         kernel: None,
+        runtime: ContainerRuntime::Containerd,
         node_selector: BTreeMap::new(),
         driver_image: "nvcr.io/nvidia/driver:595.91.07-ubuntu22.04".into(),
         gds_image: None,
@@ -33,7 +34,6 @@ fn render_pool(spec: ClusterPolicySpec, pool: &Pool) -> DaemonSet {
         spec,
         namespace: "gpu-operator".into(),
         manager_image: "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0".into(),
-        runtime: ContainerRuntime::Containerd,
         pools: vec![pool.clone()],
         unserved: None,
     };

@@ -1,7 +1,7 @@
 //! The validator's objects, one file per kind.
 
 mod daemonset;
-mod rbac;
+pub(crate) mod rbac;
 
 use gpu_operator_core::operand::Children;
 

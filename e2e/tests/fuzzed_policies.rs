@@ -1,0 +1,182 @@
+//! Generated bad ClusterPolicies against the real API server, while the operator reconciles a
+//! valid one: 300 mutations of our examples and NVIDIA's sample ClusterPolicies (leaves replaced
+//! by values chosen to break parsers, keys removed, keys added) are sent as updates of the running
+//! ClusterPolicy, server-side dry run, so admission (schema and CEL) judges each one. Every one is
+//! either refused with the field path named, or accepted. A sample of the accepted ones is then
+//! applied for real, one after the other: each is reconciled (the `Ready` condition's
+//! observedGeneration catches up) and, unless it is ready, a condition says what is wrong; the
+//! operator never exits; putting the valid spec back brings `ready` back. The unmutated NVIDIA
+//! samples are accepted (valid NVIDIA input is never refused).
+#![cfg(feature = "e2e")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::large_futures
+)]
+
+#[allow(dead_code)] // shared with the operator scenario, which uses all of it
+#[path = "operator/support.rs"]
+mod support;
+
+use std::path::Path;
+
+use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, conditions};
+use gpu_operator_e2e::{
+    mutate::{mutate, mutation, nvidia_sample_specs},
+    unique_name, wait_until,
+};
+use kube::{
+    Api,
+    api::{ApiResource, DynamicObject, PostParams},
+};
+use proptest::{
+    strategy::{Strategy as _, ValueTree as _},
+    test_runner::TestRunner,
+};
+use serde_json::Value;
+use support::{Cleanup, IMAGES, TIMEOUT, condition, is_ready, setup, wait_policy};
+
+/// How many mutated specs admission judges, and how many accepted ones are applied for real.
+const GENERATED: usize = 300;
+const APPLIED: usize = 12;
+
+fn root() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+}
+
+/// Our examples' and NVIDIA's sample ClusterPolicies' specs, NVIDIA's marked.
+fn seeds() -> Vec<(bool, Value)> {
+    let mut seeds: Vec<(bool, Value)> = gpu_operator_core::fixtures::examples(root())
+        .unwrap()
+        .into_iter()
+        .map(|(_, spec)| (false, serde_json::to_value(spec).unwrap()))
+        .collect();
+    seeds.extend(
+        nvidia_sample_specs(root())
+            .unwrap()
+            .into_iter()
+            .map(|spec| (true, spec)),
+    );
+    seeds
+}
+
+/// Replaces the spec of policy `name` with `spec` (of the latest version; retried when the
+/// operator's status write moved it meanwhile).
+async fn update(
+    api: &Api<DynamicObject>,
+    name: &str,
+    spec: &Value,
+    params: &PostParams,
+) -> Result<DynamicObject, kube::Error> {
+    loop {
+        let mut object = api.get(name).await?;
+        object.data = serde_json::json!({ "spec": spec });
+        match api.replace(name, params, &object).await {
+            Err(kube::Error::Api(status)) if status.code == 409 => {}
+            result => return result,
+        }
+    }
+}
+
+#[tokio::test]
+#[allow(clippy::too_many_lines, reason = "one scenario, step by step")]
+async fn generated_bad_policies_are_refused_with_the_field_or_reported_never_a_crash() {
+    let env = setup().await;
+    let mut operator = env.start(&IMAGES);
+    let name = unique_name("fuzzed");
+    let _cleanup = Cleanup {
+        namespace: env.namespace.clone(),
+        policies: vec![name.clone()],
+    };
+    env.policies()
+        .create(
+            &PostParams::default(),
+            &ClusterPolicy::new(&name, ClusterPolicySpec::default()),
+        )
+        .await
+        .unwrap();
+    wait_policy(&env, &name, "the valid policy to be ready", is_ready).await;
+    let dynamic: Api<DynamicObject> = Api::all_with(
+        env.client.clone(),
+        &ApiResource::erase::<ClusterPolicy>(&()),
+    );
+    let dry_run = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+
+    // Valid NVIDIA input first: every sample is admitted as it is.
+    let seeds = seeds();
+    for (_, spec) in seeds.iter().filter(|(nvidia, _)| *nvidia) {
+        update(&dynamic, &name, spec, &dry_run)
+            .await
+            .unwrap_or_else(|e| panic!("NVIDIA's sample refused: {e}"));
+    }
+
+    let mut runner = TestRunner::deterministic();
+    let strategy = (0..seeds.len(), proptest::collection::vec(mutation(), 1..5));
+    let (mut refused, mut accepted) = (0, Vec::new());
+    for _ in 0..GENERATED {
+        let (seed, mutations) = strategy.new_tree(&mut runner).unwrap().current();
+        let spec = mutate(seeds[seed].1.clone(), &mutations);
+        match update(&dynamic, &name, &spec, &dry_run).await {
+            Ok(_) => accepted.push(spec),
+            Err(kube::Error::Api(status)) => {
+                assert!(
+                    matches!(status.code, 400 | 422) && status.message.contains("spec."),
+                    "refused without the field named: {status:?}"
+                );
+                refused += 1;
+            }
+            Err(other) => panic!("{other}"),
+        }
+    }
+    eprintln!(
+        "{GENERATED} generated: {refused} refused at admission with the field, {} accepted",
+        accepted.len()
+    );
+    assert!(
+        refused > 0 && accepted.len() > APPLIED,
+        "both outcomes happen"
+    );
+
+    // Accepted ones, for real: each reconciled and judged, the operator alive.
+    for spec in accepted.iter().take(APPLIED) {
+        let updated = update(&dynamic, &name, spec, &PostParams::default())
+            .await
+            .unwrap();
+        let generation = updated.metadata.generation;
+        let reconciled = wait_until("the update to be reconciled", TIMEOUT, || async {
+            let policy = env.policies().get(&name).await?;
+            let done = condition(&policy, conditions::READY)
+                .is_some_and(|c| c.observed_generation == generation);
+            Ok(done.then_some(policy))
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}; operator log:\n{}", operator.log_tail()));
+        if !is_ready(&reconciled) {
+            let conditions = reconciled.status.and_then(|s| s.conditions).unwrap();
+            assert!(
+                conditions
+                    .iter()
+                    .any(|c| c.status == "False" && !c.message.is_empty()),
+                "not ready and nothing says why: {conditions:#?}"
+            );
+        }
+        assert!(
+            operator.is_running(),
+            "the operator exited: {}",
+            operator.log_tail()
+        );
+    }
+
+    // The valid spec back: ready again.
+    let valid = serde_json::to_value(ClusterPolicySpec::default()).unwrap();
+    update(&dynamic, &name, &valid, &PostParams::default())
+        .await
+        .unwrap();
+    wait_policy(&env, &name, "ready again with the valid spec", is_ready).await;
+    assert!(operator.is_running());
+    operator.stop().unwrap();
+}

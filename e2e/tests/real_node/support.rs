@@ -1,0 +1,113 @@
+//! Helpers of the real-node tests: a namespace per test whose pods go to the real node (they
+//! tolerate its taint), waiting with the pods' state and events in the failure message, and
+//! container logs through `kubectl logs` (the API server reaching the kubelet).
+
+use std::time::Duration;
+
+use gpu_operator_e2e::{
+    client, kubectl,
+    real_node::{NODE_NAME, TAINT},
+    unique_name, wait_until,
+};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::{
+    Api,
+    api::{DeleteParams, PostParams},
+};
+use serde_json::{Value, json};
+
+/// A namespace of one test, deleted by [`TestNamespace::delete`].
+pub struct TestNamespace {
+    /// Its name.
+    pub name: String,
+    /// The admin client.
+    pub client: kube::Client,
+}
+
+impl TestNamespace {
+    /// Creates a namespace named after `prefix`.
+    pub async fn new(prefix: &str) -> Self {
+        Self::with_labels(prefix, json!({})).await
+    }
+
+    /// Creates a namespace named after `prefix` with `labels` (e.g. Pod Security enforcement).
+    pub async fn with_labels(prefix: &str, labels: Value) -> Self {
+        let client = client().await.unwrap();
+        let name = unique_name(prefix);
+        let namespace: Namespace =
+            serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap();
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &namespace)
+            .await
+            .unwrap();
+        Self { name, client }
+    }
+
+    /// Creates `pod` on the real node (node name and toleration added); returns its name.
+    pub async fn create_pod(&self, mut pod: Value) -> String {
+        pod["spec"]["nodeName"] = NODE_NAME.into();
+        pod["spec"]["tolerations"] = json!([{ "key": TAINT.0, "operator": "Exists" }]);
+        let pod: Pod = serde_json::from_value(pod).unwrap();
+        let created = Api::<Pod>::namespaced(self.client.clone(), &self.name)
+            .create(&PostParams::default(), &pod)
+            .await
+            .unwrap();
+        created.metadata.name.unwrap()
+    }
+
+    /// [`wait_until`], failing with the namespace's pods and events.
+    pub async fn wait<T, F, Fut>(&self, what: &str, timeout: Duration, check: F) -> T
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = anyhow::Result<Option<T>>>,
+    {
+        match wait_until(what, timeout, check).await {
+            Ok(value) => value,
+            Err(error) => panic!("{error}\n{}", self.describe()),
+        }
+    }
+
+    /// `kubectl get pods -o yaml` and the events of the namespace, for failure messages.
+    pub fn describe(&self) -> String {
+        let run = |args: &[&str]| {
+            kubectl()
+                .args(args)
+                .args(["-n", &self.name])
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default()
+        };
+        format!(
+            "pods:\n{}\nevents:\n{}",
+            run(&["get", "pods", "-o", "yaml"]),
+            run(&["get", "events"])
+        )
+    }
+
+    /// Deletes the namespace (its pods go with it).
+    pub async fn delete(self) {
+        Api::<Namespace>::all(self.client.clone())
+            .delete(&self.name, &DeleteParams::default())
+            .await
+            .unwrap();
+    }
+}
+
+/// `kubectl logs` of one container (empty while it has none).
+pub fn container_logs(namespace: &str, pod: &str, container: &str) -> String {
+    kubectl()
+        .args(["logs", "-n", namespace, pod, "-c", container])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
+}
+
+/// The state of the pod's first init container (`{"running": …}`, `{"terminated": …}`, …).
+pub async fn init_state(client: &kube::Client, namespace: &str, pod: &str) -> Value {
+    let pod = Api::<Pod>::namespaced(client.clone(), namespace)
+        .get(pod)
+        .await
+        .unwrap();
+    let status = serde_json::to_value(pod.status).unwrap();
+    status["initContainerStatuses"][0]["state"].clone()
+}

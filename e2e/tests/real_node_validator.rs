@@ -1,0 +1,208 @@
+//! On the real node (`cargo xtask cluster up --real-node`), labelled as a GPU node but with no
+//! GPU and no driver: the operator (a host process) deploys the validator DaemonSet from our
+//! image; its pod starts under the real kubelet, its `driver-validation` init container runs our
+//! validator, which finds no driver and says so — in a Node condition and, summed up by the
+//! operator, in the ClusterPolicy's `NodesValidated` naming this node. The node status exporter's
+//! pod answers `/metrics` from inside the pod with NVIDIA's `gpu_operator_node_*` gauges.
+#![cfg(feature = "real-node")]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "real_node/support.rs"]
+#[allow(dead_code, reason = "shared with the barrier tests")]
+mod support;
+
+use std::time::Duration;
+
+use gpu_operator_api::{
+    ClusterPolicy, conditions::NODES_VALIDATED, conditions::node as cond, validator::reason,
+};
+use gpu_operator_e2e::{
+    chart::{operator_kubeconfig, remove_operator_rbac},
+    crd::ensure_crd,
+    kubectl,
+    operator::{IMAGES, Operator},
+    real_node::{NODE_NAME, TAINT, our_image},
+};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::{
+    Api,
+    api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
+};
+use serde_json::json;
+use support::TestNamespace;
+
+/// NFD's label for an NVIDIA PCI device: what makes the operator treat a node as a GPU node.
+const NFD_NVIDIA: &str = "feature.node.kubernetes.io/pci-10de.present";
+
+async fn label_gpu_node(nodes: &Api<Node>, value: Option<&str>) {
+    let patch = json!({"metadata": {"labels": {NFD_NVIDIA: value}}});
+    nodes
+        .patch(NODE_NAME, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+}
+
+/// The running pod of a DaemonSet (by its `app` label) on the real node.
+async fn pod_on_real_node(pods: &Api<Pod>, app: &str) -> Option<Pod> {
+    let list = pods
+        .list(&ListParams::default().labels(&format!("app={app}")))
+        .await
+        .ok()?;
+    list.items
+        .into_iter()
+        .find(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(NODE_NAME))
+}
+
+#[tokio::test]
+#[allow(clippy::too_many_lines, reason = "one scenario, step by step")]
+async fn the_validator_pod_reports_no_driver_and_the_exporter_answers_on_the_real_node() {
+    ensure_crd().await.unwrap();
+    let ns = TestNamespace::new("gpu-operator-real").await;
+    let client = ns.client.clone();
+    let dir = std::env::temp_dir().join(&ns.name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (kubeconfig, _) = operator_kubeconfig(&client, &ns.name, &ns.name, &dir)
+        .await
+        .unwrap();
+    let image = our_image();
+    let mut env: Vec<(&str, &str)> = IMAGES
+        .iter()
+        .copied()
+        .filter(|(k, _)| *k != "VALIDATOR_IMAGE")
+        .collect();
+    env.push(("VALIDATOR_IMAGE", &image));
+    let operator = Operator::start(&kubeconfig, &ns.name, &env, &dir.join("operator.log")).unwrap();
+
+    let (repository, rest) = image.rsplit_once('/').unwrap();
+    let (name, version) = rest.split_once(':').unwrap();
+    let ours = json!({"repository": repository, "image": name, "version": version,
+        "imagePullPolicy": "Never"});
+    let mut policy = serde_json::to_value(ClusterPolicy::new(
+        &ns.name,
+        gpu_operator_api::ClusterPolicySpec::default(),
+    ))
+    .unwrap();
+    let spec = &mut policy["spec"];
+    spec["daemonsets"]["tolerations"] = json!([{"key": TAINT.0, "operator": "Exists"}]);
+    // A preinstalled driver is expected (there is none); no toolkit to install.
+    spec["driver"]["enabled"] = false.into();
+    spec["toolkit"]["enabled"] = false.into();
+    spec["validator"] = ours;
+    spec["nodeStatusExporter"] = json!({"enabled": true, "repository": repository,
+        "image": name, "version": version, "imagePullPolicy": "Never"});
+    let policy: ClusterPolicy = serde_json::from_value(policy).unwrap();
+    let policies: Api<ClusterPolicy> = Api::all(client.clone());
+    policies
+        .create(&PostParams::default(), &policy)
+        .await
+        .unwrap();
+    let nodes: Api<Node> = Api::all(client.clone());
+    label_gpu_node(&nodes, Some("true")).await;
+
+    // The validator's pod starts on the real node, and its driver check really runs.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns.name);
+    let expected_reason = reason::DRIVER_NOT_FOUND;
+    let condition = ns
+        .wait(
+            "the real node's GPUDriverReady condition",
+            Duration::from_secs(240),
+            || async {
+                let node = nodes.get(NODE_NAME).await?;
+                let found = node
+                    .status
+                    .and_then(|s| s.conditions)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .find(|c| c.type_ == cond::GPU_DRIVER_READY && c.status == "False");
+                Ok(found)
+            },
+        )
+        .await;
+    assert_eq!(
+        condition.reason.as_deref(),
+        Some(expected_reason),
+        "{condition:?}"
+    );
+    let validator = pod_on_real_node(&pods, "nvidia-operator-validator")
+        .await
+        .unwrap();
+    let validator_name = validator.metadata.name.clone().unwrap();
+    let logs = kubectl()
+        .args([
+            "logs",
+            "-n",
+            &ns.name,
+            &validator_name,
+            "-c",
+            "driver-validation",
+        ])
+        .output()
+        .unwrap();
+    let logs = String::from_utf8_lossy(&logs.stdout).into_owned();
+    assert!(!logs.is_empty(), "the driver check printed nothing");
+
+    // The operator names the node and the reason in the ClusterPolicy.
+    let named = format!("{NODE_NAME} (driver: {expected_reason})");
+    let message = ns
+        .wait(
+            "NodesValidated to name the real node",
+            Duration::from_secs(120),
+            || async {
+                let policy = policies.get(&ns.name).await?;
+                let message = policy
+                    .status
+                    .and_then(|s| s.conditions)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .find(|c| c.type_ == NODES_VALIDATED)
+                    .map(|c| c.message)
+                    .unwrap_or_default();
+                Ok(message.contains(&named).then_some(message))
+            },
+        )
+        .await;
+    assert!(message.contains(&named), "{message}");
+
+    // The node status exporter answers from inside its pod, with NVIDIA's gauges.
+    let metrics = ns
+        .wait(
+            "the node status exporter's /metrics",
+            Duration::from_secs(180),
+            || async {
+                let Some(pod) = pod_on_real_node(&pods, "nvidia-node-status-exporter").await else {
+                    return Ok(None);
+                };
+                let output = kubectl()
+                    .args(["exec", "-n", &ns.name, &pod.metadata.name.unwrap(), "--"])
+                    .args(["busybox", "wget", "-qO-", "http://127.0.0.1:8000/metrics"])
+                    .output()?;
+                let text = String::from_utf8_lossy(&output.stdout).into_owned();
+                Ok(text
+                    .contains("gpu_operator_node_driver_ready")
+                    .then_some(text))
+            },
+        )
+        .await;
+    let driver_ready = format!("gpu_operator_node_driver_ready{{node=\"{NODE_NAME}\"}} 0");
+    assert!(metrics.contains(&driver_ready), "{metrics}");
+
+    // Nothing crash-loops without saying why: no container of the validator restarted.
+    let validator = pods.get(&validator_name).await.unwrap();
+    let restarts: i32 = validator
+        .status
+        .and_then(|s| s.container_statuses)
+        .unwrap_or_default()
+        .iter()
+        .map(|c| c.restart_count)
+        .sum();
+    assert_eq!(restarts, 0, "{}", ns.describe());
+
+    label_gpu_node(&nodes, None).await;
+    operator.stop().unwrap();
+    policies
+        .delete(&ns.name, &DeleteParams::default())
+        .await
+        .unwrap();
+    remove_operator_rbac(&ns.name);
+    ns.delete().await;
+}
