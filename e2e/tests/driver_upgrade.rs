@@ -117,6 +117,10 @@ async fn wait_message(env: &Env, name: &str, what: &str, needles: &[&str], opera
 }
 
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one upgrade scenario, step by step, each step asserting what the issue asks"
+)]
 async fn a_driver_upgrade_rolls_through_the_fleet_within_the_policy() {
     let env = setup().await;
     let mut world = World::new(&env, 8).await;

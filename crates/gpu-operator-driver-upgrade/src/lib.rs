@@ -19,5 +19,7 @@ pub mod selector;
 pub mod state;
 mod transitions;
 pub mod view;
+#[cfg(test)]
+mod view_tests;
 
 pub use reconcile::{NAME, controller};

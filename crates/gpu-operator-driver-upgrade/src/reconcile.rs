@@ -121,9 +121,7 @@ pub fn controller(
             return;
         };
         let node_changes = throttle(
-            changes(node_changes, |n, h| {
-                (n.labels(), n.annotations(), n.unschedulable, n.ready).hash(h);
-            }),
+            changes(node_changes, |n, h| n.hash_what_upgrades_read(h)),
             BURST_PERIOD,
         );
         let pod_changes = throttle(pod_changes, BURST_PERIOD);
@@ -258,7 +256,16 @@ async fn write_condition(
 ) -> Result<Action, Error> {
     let deferred = match status_write::write_gated(ctx, policy, NAME, desired).await? {
         Outcome::Deferred(after) => Some(after),
-        Outcome::Current | Outcome::Written => None,
+        Outcome::Written => {
+            tracing::debug!(
+                reconciler = NAME,
+                reason = %desired.reason,
+                message = %desired.message,
+                "condition written"
+            );
+            None
+        }
+        Outcome::Current => None,
     };
     Ok(match recheck.into_iter().chain(deferred).min() {
         Some(after) => Action::requeue(after.max(Duration::from_secs(1))),

@@ -83,6 +83,22 @@ impl From<Node> for UpgradeNode {
     }
 }
 
+impl UpgradeNode {
+    /// Feeds what the state machine reads of the node to `hasher`: the upgrade labels and
+    /// annotations (the only ones the cache keeps), the cordon and readiness. A pass is woken only
+    /// when this changes, so the labels NFD, GFD or autoscalers keep changing wake nothing.
+    pub fn hash_what_upgrades_read(&self, hasher: &mut impl std::hash::Hasher) {
+        use std::hash::Hash as _;
+        (
+            &self.metadata.labels,
+            &self.metadata.annotations,
+            self.unschedulable,
+            self.ready,
+        )
+            .hash(hasher);
+    }
+}
+
 impl kube::Resource for UpgradeNode {
     type DynamicType = ();
     type Scope = k8s_openapi::ClusterResourceScope;

@@ -28,10 +28,10 @@ use serde_json::{Value, json};
 
 use crate::digest;
 
-/// The label the DaemonSet controller puts on its pods: the DaemonSet's generation at creation.
 /// Where the API server mounts a pod's ServiceAccount token.
 const SERVICE_ACCOUNT_MOUNT: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
+/// The label the DaemonSet controller puts on its pods: the DaemonSet's generation at creation.
 pub const TEMPLATE_GENERATION_LABEL: &str = "pod-template-generation";
 
 /// What the containers of a driver pod install, in a form that compares equal when the

@@ -125,8 +125,8 @@ fn precompiled_on_two_kernels_and_the_local_mixed_fleet() {
 /// defaults filled in) installs, so its pods are in sync (`e2e/fixtures/nvidia-v26.7.0`).
 #[test]
 fn nvidias_adopted_driver_pods_are_in_sync_with_our_render() {
-    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../e2e/fixtures/nvidia-v26.7.0");
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../e2e/fixtures/nvidia-v26.7.0");
     let read = |file: &str| std::fs::read_to_string(fixture.join(file)).unwrap();
     let policy: serde_yaml::Value = serde_yaml::from_str(&read("clusterpolicy.yaml")).unwrap();
     let spec: ClusterPolicySpec = serde_yaml::from_value(policy["spec"].clone()).unwrap();

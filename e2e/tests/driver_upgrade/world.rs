@@ -4,7 +4,7 @@
 //! for), and a recorder that watches every GPU node's upgrade state and cordon.
 
 use std::{
-    collections::BTreeMap,
+    collections::{BTreeMap, btree_map::Entry},
     sync::{Arc, Mutex},
 };
 
@@ -210,8 +210,8 @@ pub fn record(env: &Env, gpus: Vec<String>) -> (Arc<Mutex<Seen>>, tokio::task::J
                 .unwrap_or(false);
             let mut seen = into.lock().unwrap();
             // The first sight of a node (the initial list) is where it starts, not a move.
-            if !seen.current.contains_key(&name) {
-                seen.current.insert(name, (state, cordoned));
+            if let Entry::Vacant(first) = seen.current.entry(name.clone()) {
+                first.insert((state, cordoned));
                 continue;
             }
             let states = seen.states.entry(name.clone()).or_default();
