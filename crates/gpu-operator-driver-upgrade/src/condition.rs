@@ -171,15 +171,44 @@ impl Summary {
     }
 }
 
-/// The condition while automatic upgrades are off.
-pub fn disabled(current: usize, total: usize) -> Desired {
+/// Why the state machine moves no node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Off {
+    /// `driver.upgradePolicy.autoUpgrade` is off (NVIDIA's default when absent).
+    AutoUpgrade,
+    /// `driver.enabled` is false: the operator runs no driver pod.
+    DriverDisabled,
+    /// `sandboxWorkloads.enabled`: the driver is not upgraded by this state machine there.
+    Sandbox,
+    /// No driver DaemonSet exists (yet).
+    NoDaemonSet,
+}
+
+/// The condition while the state machine moves no node, for reason `why`.
+pub fn disabled(current: usize, total: usize, why: Off) -> Desired {
+    let (reason, because) = match why {
+        Off::AutoUpgrade => (
+            "AutoUpgradeDisabled",
+            "driver.upgradePolicy.autoUpgrade is off, so a node gets a new driver only when its \
+             driver pod is deleted",
+        ),
+        Off::DriverDisabled => (
+            "DriverDisabled",
+            "driver.enabled is false: the operator runs no driver, so there is none to upgrade",
+        ),
+        Off::Sandbox => (
+            "SandboxWorkloads",
+            "sandboxWorkloads.enabled is true: driver upgrades are not automated in sandbox mode",
+        ),
+        Off::NoDaemonSet => (
+            "NoDriverDaemonSet",
+            "no driver DaemonSet exists yet, so there is nothing to upgrade to",
+        ),
+    };
     Desired::ok(
         DRIVER_UPGRADE,
-        "AutoUpgradeDisabled",
-        format!(
-            "{current}/{total} GPU nodes on the current driver; driver.upgradePolicy.autoUpgrade is \
-             off, so a node gets a new driver only when its driver pod is deleted"
-        ),
+        reason,
+        format!("{current}/{total} GPU nodes on the current driver; {because}"),
     )
     .with_progress(current, total)
 }
@@ -269,5 +298,34 @@ mod tests {
         assert!(c.status);
         assert_eq!(c.reason, "NodesSkipped");
         assert!(c.message.contains("1 node(s) skipped"), "{}", c.message);
+    }
+
+    #[test]
+    fn a_policy_that_moves_no_node_says_why() {
+        for (why, reason, says) in [
+            (
+                Off::AutoUpgrade,
+                "AutoUpgradeDisabled",
+                "autoUpgrade is off",
+            ),
+            (
+                Off::DriverDisabled,
+                "DriverDisabled",
+                "driver.enabled is false",
+            ),
+            (Off::Sandbox, "SandboxWorkloads", "sandboxWorkloads.enabled"),
+            (Off::NoDaemonSet, "NoDriverDaemonSet", "no driver DaemonSet"),
+        ] {
+            let c = disabled(2, 6, why);
+            assert!(c.status);
+            assert_eq!(c.reason, reason);
+            assert!(
+                c.message
+                    .starts_with("2/6 GPU nodes on the current driver; ")
+                    && c.message.contains(says),
+                "{}",
+                c.message
+            );
+        }
     }
 }

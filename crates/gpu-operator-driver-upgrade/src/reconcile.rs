@@ -40,7 +40,7 @@ use kube::{
 
 use crate::{
     actions::{evict, patch_json, pods_on, publish, release},
-    condition::{self, Summary},
+    condition::{self, Off, Summary},
     facts::NodeFacts,
     in_flight::InFlight,
     plan::{self, POLL, Step, Wait},
@@ -197,13 +197,16 @@ async fn pass(policy: &ClusterPolicy, up: &Upgrades) -> Result<Action, Error> {
         other => {
             let facts = view::node_facts(&nodes, &pods, &templates, true);
             release(ctx, &facts).await?;
-            let managed: Vec<&NodeFacts> = facts.iter().filter(|n| n.driver.is_some()).collect();
-            let current = managed
+            let current = facts
                 .iter()
-                .filter(|n| n.driver.as_ref().is_some_and(|d| d.in_sync))
+                .filter(|n| {
+                    n.driver
+                        .as_ref()
+                        .is_some_and(|d| d.in_sync && !d.terminating)
+                })
                 .count();
             let summary = Summary {
-                total: managed.len(),
+                total: view::driver_nodes(&nodes, &facts),
                 current,
                 ..Summary::default()
             };
@@ -214,7 +217,18 @@ async fn pass(policy: &ClusterPolicy, up: &Upgrades) -> Result<Action, Error> {
                     "InvalidUpgradePolicy",
                     invalid.to_string(),
                 ),
-                Ok(_) => condition::disabled(current, managed.len()),
+                Ok(p) => {
+                    let why = if spec.driver.enabled == Some(false) {
+                        Off::DriverDisabled
+                    } else if sandbox {
+                        Off::Sandbox
+                    } else if !p.auto_upgrade {
+                        Off::AutoUpgrade
+                    } else {
+                        Off::NoDaemonSet
+                    };
+                    condition::disabled(current, summary.total, why)
+                }
             };
             return write_condition(ctx, policy, &desired, None).await;
         }
@@ -242,7 +256,8 @@ async fn pass(policy: &ClusterPolicy, up: &Upgrades) -> Result<Action, Error> {
         .buffered(CONCURRENCY)
         .try_collect()
         .await?;
-    let summary = Summary::of(&facts, &steps, available);
+    let mut summary = Summary::of(&facts, &steps, available);
+    summary.total = summary.total.max(view::driver_nodes(&nodes, &facts));
     ctx.metrics.set_driver_upgrades(&summary.gauges(true));
     let recheck = steps.iter().filter_map(|s| s.wait.as_ref()?.recheck).min();
     write_condition(ctx, policy, &summary.condition(now), recheck).await

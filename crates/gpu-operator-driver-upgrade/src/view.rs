@@ -1,5 +1,6 @@
 //! The state machine's facts from the cluster: a GPU node cache that keeps only what upgrades
-//! read ([`UpgradeNode`]: the upgrade labels and annotations, the cordon, the Ready condition), a
+//! read ([`UpgradeNode`]: the upgrade labels and annotations, the driver's deploy label, the
+//! cordon, the Ready condition), a
 //! cache of the driver and validator pods of the operator namespace ([`OperandPod`], each driver
 //! pod reduced to its install fingerprint), and, for nodes that evict or wait on pods, a list of
 //! the pods on that node.
@@ -27,6 +28,9 @@ use crate::{
 pub const DRIVER_APP: &str = gpu_operator_driver::DAEMONSET;
 /// The `app` label of the validator pods, whose readiness validates a node's new driver.
 pub const VALIDATOR_APP: &str = "nvidia-operator-validator";
+
+/// The node label that schedules the driver pod there (`true`), as the node labeller writes it.
+pub const DEPLOY_DRIVER: &str = "nvidia.com/gpu.deploy.driver";
 
 /// Node annotations the upgrade reads.
 const ANNOTATIONS: [&str; 6] = [
@@ -72,7 +76,11 @@ impl From<Node> for UpgradeNode {
                 resource_version: meta.resource_version,
                 labels: keep(
                     meta.labels,
-                    &[labels::DRIVER_UPGRADE_STATE, labels::DRIVER_UPGRADE_SKIP],
+                    &[
+                        labels::DRIVER_UPGRADE_STATE,
+                        labels::DRIVER_UPGRADE_SKIP,
+                        DEPLOY_DRIVER,
+                    ],
                 ),
                 annotations: keep(meta.annotations, &ANNOTATIONS),
                 ..ObjectMeta::default()
@@ -353,6 +361,25 @@ pub fn node_facts(
             })
         })
         .collect()
+}
+
+/// How many GPU nodes run a driver, or are to run one: labelled `nvidia.com/gpu.deploy.driver=true`
+/// (the driver DaemonSets select on it), or with a driver pod or an upgrade state in `facts`. The
+/// `N/M` of the `DriverUpgrade` condition: counted on nodes, not on driver pods, so it does not
+/// move while the pods of a rollout come and go, and a rollout's end crosses a progress step.
+pub fn driver_nodes(nodes: &[std::sync::Arc<UpgradeNode>], facts: &[NodeFacts]) -> usize {
+    let labelled = nodes.iter().filter_map(|n| {
+        let deploy = n.metadata.labels.as_ref()?.get(DEPLOY_DRIVER)?;
+        (deploy == "true").then_some(n.metadata.name.as_deref()?)
+    });
+    let running = facts
+        .iter()
+        .filter(|f| f.driver.is_some() || f.state.is_some())
+        .map(|f| f.name.as_str());
+    labelled
+        .chain(running)
+        .collect::<std::collections::BTreeSet<&str>>()
+        .len()
 }
 
 /// Whether any container of `pod` asks for an NVIDIA GPU or MIG device (NVIDIA's filter).

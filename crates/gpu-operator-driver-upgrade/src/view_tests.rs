@@ -65,3 +65,42 @@ fn a_pass_is_woken_by_the_upgrade_labels_annotations_and_cordon_and_by_nothing_e
         assert_ne!(hash, base, "{what} changed but would wake no pass");
     }
 }
+
+/// A GPU node named `name` with `labels`, as the upgrade cache holds it.
+fn cached(name: &str, labels: &serde_json::Value) -> std::sync::Arc<UpgradeNode> {
+    let node: Node =
+        serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap();
+    std::sync::Arc::new(UpgradeNode::from(node))
+}
+
+#[test]
+fn the_driver_node_count_is_of_nodes_not_of_the_driver_pods_that_came_up_so_far() {
+    use crate::facts::NodeFacts;
+    // By hand: what the node labeller writes on GPU nodes, and on one with a host driver.
+    let nodes = [
+        cached("a", &json!({"nvidia.com/gpu.deploy.driver": "true"})),
+        cached("b", &json!({"nvidia.com/gpu.deploy.driver": "true"})),
+        cached(
+            "c",
+            &json!({"nvidia.com/gpu.deploy.driver": "pre-installed"}),
+        ),
+        cached("d", &json!({})),
+    ];
+    let facts = |names: &[&str]| -> Vec<NodeFacts> {
+        names
+            .iter()
+            .map(|n| NodeFacts {
+                name: (*n).to_owned(),
+                state: Some(crate::state::UpgradeState::Done),
+                ..NodeFacts::default()
+            })
+            .collect()
+    };
+    // Before any driver pod, while they come up, and with one left on a node no longer labelled.
+    assert_eq!(crate::view::driver_nodes(&nodes, &[]), 2);
+    assert_eq!(crate::view::driver_nodes(&nodes, &facts(&["a"])), 2);
+    assert_eq!(
+        crate::view::driver_nodes(&nodes, &facts(&["a", "b", "d"])),
+        3
+    );
+}

@@ -102,7 +102,14 @@ pub async fn converge(
     )
     .await
     .unwrap_or_else(|e| panic!("{e}\n{}", operator.log_tail()));
-    wait_settled(env, name, Duration::from_secs(5)).await;
+    // Settled: nothing written for longer than the status write gate holds a message-only
+    // change, so one held from the rollout cannot land in the quiet window that follows.
+    wait_settled(
+        env,
+        name,
+        gpu_operator_core::write_gate::QUIET + Duration::from_secs(2),
+    )
+    .await;
     assert!(
         condition(
             &env.policies().get(name).await.unwrap(),
