@@ -121,7 +121,7 @@ pub fn controller(
             return;
         };
         let node_changes = throttle(
-            changes(node_changes, |n, h| n.hash_what_upgrades_read(h)),
+            changes(node_changes, UpgradeNode::hash_what_upgrades_read),
             BURST_PERIOD,
         );
         let pod_changes = throttle(pod_changes, BURST_PERIOD);
