@@ -261,6 +261,8 @@ pub struct Write {
     pub name: String,
     /// HTTP status of the response, such as 200 or 409 (0 when the log has none).
     pub code: u16,
+    /// The request's `fieldManager` parameter (who wrote, for server-side apply), if any.
+    pub field_manager: Option<String>,
 }
 
 /// The harness API server's audit log (beside the kubeconfig, in `logs/audit.log`).
@@ -372,15 +374,38 @@ fn writes_in_part(
                 .as_u64()
                 .and_then(|c| u16::try_from(c).ok())
                 .unwrap_or_default(),
+            field_manager: event["requestURI"].as_str().and_then(field_manager_of),
         };
         writes.push((at, write));
     }
     Ok(())
 }
 
+/// The `fieldManager` query parameter of a request URI.
+fn field_manager_of(uri: &str) -> Option<String> {
+    let (_, query) = uri.split_once('?')?;
+    query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("fieldManager="))
+        .map(|name| name.replace("%2F", "/").replace("%2f", "/"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_field_manager_is_read_from_the_request_uri() {
+        assert_eq!(
+            field_manager_of(
+                "/apis/nvidia.com/v1/clusterpolicies/p/status?fieldManager=gpu-operator%2Fstatus&force=true"
+            )
+            .as_deref(),
+            Some("gpu-operator/status")
+        );
+        assert_eq!(field_manager_of("/api/v1/nodes/n?force=true"), None);
+        assert_eq!(field_manager_of("/api/v1/nodes/n"), None);
+    }
 
     fn entry(user: &str, at: &str, name: &str) -> String {
         json!({

@@ -43,6 +43,10 @@ pub struct Args {
     /// Extra environment for the operator, such as `MALLOC_ARENA_MAX=2` (repeatable).
     #[arg(long = "operator-env", value_name = "KEY=VALUE", value_parser = parse_env)]
     pub operator_env: Vec<(String, String)>,
+    /// Our operator's `--log-level`, such as `info,gpu_operator_core=debug` to see each
+    /// reconcile's phases in its log beside the report.
+    #[arg(long, value_name = "FILTER", default_value = "info")]
+    pub operator_log_level: String,
     /// Where the report goes (default: `target/bench/`).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -152,6 +156,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let ours = Column {
         binary: binary.clone(),
         env: args.operator_env.clone(),
+        log_level: args.operator_log_level.clone(),
         args: None,
         account: OURS,
         crds: Vec::new(),
@@ -164,6 +169,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         revision: binary_revision(&binary),
         binary,
         env: args.against_env.clone(),
+        log_level: "info".to_owned(),
         args: args
             .against_args
             .as_ref()
@@ -207,6 +213,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 struct Column {
     binary: PathBuf,
     env: Vec<(String, String)>,
+    log_level: String,
     args: Option<Vec<String>>,
     account: &'static str,
     crds: Vec<PathBuf>,
@@ -248,6 +255,7 @@ impl Column {
                     ready_timeout: ready_timeout(nodes),
                     dir: self.dir.join(format!("{nodes}-nodes")),
                     env: self.env.clone(),
+                    log_level: self.log_level.clone(),
                     args: self.args.clone(),
                     account: self.account.to_owned(),
                     crds: self.crds.clone(),

@@ -4,13 +4,21 @@
 //! bursts only while pods roll out — DaemonSet status updates, node label changes — pass through
 //! [`throttle`], so thousands of them wake an operand at most once per period, the first at once
 //! and the last of a burst at the period's end. ClusterPolicy and ConfigMap changes (what a user
-//! edits) are never throttled.
+//! edits) are never throttled, and a reconcile whose ClusterPolicy got a newer spec while it ran
+//! can drop its remaining work (see [`overtaken`]) so the follow-up starts at once.
 
 use std::time::Duration;
 
 use futures::{Stream, StreamExt as _, stream};
-use kube::runtime::controller;
-use tokio::time::{Instant, sleep_until};
+use gpu_operator_api::ClusterPolicy;
+use kube::runtime::{
+    controller,
+    reflector::{ObjectRef, Store},
+};
+use tokio::{
+    sync::Notify,
+    time::{Instant, sleep_until},
+};
 
 /// How often at most a throttled trigger stream wakes a reconciler during a burst.
 pub const BURST_PERIOD: Duration = Duration::from_millis(500);
@@ -69,6 +77,27 @@ where
             }
         }
     })
+}
+
+/// Resolves once the cache `policies` no longer holds `policy` at its generation: a newer spec
+/// arrived (or the object went away), so a reconcile of it follows. `events` is woken after each
+/// ClusterPolicy event reached the cache.
+pub async fn overtaken(policies: &Store<ClusterPolicy>, events: &Notify, policy: &ClusterPolicy) {
+    let key = ObjectRef::from_obj(policy);
+    loop {
+        let event = events.notified();
+        let mut event = std::pin::pin!(event);
+        // Registered before the cache is read, so an event in between still wakes this.
+        event.as_mut().enable();
+        let moved = policies.get(&key).is_none_or(|cached| {
+            cached.metadata.generation != policy.metadata.generation
+                || cached.metadata.uid != policy.metadata.uid
+        });
+        if moved {
+            return;
+        }
+        event.await;
+    }
 }
 
 #[cfg(test)]
@@ -194,6 +223,47 @@ mod tests {
             log[0].1 - sent_at < Duration::from_millis(5),
             "the first reconcile starts without waiting out a quiet period: {:?}",
             log[0].1 - sent_at
+        );
+    }
+
+    fn cluster_policy(generation: i64, status: &str) -> ClusterPolicy {
+        let mut p = ClusterPolicy::new("p", gpu_operator_api::ClusterPolicySpec::default());
+        p.metadata.uid = Some("u".to_owned());
+        p.metadata.generation = Some(generation);
+        p.metadata.resource_version = Some(status.to_owned());
+        p
+    }
+
+    #[tokio::test]
+    async fn a_reconcile_is_overtaken_by_a_newer_spec_not_by_a_status_write() {
+        let mut writer = Writer::<ClusterPolicy>::default();
+        writer.apply_watcher_event(&Event::Apply(cluster_policy(1, "a")));
+        let cache = writer.as_reader();
+        let events = Notify::new();
+        let reconciled = cluster_policy(1, "a");
+        let overtaken = overtaken(&cache, &events, &reconciled);
+        let mut overtaken = std::pin::pin!(overtaken);
+        assert!(
+            futures::poll!(overtaken.as_mut()).is_pending(),
+            "the cache holds the reconciled generation"
+        );
+        // A status write: same generation.
+        writer.apply_watcher_event(&Event::Apply(cluster_policy(1, "b")));
+        events.notify_waiters();
+        assert!(futures::poll!(overtaken.as_mut()).is_pending());
+        // The marker: a spec change.
+        writer.apply_watcher_event(&Event::Apply(cluster_policy(2, "c")));
+        events.notify_waiters();
+        assert!(futures::poll!(overtaken.as_mut()).is_ready());
+        // Gone from the cache counts too; and it resolves at once when the cache is already ahead.
+        let deleted = Writer::<ClusterPolicy>::default().as_reader();
+        assert!(
+            futures::poll!(std::pin::pin!(super::overtaken(
+                &deleted,
+                &events,
+                &reconciled
+            )))
+            .is_ready()
         );
     }
 }

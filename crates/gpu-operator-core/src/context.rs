@@ -96,8 +96,15 @@ impl Context {
         }
     }
 
-    /// The facts of the caches right now.
+    /// The facts of the caches right now. The pass over the node caches runs once per change of
+    /// what it reads (see [`crate::facts_memo`]), not once per reconcile.
     pub fn facts(&self) -> ClusterFacts {
+        let (nodes, _) = self.stores.node_facts.get(|| {
+            ClusterFacts::from_nodes(
+                self.stores.nodes.state().iter().map(AsRef::as_ref),
+                self.stores.node_runtimes.state().iter().map(AsRef::as_ref),
+            )
+        });
         ClusterFacts {
             service_monitor_crd: crate::service_monitor::crd_installed(&self.stores),
             prometheus_rule_crd: crate::prometheus_rule::crd_installed(&self.stores),
@@ -113,10 +120,7 @@ impl Context {
                     )
                 })
                 .collect(),
-            ..ClusterFacts::from_nodes(
-                self.stores.nodes.state().iter().map(AsRef::as_ref),
-                self.stores.node_runtimes.state().iter().map(AsRef::as_ref),
-            )
+            ..ClusterFacts::clone(&nodes)
         }
     }
 

@@ -3,7 +3,8 @@
 //! woken by node label changes and GPU-node runtime changes (not by the status heartbeats of
 //! thousands of nodes), by a change of the data of a user's ConfigMap in the operator namespace
 //! (one the ClusterPolicy may name) and when the ServiceMonitor CRD comes or goes. A reconcile
-//! starts on the first event; see [`crate::coalesce`] for how bursts are merged.
+//! starts on the first event; see [`crate::coalesce`] for how bursts are merged. Every trigger
+//! names the ClusterPolicy by the same key, so one operand never runs two reconciles at once.
 
 use std::{
     collections::HashMap,
@@ -66,15 +67,18 @@ pub fn run_operand<O: Operand>(
     let nodes = throttle(label_changes(subs.nodes), BURST_PERIOD);
     Controller::for_shared_stream(policy_events, policies.clone())
         .with_config(coalesce::config())
-        .owns_shared_stream(of_component(subs.service_accounts, O::NAME))
-        .owns_shared_stream(of_component(subs.roles, O::NAME))
-        .owns_shared_stream(of_component(subs.role_bindings, O::NAME))
-        .owns_shared_stream(of_component(subs.cluster_roles, O::NAME))
-        .owns_shared_stream(of_component(subs.cluster_role_bindings, O::NAME))
-        .owns_shared_stream(of_component(subs.config_maps, O::NAME))
-        .owns_shared_stream(of_component(subs.services, O::NAME))
-        .owns_shared_stream(of_component(subs.runtime_classes, O::NAME))
-        .owns_shared_stream(daemonsets)
+        .watches_shared_stream(of_component(subs.service_accounts, O::NAME), owner_policy)
+        .watches_shared_stream(of_component(subs.roles, O::NAME), owner_policy)
+        .watches_shared_stream(of_component(subs.role_bindings, O::NAME), owner_policy)
+        .watches_shared_stream(of_component(subs.cluster_roles, O::NAME), owner_policy)
+        .watches_shared_stream(
+            of_component(subs.cluster_role_bindings, O::NAME),
+            owner_policy,
+        )
+        .watches_shared_stream(of_component(subs.config_maps, O::NAME), owner_policy)
+        .watches_shared_stream(of_component(subs.services, O::NAME), owner_policy)
+        .watches_shared_stream(of_component(subs.runtime_classes, O::NAME), owner_policy)
+        .watches_shared_stream(daemonsets, owner_policy)
         .watches_shared_stream(nodes, move |_| active_ref(&policies))
         .watches_shared_stream(runtimes, move |_| active_ref(&runtime_policies))
         .watches_shared_stream(user_configs, move |_| active_ref(&config_policies))
@@ -110,6 +114,24 @@ pub fn run_status(
             ctx,
         )
         .for_each(|result| log(policy_status::NAME, result))
+}
+
+/// The ClusterPolicy that owns `object`, keyed as the ClusterPolicy's own events are: by name,
+/// with no namespace. (kube's `owns` keys the owner with the child's namespace, so a DaemonSet's
+/// event and the ClusterPolicy's own were two keys, and two reconciles of one operand ran at
+/// once: each applied and wrote the same change.)
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "the mapper signature of watches_shared_stream"
+)]
+fn owner_policy<K: kube::Resource>(object: Arc<K>) -> Option<ObjectRef<ClusterPolicy>> {
+    let kind = <ClusterPolicy as kube::Resource>::kind(&());
+    let api_version = <ClusterPolicy as kube::Resource>::api_version(&());
+    object
+        .owner_references()
+        .iter()
+        .find(|owner| owner.kind == kind && owner.api_version == api_version)
+        .map(|owner| ObjectRef::new(&owner.name))
 }
 
 /// The active ClusterPolicy, as the one object a node change concerns.
@@ -237,4 +259,41 @@ fn log<T: std::fmt::Debug, E: std::fmt::Display>(
         Err(error) => tracing::warn!(reconciler, %error, "reconcile failed"),
     }
     std::future::ready(())
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::{
+        api::{apps::v1::DaemonSet, core::v1::ConfigMap},
+        apimachinery::pkg::apis::meta::v1::OwnerReference,
+    };
+
+    use super::*;
+
+    #[test]
+    fn a_childs_event_names_its_cluster_policy_by_the_policys_own_key() {
+        let mut policy = ClusterPolicy::new(
+            "cluster-policy",
+            gpu_operator_api::ClusterPolicySpec::default(),
+        );
+        policy.metadata.uid = Some("u".to_owned());
+        let mut ds = DaemonSet::default();
+        ds.metadata.name = Some("nvidia-device-plugin-daemonset".to_owned());
+        ds.metadata.namespace = Some("gpu-operator".to_owned());
+        ds.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "nvidia.com/v1".to_owned(),
+            kind: "ClusterPolicy".to_owned(),
+            name: "cluster-policy".to_owned(),
+            uid: "u".to_owned(),
+            ..OwnerReference::default()
+        }]);
+        assert_eq!(
+            owner_policy(Arc::new(ds)),
+            Some(ObjectRef::from_obj(&policy)),
+            "no namespace: the same key as the ClusterPolicy's own events"
+        );
+        let mut user = ConfigMap::default();
+        user.metadata.namespace = Some("gpu-operator".to_owned());
+        assert_eq!(owner_policy(Arc::new(user)), None, "not ours");
+    }
 }

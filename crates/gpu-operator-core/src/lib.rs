@@ -17,6 +17,7 @@ pub mod digest;
 pub mod error;
 pub mod exposition;
 pub mod facts;
+pub mod facts_memo;
 pub mod fixtures;
 pub mod host_paths;
 pub mod image;

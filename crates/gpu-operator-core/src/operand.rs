@@ -22,7 +22,7 @@ use kube::{
 
 pub use crate::children::Children;
 use crate::{
-    Context, Error, active, children,
+    Context, Error, active, children, coalesce,
     facts::ClusterFacts,
     status_write::{self, Desired, Outcome},
 };
@@ -320,6 +320,7 @@ async fn reconcile_once<O: Operand>(
     };
     let (children, state, unserved, mut warnings) = plan::<O>(&policy.spec, &cluster)?;
     warnings.extend(crate::deprecated::warnings(O::SECTION, &policy.spec));
+    let started = Instant::now();
     let written = children::apply_all(ctx, policy, O::NAME, &children, O::SERVICE_MONITORS).await?;
     ctx.sweeps.applied(O::CONDITION, policy);
     if !children.service_monitors.is_empty() && !facts.service_monitor_crd {
@@ -328,11 +329,6 @@ async fn reconcile_once<O: Operand>(
     if !children.prometheus_rules.is_empty() && !facts.prometheus_rule_crd {
         warnings.push(Warning::prometheus_rule_crd_missing(O::SECTION));
     }
-    let desired = match state {
-        Some(state) => state,
-        None => crate::rollout_condition::rollout_condition::<O>(ctx, &children, unserved).await?,
-    };
-    let desired = with_warnings(desired, &warnings);
     if written > 0 {
         publish(
             ctx,
@@ -343,6 +339,47 @@ async fn reconcile_once<O: Operand>(
         )
         .await;
     }
+    let applied = started.elapsed();
+    // The condition lists pods and writes the status: when a newer spec arrives meanwhile, that
+    // work is for a generation already gone, and the new spec's apply would wait for it. It is
+    // dropped and the controller's follow-up reconcile (queued by that very change) starts now.
+    let report = report::<O>(ctx, policy, &children, state, unserved, &warnings);
+    let outcome = tokio::select! {
+        biased;
+        () = coalesce::overtaken(&ctx.stores.policies, &ctx.stores.policy_events, policy) => None,
+        outcome = report => Some(outcome?),
+    };
+    tracing::debug!(
+        reconciler = O::NAME,
+        generation = policy.metadata.generation,
+        apply_ms = applied.as_millis(),
+        status_ms = started.elapsed().saturating_sub(applied).as_millis(),
+        written,
+        ?outcome,
+        "reconcile phases"
+    );
+    Ok(match outcome {
+        None => Action::requeue(Duration::ZERO),
+        Some(Outcome::Deferred(after)) => Action::requeue(after),
+        Some(Outcome::Current | Outcome::Written) => Action::requeue(RESYNC),
+    })
+}
+
+/// The operand's condition after an apply: `state` when the plan decided it, else the rollout
+/// of `children`; written (gated), with the first sighting of each warning as an Event.
+async fn report<O: Operand>(
+    ctx: &Context,
+    policy: &ClusterPolicy,
+    children: &Children,
+    state: Option<Desired>,
+    unserved: Option<String>,
+    warnings: &[Warning],
+) -> Result<Outcome, Error> {
+    let desired = match state {
+        Some(state) => state,
+        None => crate::rollout_condition::rollout_condition::<O>(ctx, children, unserved).await?,
+    };
+    let desired = with_warnings(desired, warnings);
     let live_message = policy
         .status
         .as_ref()
@@ -371,10 +408,7 @@ async fn reconcile_once<O: Operand>(
             .await;
         }
     }
-    Ok(match outcome {
-        Outcome::Deferred(after) => Action::requeue(after),
-        Outcome::Current | Outcome::Written => Action::requeue(RESYNC),
-    })
+    Ok(outcome)
 }
 
 async fn publish(

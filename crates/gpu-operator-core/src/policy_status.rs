@@ -25,7 +25,7 @@ use crate::{
     conditions::{self, Desired},
     facts::ClusterFacts,
     metrics::ReconciliationStatus,
-    write_gate::Decision,
+    write_gate::{Decision, Move},
 };
 
 /// Name of this reconciler (field manager suffix, metric label).
@@ -84,8 +84,10 @@ pub fn summarize(
                 waiting.push(format!("{operand} (not yet reconciled)"));
             }
             Some(c) if c.status == "True" => {}
+            // By reason only: the counts and nodes are in the operand's own condition, and the
+            // overall status would otherwise move (and be rewritten) with every count.
             Some(c) if PROGRESS_REASONS.contains(&c.reason.as_str()) => {
-                waiting.push(format!("{operand}: {}", c.message));
+                waiting.push(format!("{operand} ({})", c.reason));
             }
             Some(c) => failed.push(format!("{operand}: {}", c.message)),
             None => waiting.push(format!("{operand} (not yet reconciled)")),
@@ -213,13 +215,22 @@ async fn write(
         return Ok(None);
     }
     let catching_up = summary.catching_up && live_status.state == State::Ready;
-    let moved = policy.status.is_none()
-        || live_status.namespace.as_deref() != Some(ctx.namespace.as_str())
+    // No status yet (the operands wait for one) and becoming ready are written at once.
+    let moved = if policy.status.is_none()
+        || (summary.state == State::Ready && live_status.state != State::Ready)
+    {
+        Move::Ready
+    } else if live_status.namespace.as_deref() != Some(ctx.namespace.as_str())
         || (!catching_up
             && (live_status.state != summary.state
                 || wanted
                     .iter()
-                    .any(|d| conditions::moved(&live, d, generation))));
+                    .any(|d| conditions::moved(&live, d, generation))))
+    {
+        Move::Other
+    } else {
+        Move::None
+    };
     let detail = format!("{:?} {}", summary.state, summary.ready.message);
     if let Decision::Wait(after) =
         ctx.status_gate
@@ -317,11 +328,29 @@ mod tests {
         assert_eq!(s.state, State::NotReady);
         assert_eq!(s.ready.reason, reason::OPERAND_NOT_READY);
         assert!(
-            s.ready.message.contains("DevicePluginReady: ready on 1/3")
+            s.ready.message.contains("DevicePluginReady (NotReady)")
                 && s.ready.message.contains("ValidatorReady (not yet"),
             "{}",
             s.ready.message
         );
+        // The rollout moves on: the overall message stays (nothing to rewrite).
+        let later = policy(
+            "a",
+            1,
+            vec![cond(
+                "DevicePluginReady",
+                "False",
+                "NotReady",
+                "ready on 2/3 GPU nodes",
+            )],
+        );
+        let s2 = summarize(
+            &later,
+            std::slice::from_ref(&later),
+            &facts(3, true),
+            &OPERANDS,
+        );
+        assert_eq!(s2.ready.message, s.ready.message);
     }
 
     #[test]

@@ -14,7 +14,12 @@ use kube::{
 use serde_json::json;
 
 pub use crate::conditions::Desired;
-use crate::{Context, Error, apply::FIELD_MANAGER_PREFIX, conditions, write_gate::Decision};
+use crate::{
+    Context, Error,
+    apply::FIELD_MANAGER_PREFIX,
+    conditions,
+    write_gate::{Decision, Move},
+};
 
 /// What [`write_gated`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,8 +52,9 @@ pub async fn write(
     Ok(true)
 }
 
-/// Like [`write`], but a change that moves neither the status, the reason, the acknowledged
-/// generation nor the progress step waits until it held still (see [`crate::write_gate`]).
+/// Like [`write`], but gated (see [`crate::write_gate`]): a condition becoming `True` is written
+/// at once, another move of its status, reason, acknowledged generation or progress step after
+/// its burst, a change of the message alone once it held still.
 pub async fn write_gated(
     ctx: &Context,
     policy: &ClusterPolicy,
@@ -65,7 +71,17 @@ pub async fn write_gated(
         ctx.status_gate.written(&key, desired.step);
         return Ok(Outcome::Current);
     }
-    let moved = conditions::moved(live, desired, generation);
+    let becomes_true = desired.status
+        && !live
+            .iter()
+            .any(|c| c.type_ == desired.type_ && c.status == "True");
+    let moved = if becomes_true {
+        Move::Ready
+    } else if conditions::moved(live, desired, generation) {
+        Move::Other
+    } else {
+        Move::None
+    };
     match ctx
         .status_gate
         .decide(&key, moved, desired.step, &desired.message, Instant::now())

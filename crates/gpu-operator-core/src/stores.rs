@@ -8,7 +8,7 @@
 //! CustomResourceDefinition each for the Prometheus Operator's ServiceMonitor and PrometheusRule,
 //! whose presence decides whether those can be created.
 
-use std::{fmt::Debug, future::Future, hash::Hash, pin::Pin};
+use std::{fmt::Debug, future::Future, hash::Hash, pin::Pin, sync::Arc};
 
 use futures::{StreamExt as _, stream::BoxStream};
 use gpu_operator_api::{ClusterPolicy, labels};
@@ -26,14 +26,19 @@ use kube::{
     core::PartialObjectMeta,
     runtime::{
         WatchStreamExt as _,
-        reflector::{self, ReflectHandle, Store},
+        reflector::{self, ObjectRef, ReflectHandle, Store},
         watcher,
     },
 };
 use serde::de::DeserializeOwned;
+use tokio::sync::Notify;
 
 use crate::{
-    meta, node_meta::NodeMeta, node_runtime::NodeRuntime, prometheus_rule, service_monitor,
+    facts_memo::{self, FactsMemo},
+    meta,
+    node_meta::NodeMeta,
+    node_runtime::NodeRuntime,
+    prometheus_rule, service_monitor,
 };
 
 /// Declares the cached kinds once: the caches, their change streams and the readiness wait.
@@ -43,6 +48,12 @@ macro_rules! kinds {
         #[derive(Clone)]
         pub struct Stores {
             $(#[doc = concat!("Cache of `", stringify!($kind), "`.")] pub $field: Store<$kind>,)*
+            /// The cluster facts of the node caches, kept until their nodes change (see
+            /// [`crate::facts_memo`]).
+            pub node_facts: Arc<FactsMemo>,
+            /// Woken after every ClusterPolicy event reached the cache and the controllers, so a
+            /// reconcile can tell when a newer spec overtook it.
+            pub policy_events: Arc<Notify>,
         }
 
         /// Change streams of the shared caches, to trigger controllers.
@@ -85,6 +96,7 @@ pub type Driver = Pin<Box<dyn Future<Output = ()> + Send>>;
 const BUFFER: usize = 1024;
 
 /// Starts the shared reflectors (lazily: they run once the returned driver is polled).
+#[expect(clippy::too_many_lines, reason = "one reflector per kind, in order")]
 pub fn start(
     client: &Client,
     namespace: &str,
@@ -94,14 +106,26 @@ pub fn start(
     let gpu_nodes = watcher::Config::default().labels(&format!("{}=true", labels::GPU_PRESENT));
     let (c, ns) = (client, namespace);
     let mut r = Reflectors::default();
-    let (policies, policies_sub) = r.reflect(
+    let node_facts = Arc::new(FactsMemo::default());
+    let policy_events = Arc::new(Notify::new());
+    let (policies, policies_sub) = r.reflect_tapped(
         Api::<ClusterPolicy>::all(c.clone()),
         &everything,
         strip_managed_fields,
+        Tap::Notify(policy_events.clone()),
     )?;
-    let (nodes, nodes_sub) = r.reflect(Api::<NodeMeta>::all(c.clone()), &everything, |_| {})?;
-    let (node_runtimes, node_runtimes_sub) =
-        r.reflect(Api::<NodeRuntime>::all(c.clone()), &gpu_nodes, |_| {})?;
+    let (nodes, nodes_sub) = r.reflect_tapped(
+        Api::<NodeMeta>::all(c.clone()),
+        &everything,
+        |_| {},
+        Tap::Facts(node_facts.clone(), facts_memo::node_changed),
+    )?;
+    let (node_runtimes, node_runtimes_sub) = r.reflect_tapped(
+        Api::<NodeRuntime>::all(c.clone()),
+        &gpu_nodes,
+        |_| {},
+        Tap::Facts(node_facts.clone(), facts_memo::runtime_changed),
+    )?;
     let (daemonsets, daemonsets_sub) = r.reflect(
         Api::<DaemonSet>::namespaced(c.clone(), ns),
         &managed,
@@ -168,6 +192,8 @@ pub fn start(
         runtime_classes,
         service_monitor_crds,
         prometheus_rule_crds,
+        node_facts,
+        policy_events,
     };
     let subscriptions = Subscriptions {
         policies: policies_sub,
@@ -225,13 +251,36 @@ impl Reflectors {
         K: Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
         K::DynamicType: Eq + Hash + Clone + Default,
     {
+        self.reflect_tapped(api, config, modify, Tap::None)
+    }
+
+    /// Like `reflect`, and tells `tap` about each event (see [`Tap`]).
+    fn reflect_tapped<K>(
+        &mut self,
+        api: Api<K>,
+        config: &watcher::Config,
+        modify: fn(&mut K),
+        tap: Tap<K>,
+    ) -> Result<(Store<K>, ReflectHandle<K>), NotShared>
+    where
+        K: Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+        K::DynamicType: Eq + Hash + Clone + Default,
+    {
         let kind = K::kind(&K::DynamicType::default()).into_owned();
         let (store, writer) = reflector::store_shared(BUFFER);
         let subscription = writer.subscribe().ok_or_else(|| NotShared(kind.clone()))?;
+        let tap = Arc::new(tap.start());
+        let (before, after, cache) = (tap.clone(), tap, store.clone());
         let stream = watcher(api, config.clone())
             .default_backoff()
             .modify(modify)
+            .inspect(move |event| {
+                if let Ok(event) = event {
+                    before.before_apply(event, &cache);
+                }
+            })
             .reflect_shared(writer)
+            .inspect(move |_| after.after_dispatch())
             .map(move |event| {
                 if let Err(error) = event {
                     tracing::warn!(kind, %error, "watch error; retrying with backoff");
@@ -240,6 +289,72 @@ impl Reflectors {
             .boxed();
         self.streams.push(stream);
         Ok((store, subscription))
+    }
+}
+
+/// What a reflector reports besides filling its cache.
+enum Tap<K> {
+    /// Nothing.
+    None,
+    /// Marks the events that change what the cluster facts read: when `changed(old, new)` says
+    /// so of an updated object, and for every object added or removed.
+    Facts(Arc<FactsMemo>, fn(&K, &K) -> bool),
+    /// Wakes the waiters after every event.
+    Notify(Arc<Notify>),
+}
+
+/// A [`Tap`] at work.
+enum Tapping<K> {
+    None,
+    Facts(
+        Arc<FactsMemo>,
+        crate::facts_memo::Marker,
+        fn(&K, &K) -> bool,
+    ),
+    Notify(Arc<Notify>),
+}
+
+impl<K> Tap<K> {
+    fn start(self) -> Tapping<K> {
+        match self {
+            Self::None => Tapping::None,
+            Self::Facts(memo, changed) => Tapping::Facts(memo.clone(), memo.marker(), changed),
+            Self::Notify(notify) => Tapping::Notify(notify),
+        }
+    }
+}
+
+impl<K> Tapping<K>
+where
+    K: Resource + Clone,
+    K::DynamicType: Eq + Hash + Clone + Default,
+{
+    /// Called with each event before the reflector applies it to `cache`.
+    fn before_apply(&self, event: &watcher::Event<K>, cache: &Store<K>) {
+        let Self::Facts(_, marker, changed) = self else {
+            return;
+        };
+        let marks = match event {
+            watcher::Event::Apply(new) => cache
+                .get(&ObjectRef::from_obj(new))
+                .is_none_or(|old| changed(&old, new)),
+            watcher::Event::Delete(_)
+            | watcher::Event::Init
+            | watcher::Event::InitApply(_)
+            | watcher::Event::InitDone => true,
+        };
+        if marks {
+            marker.mark();
+        }
+    }
+
+    /// Called after the reflector applied the event and passed it to the subscribers.
+    fn after_dispatch(&self) {
+        match self {
+            Self::None => {}
+            Self::Facts(memo, marker, _) => memo.settle(marker),
+            Self::Notify(notify) => notify.notify_waiters(),
+        }
     }
 }
 

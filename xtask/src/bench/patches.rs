@@ -96,6 +96,7 @@ pub async fn series(
         for i in 0..PATCHES {
             let before = *generations.borrow_and_update();
             let (body, what) = patch(i);
+            let sent_at = k8s_openapi::jiff::Timestamp::now();
             let sent = Instant::now();
             policies
                 .patch(name, &PatchParams::default(), &Patch::Merge(&body))
@@ -121,7 +122,12 @@ pub async fn series(
                     i + 1
                 ),
             }
-            eprintln!("    patch {:>2} ({what}): {:.0} ms", i + 1, latency * 1e3);
+            // The time it was sent, to find the patch in the operator's log.
+            eprintln!(
+                "    patch {:>2} ({what}) sent {sent_at}: {:.0} ms",
+                i + 1,
+                latency * 1e3
+            );
             latencies.push(latency);
             tokio::time::sleep(SETTLE).await;
         }

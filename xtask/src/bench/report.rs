@@ -14,6 +14,9 @@ pub struct Writes {
     pub by_resource: BTreeMap<String, u64>,
     /// Of all, those the API server refused (status 400 and above, such as 409 Conflict).
     pub refused: u64,
+    /// The ClusterPolicy status writes by field manager (`gpu-operator/status`, …; `-` when the
+    /// request named none): which reconciler wrote how often.
+    pub status_by_manager: BTreeMap<String, u64>,
 }
 
 impl Writes {
@@ -26,6 +29,14 @@ impl Writes {
         *self
             .by_resource
             .entry(format!("{verb} {resource}"))
+            .or_default() += 1;
+    }
+
+    /// Counts one ClusterPolicy status write by `manager`.
+    pub fn add_status_writer(&mut self, manager: Option<&str>) {
+        *self
+            .status_by_manager
+            .entry(manager.unwrap_or("-").to_owned())
             .or_default() += 1;
     }
 
@@ -240,6 +251,23 @@ impl Report {
                 run.patch_latencies_s.len(),
                 list(&run.patch_writes),
             );
+            for (when, writes) in [
+                ("rollout", &run.rollout_writes),
+                ("patches", &run.patch_writes),
+            ] {
+                if !writes.status_by_manager.is_empty() {
+                    let by: Vec<String> = writes
+                        .status_by_manager
+                        .iter()
+                        .map(|(m, n)| format!("{m} {n}"))
+                        .collect();
+                    let _ = writeln!(
+                        out,
+                        "  - status writes by writer, {when}: {}",
+                        by.join(", ")
+                    );
+                }
+            }
             if !run.patch_latencies_s.is_empty() {
                 let each: Vec<String> = run
                     .patch_latencies_s
@@ -335,12 +363,20 @@ mod tests {
 
     #[test]
     fn the_markdown_has_one_row_per_run_and_dashes_for_missing_numbers() {
+        let mut with_status = run();
+        with_status
+            .rollout_writes
+            .add_status_writer(Some("gpu-operator/status"));
+        with_status
+            .rollout_writes
+            .add_status_writer(Some("gpu-operator/status"));
+        with_status.rollout_writes.add_status_writer(None);
         let report = Report {
             operator: "gpu-operator".into(),
             operator_env: vec!["MALLOC_ARENA_MAX=2".into()],
             revision: "abc".into(),
             finished_at: "now".into(),
-            runs: vec![run()],
+            runs: vec![with_status],
         };
         let md = report.markdown();
         assert!(
@@ -354,6 +390,11 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("- 100 nodes: rollout: create events 1, patch nodes 3; steady: none (+0 lease renewals); 0 patches: none"), "{md}");
+        assert!(
+            md.contains("  - status writes by writer, rollout: - 1, gpu-operator/status 2\n"),
+            "{md}"
+        );
+        assert!(!md.contains("by writer, patches"), "{md}");
         let table = report.table();
         assert_eq!(table.lines().count(), 2);
         assert!(

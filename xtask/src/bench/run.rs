@@ -59,6 +59,8 @@ pub struct Options {
     pub dir: PathBuf,
     /// Extra environment for the operator.
     pub env: Vec<(String, String)>,
+    /// Our operator's `--log-level` (not used with `args`).
+    pub log_level: String,
     /// The operator's command-line arguments with placeholders (see [`Operator::spawn_args`]);
     /// `None`: ours (`run --leader-elect …`).
     pub args: Option<Vec<String>>,
@@ -139,7 +141,7 @@ async fn steps(
     let mut operator = match &options.args {
         None => Operator::spawn(
             &options.binary,
-            "info",
+            &options.log_level,
             &operator_kubeconfig,
             NAMESPACE,
             &env,
@@ -400,6 +402,9 @@ fn count_writes(
             *leases += 1;
         } else {
             target.add(&write.verb, resource, write.code);
+            if resource == super::report::STATUS_WRITES {
+                target.add_status_writer(write.field_manager.as_deref());
+            }
         }
     }
     Ok(())
