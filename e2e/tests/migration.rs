@@ -4,7 +4,9 @@
 //! DaemonSet controller and kwok run the pods as on NVIDIA's cluster. Then our operator starts and
 //! takes over: no request refused (selectors are immutable), no driver pod replaced, every other
 //! operand rolled at most once, what NVIDIA made and we do not render removed and named in one
-//! Event, the rest taken over with no field of NVIDIA's left behind, node labels kept.
+//! Event, the rest taken over with no field of NVIDIA's left behind, node labels kept, and the
+//! ClusterPolicy plainly `ready`: NVIDIA's driver pods install what ours would, so they count as
+//! current and no driver upgrade starts.
 #![cfg(feature = "e2e")]
 #![allow(
     clippy::unwrap_used,
@@ -21,7 +23,7 @@ mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use gpu_operator_api::{ClusterPolicy, conditions::operand::DRIVER_READY};
+use gpu_operator_api::conditions::DRIVER_UPGRADE;
 use gpu_operator_e2e::{
     fleet::PROFILE_LABEL, node_marks::NodeMarks, operator::writes_by, unique_name, wait_until,
 };
@@ -89,14 +91,15 @@ async fn our_operator_takes_over_what_nvidias_operator_left() {
     let operator = env.start(&IMAGES);
     let removed = wait_leftovers_event(&env, &name).await;
     load::wait_rolled_out(&env).await;
-    let policy = support::wait_policy(&env, &name, "every operand to report", |p| {
-        load::OPERANDS.iter().all(|c| {
-            condition(p, c).is_some_and(|c| {
-                c.observed_generation == p.metadata.generation
-                    && (c.status == "True"
-                        || (c.type_ == DRIVER_READY && c.reason == "OldRevision"))
+    // NVIDIA's driver pods install what our driver template installs (`in_sync`): they count as
+    // current, so nothing keeps the ClusterPolicy from `ready`.
+    let policy = support::wait_policy(&env, &name, "every operand ready, and the policy", |p| {
+        is_ready(p)
+            && load::OPERANDS.iter().all(|c| {
+                condition(p, c).is_some_and(|c| {
+                    c.observed_generation == p.metadata.generation && c.status == "True"
+                })
             })
-        })
     })
     .await;
 
@@ -140,37 +143,17 @@ async fn our_operator_takes_over_what_nvidias_operator_left() {
     // Node labels kept.
     load::assert_marks_kept(&simulated_nodes(&env.client).await, &marks);
 
-    assert_ready_but_for_issue_17(&policy, gpus.len());
+    // The driver upgrade agrees: every GPU node on the current driver, none to upgrade.
+    let upgrade = condition(&policy, DRIVER_UPGRADE).unwrap();
+    assert_eq!(
+        (upgrade.status.as_str(), upgrade.message.split(';').next()),
+        (
+            "True",
+            Some(format!("{n}/{n} GPU nodes on the current driver", n = gpus.len()).as_str())
+        ),
+        "{upgrade:#?}"
+    );
     operator.stop().unwrap();
-}
-
-/// Ready. After the take-over our driver template differs from NVIDIA's, so until issue 17's
-/// in-sync predicate (same driver image and install settings: no restart needed) lands,
-/// DriverReady reports NVIDIA's pods as an old OnDelete revision, and that alone keeps the
-/// ClusterPolicy notReady. Once it lands, this asserts `ready`.
-fn assert_ready_but_for_issue_17(policy: &ClusterPolicy, gpu_nodes: usize) {
-    let driver = condition(policy, DRIVER_READY).unwrap();
-    if driver.reason != "OldRevision" {
-        assert!(is_ready(policy), "{:#?}", policy.status);
-        return;
-    }
-    assert!(
-        driver
-            .message
-            .contains(&format!("{gpu_nodes} node(s) run an old revision")),
-        "{}",
-        driver.message
-    );
-    let ready = condition(policy, gpu_operator_api::conditions::READY).unwrap();
-    let others: Vec<&str> = load::OPERANDS
-        .into_iter()
-        .filter(|c| *c != DRIVER_READY && ready.message.contains(&format!("{c}:")))
-        .collect();
-    assert!(
-        ready.message.contains("DriverReady") && others.is_empty(),
-        "only the driver's revision keeps it from ready: {}",
-        ready.message
-    );
 }
 
 /// Waits for the Event on ClusterPolicy `name` naming what was removed; returns those names.

@@ -10,6 +10,7 @@ pub(crate) mod patches;
 mod proc_stats;
 mod report;
 pub(crate) mod run;
+mod upgrade;
 
 use std::{
     path::{Path, PathBuf},
@@ -75,6 +76,10 @@ pub struct Args {
     /// counts GPU nodes (default 1,000, 5,000, 20,000 and 50,000).
     #[arg(long)]
     pub synthetic: bool,
+    /// After the patch series, a driver upgrade of every GPU node (`maxParallelUpgrades: 0`,
+    /// `maxUnavailable: 25%`): its time, writes per node upgraded, memory and CPU.
+    #[arg(long)]
+    pub upgrade: bool,
 }
 
 /// The ServiceAccount our operator runs as in the bench.
@@ -157,6 +162,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         crds: Vec::new(),
         dir: out.clone(),
         revision: revision(),
+        upgrade: args.upgrade,
     };
     let mut report = ours.report();
     let mut theirs = against.map(|binary| Column {
@@ -171,6 +177,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         account: AGAINST,
         crds: args.against_crds.clone(),
         dir: out.join("against"),
+        upgrade: false,
     });
     let mut their_report = theirs.as_ref().map(Column::report);
     for &nodes in &args.nodes.0 {
@@ -212,6 +219,8 @@ struct Column {
     crds: Vec<PathBuf>,
     dir: PathBuf,
     revision: String,
+    /// Whether runs end with the driver upgrade step.
+    upgrade: bool,
 }
 
 impl Column {
@@ -250,6 +259,7 @@ impl Column {
                     args: self.args.clone(),
                     account: self.account.to_owned(),
                     crds: self.crds.clone(),
+                    upgrade: self.upgrade,
                 };
                 let runtime = tokio::runtime::Runtime::new()?;
                 runtime.block_on(run::measure(&layout.kubeconfig(), &mut run, &options));

@@ -28,6 +28,10 @@ pub mod reason {
 /// per component and the first nodes that are not validated.
 pub const NODES_VALIDATED: &str = "NodesValidated";
 
+/// Our summary of the driver upgrade on the ClusterPolicy: nodes on the current driver, nodes per
+/// upgrade state, the first stuck or failed nodes with the reason, and how long it has run.
+pub const DRIVER_UPGRADE: &str = "DriverUpgrade";
+
 /// Our per-operand conditions on the ClusterPolicy, each written by that operand's reconciler.
 pub mod operand {
     /// Driver DaemonSet(s).

@@ -1,7 +1,9 @@
 //! Prometheus metrics, under NVIDIA's names so existing dashboards and alerts keep working
 //! (`gpu_operator_reconciliation_status`, `…_total`, `…_failed_total`, `…_last_success_ts_seconds`,
-//! `gpu_operator_gpu_nodes_total`), plus a duration histogram per reconciler. Labels are the
-//! reconciler and the error category only — never object names.
+//! `gpu_operator_gpu_nodes_total`, the driver upgrade gauges `gpu_operator_nodes_upgrades_*` and
+//! `gpu_operator_driver_auto_upgrade_enabled`), plus a duration histogram per reconciler and the
+//! nodes per driver upgrade state. Labels are the reconciler, the error category and the upgrade
+//! state only — never object names.
 
 use std::{
     sync::atomic::AtomicU64,
@@ -27,6 +29,30 @@ pub enum ReconciliationStatus {
     Failed = -2,
 }
 
+/// The driver upgrade as NVIDIA's gauges count it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DriverUpgrades {
+    /// `driver.upgradePolicy.autoUpgrade` is on (and the driver enabled).
+    pub auto_upgrade: bool,
+    /// Nodes between admission and done.
+    pub in_progress: usize,
+    /// Nodes in `upgrade-done`.
+    pub done: usize,
+    /// Nodes in `upgrade-failed`.
+    pub failed: usize,
+    /// How many more nodes may start now (parallel and unavailable slots left).
+    pub available: usize,
+    /// Nodes in `upgrade-required`.
+    pub pending: usize,
+    /// Nodes per state label value, every state listed (0 included).
+    pub by_state: Vec<(&'static str, usize)>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabels {
+    state: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReconcileLabels {
     reconciler: String,
@@ -43,6 +69,63 @@ pub struct Metrics {
     failures: Counter,
     last_success: Gauge<f64, AtomicU64>,
     durations: Family<ReconcileLabels, Histogram>,
+    upgrades: UpgradeGauges,
+}
+
+/// The driver upgrade gauges.
+#[derive(Default)]
+struct UpgradeGauges {
+    enabled: Gauge,
+    in_progress: Gauge,
+    done: Gauge,
+    failed: Gauge,
+    available: Gauge,
+    pending: Gauge,
+    by_state: Family<StateLabels, Gauge>,
+}
+
+impl UpgradeGauges {
+    fn register(&self, registry: &mut Registry) {
+        for (name, help, gauge) in [
+            (
+                "driver_auto_upgrade_enabled",
+                "1 when driver.upgradePolicy.autoUpgrade is on",
+                &self.enabled,
+            ),
+            (
+                "nodes_upgrades_in_progress",
+                "GPU nodes upgrading the driver",
+                &self.in_progress,
+            ),
+            (
+                "nodes_upgrades_done",
+                "GPU nodes in upgrade-done",
+                &self.done,
+            ),
+            (
+                "nodes_upgrades_failed",
+                "GPU nodes in upgrade-failed",
+                &self.failed,
+            ),
+            (
+                "nodes_upgrades_available",
+                "GPU nodes that may start a driver upgrade now",
+                &self.available,
+            ),
+            (
+                "nodes_upgrades_pending",
+                "GPU nodes in upgrade-required",
+                &self.pending,
+            ),
+        ] {
+            registry.register(name, help, gauge.clone());
+        }
+        registry.register(
+            "driver_upgrade_nodes",
+            "GPU nodes per driver upgrade state (label nvidia.com/gpu-driver-upgrade-state)",
+            self.by_state.clone(),
+        );
+    }
 }
 
 impl Default for Metrics {
@@ -102,6 +185,8 @@ impl Metrics {
             "Duration of one reconcile, by reconciler and error category (empty when it succeeded)",
             durations.clone(),
         );
+        let upgrades = UpgradeGauges::default();
+        upgrades.register(registry);
         Self {
             registry: root,
             gpu_nodes,
@@ -111,6 +196,26 @@ impl Metrics {
             failures,
             last_success,
             durations,
+            upgrades,
+        }
+    }
+
+    /// Records the driver upgrade's counts.
+    pub fn set_driver_upgrades(&self, upgrades: &DriverUpgrades) {
+        let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        let g = &self.upgrades;
+        g.enabled.set(i64::from(upgrades.auto_upgrade));
+        g.in_progress.set(count(upgrades.in_progress));
+        g.done.set(count(upgrades.done));
+        g.failed.set(count(upgrades.failed));
+        g.available.set(count(upgrades.available));
+        g.pending.set(count(upgrades.pending));
+        for (state, n) in &upgrades.by_state {
+            g.by_state
+                .get_or_create(&StateLabels {
+                    state: (*state).to_owned(),
+                })
+                .set(count(*n));
         }
     }
 
@@ -209,6 +314,36 @@ mod tests {
             get("gpu_operator_reconcile_duration_seconds_bucket", &le),
             11.0
         );
+    }
+
+    #[test]
+    fn driver_upgrade_gauges_have_nvidias_names() {
+        let metrics = Metrics::new();
+        metrics.set_driver_upgrades(&DriverUpgrades {
+            auto_upgrade: true,
+            in_progress: 2,
+            done: 9,
+            failed: 1,
+            available: 0,
+            pending: 3,
+            by_state: vec![("upgrade-required", 3), ("drain-required", 0)],
+        });
+        let text = metrics.encode().unwrap();
+        let all = exposition::samples(&text).unwrap();
+        let get = |name: &str, labels: &[(&str, &str)]| {
+            exposition::value(&all, name, labels)
+                .unwrap_or_else(|| panic!("no {name} {labels:?} in:\n{text}"))
+        };
+        // NVIDIA's names (reference/nvidia-gpu-operator.md §1.8).
+        assert_eq!(get("gpu_operator_driver_auto_upgrade_enabled", &[]), 1.0);
+        assert_eq!(get("gpu_operator_nodes_upgrades_in_progress", &[]), 2.0);
+        assert_eq!(get("gpu_operator_nodes_upgrades_done", &[]), 9.0);
+        assert_eq!(get("gpu_operator_nodes_upgrades_failed", &[]), 1.0);
+        assert_eq!(get("gpu_operator_nodes_upgrades_available", &[]), 0.0);
+        assert_eq!(get("gpu_operator_nodes_upgrades_pending", &[]), 3.0);
+        let state = |s| get("gpu_operator_driver_upgrade_nodes", &[("state", s)]);
+        assert_eq!(state("upgrade-required"), 3.0);
+        assert_eq!(state("drain-required"), 0.0);
     }
 
     #[test]

@@ -7,7 +7,10 @@ use std::{
 };
 
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, spec::ImageSpec};
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::{
+    apps::v1::DaemonSet,
+    core::v1::{ConfigMap, Pod},
+};
 use kube::{
     Resource,
     runtime::{
@@ -81,6 +84,11 @@ pub trait Operand: Send + Sync + 'static {
     /// Whether the operand may render ServiceMonitors or PrometheusRules, so its stale ones are
     /// looked for even when it renders none.
     const SERVICE_MONITORS: bool = false;
+
+    /// For an `OnDelete` DaemonSet: whether its live pod of an older revision still runs what the
+    /// DaemonSet asks for, so it needs no replacement and is not reported as an old revision.
+    /// `None` (the default): every pod of an older revision is outdated.
+    const POD_IN_SYNC: Option<fn(&DaemonSet, &Pod) -> bool> = None;
 }
 
 /// A problem that does not stop an operand's rollout: it is appended to the operand's condition

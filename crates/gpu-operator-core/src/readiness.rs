@@ -23,6 +23,8 @@ pub struct Rollout {
     pub outdated: i32,
     /// Whether the DaemonSet counts as ready.
     pub is_ready: bool,
+    /// Whether it would count as ready if none of its pods were outdated.
+    pub is_ready_but_outdated: bool,
 }
 
 /// The rollout state of `ds`.
@@ -43,23 +45,24 @@ pub fn rollout(ds: &DaemonSet) -> Rollout {
     } else {
         0
     };
-    let (ready, is_ready) = if on_delete {
+    let (ready, is_ready, but_outdated) = if on_delete {
+        let but_outdated = observed && status.number_ready == desired && unavailable == 0;
         (
             status.number_ready,
-            observed && status.number_ready == desired && unavailable == 0 && outdated == 0,
+            but_outdated && outdated == 0,
+            but_outdated,
         )
     } else {
         let available = status.number_available.unwrap_or(0);
-        (
-            available,
-            observed && updated == desired && available == desired && unavailable == 0,
-        )
+        let is_ready = observed && updated == desired && available == desired && unavailable == 0;
+        (available, is_ready, is_ready)
     };
     Rollout {
         desired,
         ready,
         outdated,
         is_ready: observed && (desired == 0 || is_ready),
+        is_ready_but_outdated: observed && (desired == 0 || but_outdated),
     }
 }
 

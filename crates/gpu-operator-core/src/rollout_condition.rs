@@ -1,7 +1,9 @@
 //! An operand's condition while it rolls out: ready/desired counts of its DaemonSets in the
-//! cache, the first not-ready nodes with their reason, and OnDelete pods of an old revision.
+//! cache, the first not-ready nodes with their reason, and OnDelete pods of an old revision (those
+//! the operand says need replacing, when it says: see `Operand::POD_IN_SYNC`).
 
-use kube::{Api, ResourceExt as _, runtime::reflector::ObjectRef};
+use k8s_openapi::api::{apps::v1::DaemonSet, core::v1::Pod};
+use kube::{Api, ResourceExt as _, api::ListParams, runtime::reflector::ObjectRef};
 
 use crate::{
     Context, Error,
@@ -39,7 +41,13 @@ pub(crate) async fn rollout_condition<O: Operand>(
                 format!("DaemonSet {} is being created", ds.name_any()),
             ));
         };
-        let rollout = readiness::rollout(&live);
+        let mut rollout = readiness::rollout(&live);
+        if rollout.outdated > 0
+            && let Some(in_sync) = O::POD_IN_SYNC
+        {
+            rollout.outdated = out_of_sync(ctx, &live, in_sync).await?;
+            rollout.is_ready = rollout.is_ready_but_outdated && rollout.outdated == 0;
+        }
         desired += rollout.desired;
         ready += rollout.ready;
         if rollout.outdated > 0 {
@@ -94,6 +102,49 @@ pub(crate) async fn rollout_condition<O: Operand>(
         format!("{counts}; {}", details.join("; ")),
     )))
 }
+
+/// How many live pods of `ds` its operand says need replacing (`in_sync` is false), listed a page
+/// at a time; pods being deleted are already on their way out.
+async fn out_of_sync(
+    ctx: &Context,
+    ds: &DaemonSet,
+    in_sync: fn(&DaemonSet, &Pod) -> bool,
+) -> Result<i32, Error> {
+    let selector = ds
+        .spec
+        .as_ref()
+        .and_then(|s| s.selector.match_labels.as_ref())
+        .map(|labels| {
+            labels
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default();
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let mut params = ListParams::default().labels(&selector).limit(PAGE);
+    let mut count = 0;
+    loop {
+        let page = pods.list(&params).await.map_err(Error::kube(format!(
+            "listing the pods of DaemonSet {}",
+            ds.name_any()
+        )))?;
+        count += page
+            .items
+            .iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none() && !in_sync(ds, p))
+            .count();
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => break,
+        }
+    }
+    Ok(i32::try_from(count).unwrap_or(i32::MAX))
+}
+
+/// Pods per list request when counting out-of-sync pods.
+const PAGE: u32 = 500;
 
 /// What an OnDelete DaemonSet with `count` pods of an older template says: they run until deleted.
 fn old_revision(daemonset: &str, count: i32) -> String {

@@ -5,6 +5,7 @@
 //! or by hand). Pure validate and render steps; the shared pipeline does the rest.
 
 mod digest;
+pub mod in_sync;
 mod pools;
 mod render;
 mod validate;
@@ -14,6 +15,7 @@ use gpu_operator_core::{
     Error,
     operand::{Children, Cluster, Operand},
 };
+use k8s_openapi::api::{apps::v1::DaemonSet, core::v1::Pod};
 
 pub use pools::{Pool, os_tag, sanitized_kernel};
 pub use validate::Input;
@@ -48,4 +50,7 @@ impl Operand for Driver {
     fn unserved(input: &Input) -> Option<String> {
         input.unserved.clone()
     }
+
+    /// A driver pod of an older template that installs the same driver needs no replacement.
+    const POD_IN_SYNC: Option<fn(&DaemonSet, &Pod) -> bool> = Some(in_sync::pod_in_sync);
 }

@@ -10,6 +10,7 @@ use gpu_operator_core::{
     operand::{Children, Cluster, Operand as _},
 };
 use gpu_operator_driver::Driver;
+use serde::Deserialize as _;
 
 fn render(spec: &ClusterPolicySpec, facts: &ClusterFacts) -> Children {
     let image_env = |name: &str| match name {
@@ -117,4 +118,36 @@ fn precompiled_on_two_kernels_and_the_local_mixed_fleet() {
         ]
     );
     insta::assert_yaml_snapshot!("default-mixed-fleet", yaml(&children));
+}
+
+/// Switching from NVIDIA's operator restarts no driver: our render of NVIDIA's v26.7.0 default
+/// ClusterPolicy installs what NVIDIA's own driver DaemonSet (as the API server stored it, with its
+/// defaults filled in) installs, so its pods are in sync (`e2e/fixtures/nvidia-v26.7.0`).
+#[test]
+fn nvidias_adopted_driver_pods_are_in_sync_with_our_render() {
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../e2e/fixtures/nvidia-v26.7.0");
+    let read = |file: &str| std::fs::read_to_string(fixture.join(file)).unwrap();
+    let policy: serde_yaml::Value = serde_yaml::from_str(&read("clusterpolicy.yaml")).unwrap();
+    let spec: ClusterPolicySpec = serde_yaml::from_value(policy["spec"].clone()).unwrap();
+    let objects: Vec<serde_yaml::Value> = serde_yaml::Deserializer::from_str(&read("objects.yaml"))
+        .map(|doc| serde_yaml::Value::deserialize(doc).unwrap())
+        .flat_map(|doc: serde_yaml::Value| match doc["kind"].as_str() {
+            Some("List") => doc["items"].as_sequence().cloned().unwrap_or_default(),
+            _ => vec![doc],
+        })
+        .collect();
+    let nvidia = objects
+        .iter()
+        .find(|o| o["kind"] == "DaemonSet" && o["metadata"]["name"] == "nvidia-driver-daemonset")
+        .unwrap();
+    let nvidia: k8s_openapi::api::apps::v1::DaemonSet =
+        serde_yaml::from_value(nvidia.clone()).unwrap();
+    let h100 = fixtures::profiles()
+        .into_iter()
+        .find(|p| p.name.starts_with("h100-ubuntu22.04"))
+        .unwrap();
+    let ours = render(&spec, &h100.facts).daemonsets.remove(0);
+    let fingerprint = gpu_operator_driver::in_sync::template_fingerprint;
+    assert_eq!(fingerprint(&ours), fingerprint(&nvidia));
 }

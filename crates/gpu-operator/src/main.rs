@@ -3,6 +3,7 @@
 mod cleanup;
 mod crds;
 mod run;
+mod upgrade_status;
 
 use std::path::PathBuf;
 
@@ -35,6 +36,30 @@ enum Command {
         #[arg(long)]
         kubeconfig: Option<PathBuf>,
     },
+    /// Driver upgrades: `upgrade status` prints the GPU nodes by upgrade state, with reasons.
+    Upgrade {
+        #[command(subcommand)]
+        action: UpgradeAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum UpgradeAction {
+    /// The GPU nodes by driver upgrade state (cordon, time in state, failure reason) and the
+    /// ClusterPolicy's DriverUpgrade condition.
+    Status {
+        /// Kubeconfig file; else KUBECONFIG, else the in-cluster ServiceAccount.
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
+        /// The operator's namespace, where the driver pods run.
+        #[arg(
+            long,
+            short = 'n',
+            env = "OPERATOR_NAMESPACE",
+            default_value = "gpu-operator"
+        )]
+        namespace: String,
+    },
 }
 
 fn main() -> std::process::ExitCode {
@@ -42,6 +67,13 @@ fn main() -> std::process::ExitCode {
         Command::Run(args) => run::main(&args),
         Command::Crds { action, kubeconfig } => crds::main(action, kubeconfig.as_deref()),
         Command::CleanupNodeLabels { kubeconfig } => cleanup::main(kubeconfig.as_deref()),
+        Command::Upgrade {
+            action:
+                UpgradeAction::Status {
+                    kubeconfig,
+                    namespace,
+                },
+        } => upgrade_status::main(kubeconfig.as_deref(), &namespace),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -109,6 +109,7 @@ async fn run(args: &RunArgs, namespace: String) -> anyhow::Result<()> {
         operand::<gpu_operator_sandbox::Sandbox>(&ctx, &subs, stop()),
         controller::run_status(ctx.clone(), subs.clone(), OPERAND_CONDITIONS, stop()).boxed(),
         controller::run_node_validation(ctx.clone(), subs.clone(), stop()).boxed(),
+        gpu_operator_driver_upgrade::controller(ctx.clone(), subs.clone(), stop()).boxed(),
     ];
     let controllers = futures::future::join_all(controllers);
     // Every controller holds clones of the subscriptions it polls. An unpolled subscription would

@@ -113,6 +113,8 @@ pub struct Run {
     pub cpu_total_s: Option<f64>,
     /// `/proc/loadavg` when the run started and when it ended: the machine may be shared.
     pub load_average: Vec<String>,
+    /// The driver upgrade step (`--upgrade`), when it ran.
+    pub upgrade: Option<super::upgrade::UpgradeRun>,
     /// What went wrong, if a step failed or timed out.
     pub error: Option<String>,
 }
@@ -279,6 +281,13 @@ impl Report {
                     out,
                     "  - load average (1, 5, 15 min) at start, end: {}",
                     run.load_average.join("; ")
+                );
+            }
+            if let Some(upgrade) = &run.upgrade {
+                let _ = writeln!(
+                    out,
+                    "  {}",
+                    super::upgrade::line(run.nodes, run.gpu_nodes, upgrade)
                 );
             }
             if let Some(error) = &run.error {

@@ -68,6 +68,8 @@ pub struct Options {
     pub account: String,
     /// CRD manifests applied (server-side) before the operator starts, besides ours.
     pub crds: Vec<PathBuf>,
+    /// End with the driver upgrade step (see [`super::upgrade`]).
+    pub upgrade: bool,
 }
 
 /// Points in time the audit log is split at.
@@ -78,6 +80,7 @@ struct Marks {
     steady_to: Option<Timestamp>,
     patches_from: Option<Timestamp>,
     patches_to: Option<Timestamp>,
+    upgrade: Option<(Timestamp, Timestamp)>,
 }
 
 /// Measures one run on the cluster of the admin `kubeconfig`; a failed step is recorded in
@@ -237,6 +240,13 @@ async fn observe(
     let series = patches::series(client, operator, NAMESPACE, PLUGIN, &name).await;
     marks.patches_to = Some(Timestamp::now());
     run.patch_latencies_s = series?;
+    if options.upgrade {
+        let mut upgrade = super::upgrade::UpgradeRun::default();
+        let window =
+            super::upgrade::run(client, operator, &name, run.gpu_nodes, ticks, &mut upgrade).await;
+        run.upgrade = Some(upgrade);
+        marks.upgrade = Some(window?);
+    }
     Ok(())
 }
 
@@ -377,6 +387,14 @@ fn count_writes(
             (&mut run.steady_writes, &mut run.steady_lease_writes)
         } else if window(marks.patches_from, marks.patches_to) {
             (&mut run.patch_writes, &mut run.patch_lease_writes)
+        } else if let Some((from, to)) = marks.upgrade
+            && let Some(upgrade) = run.upgrade.as_mut()
+            && window(Some(from), Some(to))
+        {
+            if resource != "leases" {
+                upgrade.writes.add(&write.verb, resource, write.code);
+            }
+            continue;
         } else {
             continue;
         };

@@ -22,7 +22,7 @@ fn read(exprs: &[&str]) -> BTreeSet<String> {
 #[test]
 fn dashboards_read_only_metrics_exposed_by_default() {
     let mut allowed = names::of("dcgm-default");
-    for source in ["operator", "node-status", "upgrade-pending"] {
+    for source in ["operator", "node-status"] {
         allowed.extend(names::of(source));
     }
     for dashboard in dashboards(&settings()) {

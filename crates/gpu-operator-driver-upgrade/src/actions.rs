@@ -1,0 +1,156 @@
+//! The requests a step makes: evictions through the Eviction API, the list of a node's pods, the
+//! node's merge patch, the release of every node when upgrades are off, and the node Events.
+
+use gpu_operator_api::labels;
+use gpu_operator_core::{Context, Error};
+use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
+use kube::{
+    Api,
+    api::{EvictParams, ListParams, Patch, PatchParams},
+    runtime::events::{Event, EventType},
+};
+use serde_json::{Map, Value, json};
+
+use crate::{
+    facts::{NodeFacts, Workload},
+    plan::{self, StateLabel, Step},
+    view,
+};
+
+/// How long one eviction may take before it counts as refused for now.
+const EVICTION_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Evicts `namespace/name`; `Some(why)` when a PodDisruptionBudget (or the API) refuses it now.
+pub async fn evict(ctx: &Context, namespace: &str, name: &str) -> Result<Option<String>, Error> {
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
+    // The API server answers a disruption budget's refusal with 429, which the client retries
+    // with backoff (honouring Retry-After) for minutes: a refusal is taken as such after a while,
+    // and the node looks again on its next pass.
+    let Ok(result) =
+        tokio::time::timeout(EVICTION_WAIT, pods.evict(name, &EvictParams::default())).await
+    else {
+        return Ok(Some(format!(
+            "a PodDisruptionBudget blocks the eviction of pod {namespace}/{name} (the API server \
+             keeps answering 429 Too Many Requests)"
+        )));
+    };
+    match result {
+        Ok(_) => Ok(None),
+        Err(kube::Error::Api(status)) if status.is_not_found() => Ok(None),
+        Err(kube::Error::Api(response)) if response.code == 429 => Ok(Some(format!(
+            "a PodDisruptionBudget blocks the eviction of pod {namespace}/{name} ({})",
+            response.message
+        ))),
+        Err(kube::Error::Api(response))
+            if response.code == 500 && response.message.contains("disruption budget") =>
+        {
+            Ok(Some(format!(
+                "pod {namespace}/{name} cannot be evicted: {}",
+                response.message
+            )))
+        }
+        Err(e) => Err(Error::kube(format!("evicting pod {namespace}/{name}"))(e)),
+    }
+}
+
+/// The pods on node `node`, from a list filtered by the API server.
+pub async fn pods_on(ctx: &Context, node: &str) -> Result<Vec<Workload>, Error> {
+    let pods: Api<Pod> = Api::all(ctx.client.clone());
+    let list = pods
+        .list(&ListParams::default().fields(&format!("spec.nodeName={node}")))
+        .await
+        .map_err(Error::kube(format!("listing the pods on node {node}")))?;
+    Ok(list.items.iter().map(view::workload).collect())
+}
+
+/// The JSON merge patch of `step`, `None` when it changes nothing on the node.
+pub fn patch_json(step: &Step) -> Option<Value> {
+    let p = &step.patch;
+    let mut metadata = Map::new();
+    match p.state {
+        StateLabel::Keep => {}
+        StateLabel::Set(s) => {
+            metadata.insert(
+                "labels".into(),
+                json!({ labels::DRIVER_UPGRADE_STATE: s.as_str() }),
+            );
+        }
+        StateLabel::Remove => {
+            metadata.insert(
+                "labels".into(),
+                json!({ labels::DRIVER_UPGRADE_STATE: null }),
+            );
+        }
+    }
+    if !p.annotations.is_empty() {
+        let annotations: Map<String, Value> = p
+            .annotations
+            .iter()
+            .map(|(k, v)| {
+                (
+                    (*k).to_owned(),
+                    v.clone().map_or(Value::Null, Value::String),
+                )
+            })
+            .collect();
+        metadata.insert("annotations".into(), Value::Object(annotations));
+    }
+    let mut patch = Map::new();
+    if !metadata.is_empty() {
+        patch.insert("metadata".into(), Value::Object(metadata));
+    }
+    if let Some(unschedulable) = p.unschedulable {
+        patch.insert(
+            "spec".into(),
+            json!({ "unschedulable": if unschedulable { Value::Bool(true) } else { Value::Null } }),
+        );
+    }
+    (!patch.is_empty()).then_some(Value::Object(patch))
+}
+
+/// Hands every node back: no state label, none of our annotations.
+pub async fn release(ctx: &Context, nodes: &[NodeFacts]) -> Result<(), Error> {
+    let api: Api<Node> = Api::all(ctx.client.clone());
+    for node in nodes {
+        let Some(patch) = plan::release(node) else {
+            continue;
+        };
+        let step = Step {
+            patch,
+            ..Step::default()
+        };
+        if let Some(json) = patch_json(&step) {
+            api.patch(&node.name, &PatchParams::default(), &Patch::Merge(&json))
+                .await
+                .map_err(Error::kube(format!(
+                    "removing the driver upgrade state of node {}",
+                    node.name
+                )))?;
+        }
+    }
+    Ok(())
+}
+
+/// Publishes `event` about node `node`.
+pub async fn publish(ctx: &Context, node: &str, event: &plan::NodeEvent) {
+    let reference = ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Node".into()),
+        name: Some(node.to_owned()),
+        ..ObjectReference::default()
+    };
+    let event = Event {
+        type_: if event.warning {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        },
+        reason: event.reason.to_owned(),
+        note: Some(event.note.clone()),
+        action: "DriverUpgrade".to_owned(),
+        secondary: None,
+    };
+    if let Err(error) = ctx.recorder.publish(&event, &reference).await {
+        tracing::warn!(%error, node, "could not publish an Event");
+    }
+}

@@ -1,0 +1,97 @@
+//! What the state machine knows about a node, its driver and validator pods, and the pods running
+//! on it: plain data, filled from the caches and pod lists by [`crate::view`], read by the pure
+//! [`crate::plan`].
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::jiff::Timestamp;
+
+use crate::state::UpgradeState;
+
+/// A GPU node as the state machine sees it.
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each is one fact of the node, read by name"
+)]
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NodeFacts {
+    /// Node name.
+    pub name: String,
+    /// `nvidia.com/gpu-driver-upgrade-state`; `None` when absent or not a known state.
+    pub state: Option<UpgradeState>,
+    /// `nvidia.com/gpu-driver-upgrade.skip=true`.
+    pub skip: bool,
+    /// `spec.unschedulable` (cordoned).
+    pub unschedulable: bool,
+    /// The node's `Ready` condition is `True`.
+    pub ready: bool,
+    /// Annotation `…node-initial-state.unschedulable=true`: cordoned before its upgrade began.
+    pub initially_unschedulable: bool,
+    /// Annotation `nvidia.com/gpu-driver-upgrade-requested=true`.
+    pub requested: bool,
+    /// When the node entered its state (our annotation).
+    pub since: Option<Timestamp>,
+    /// Why its upgrade failed (our annotation).
+    pub failure: Option<String>,
+    /// The uid of the driver pod to restart (our annotation).
+    pub restart_pod: Option<String>,
+    /// Annotation `nvidia.com/gpu-driver-upgrade-enabled=true`.
+    pub upgrade_enabled: bool,
+    /// The node's driver pod (the live one when an old one is still terminating).
+    pub driver: Option<PodFacts>,
+    /// The node's validator pod (`app=nvidia-operator-validator`).
+    pub validator: Option<PodFacts>,
+}
+
+/// A driver or validator pod.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodFacts {
+    /// Pod name.
+    pub name: String,
+    /// Pod uid.
+    pub uid: String,
+    /// `metadata.creationTimestamp`.
+    pub created: Timestamp,
+    /// The `Ready` condition is `True`.
+    pub ready: bool,
+    /// It is being deleted.
+    pub terminating: bool,
+    /// Driver pods: it runs what the DaemonSet asks for (see `gpu_operator_driver::in_sync`).
+    pub in_sync: bool,
+}
+
+/// A pod running on a node being upgraded.
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each is one fact of the pod, read by name"
+)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Workload {
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// Labels.
+    pub labels: BTreeMap<String, String>,
+    /// It requests an NVIDIA GPU or MIG device (`nvidia.com/gpu*`, `nvidia.com/mig-*`).
+    pub gpu: bool,
+    /// `Succeeded` or `Failed`: it holds nothing.
+    pub finished: bool,
+    /// It is being deleted.
+    pub terminating: bool,
+    /// A DaemonSet owns it (drain leaves those, as `kubectl drain` does).
+    pub daemonset: bool,
+    /// A controller owns it, so it comes back elsewhere once evicted.
+    pub controlled: bool,
+    /// It uses an emptyDir volume, whose data an eviction loses.
+    pub empty_dir: bool,
+    /// A static (mirror) pod, which the API cannot evict.
+    pub mirror: bool,
+}
+
+impl Workload {
+    /// `namespace/name`.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+}

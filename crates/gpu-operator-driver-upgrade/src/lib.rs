@@ -1,0 +1,25 @@
+//! The driver upgrade reconciler: moves each GPU node through NVIDIA's upgrade states (label
+//! `nvidia.com/gpu-driver-upgrade-state`) when its driver pod no longer runs what the driver
+//! DaemonSet asks for, as `driver.upgradePolicy` allows — cordon, wait for jobs, evict GPU pods,
+//! drain, restart the driver pod, validate, uncordon — and reports the upgrade in the
+//! `DriverUpgrade` condition, Events on the nodes and the `gpu_operator_nodes_upgrades_*` metrics.
+//!
+//! [`plan`] is the state machine as a pure function; [`view`] gathers its facts from the caches;
+//! [`reconcile`] carries its steps out. The binary calls [`controller`].
+
+mod actions;
+pub mod condition;
+pub mod facts;
+mod in_flight;
+pub mod plan;
+pub mod policy;
+pub mod reconcile;
+pub mod report;
+pub mod selector;
+pub mod state;
+mod transitions;
+pub mod view;
+#[cfg(test)]
+mod view_tests;
+
+pub use reconcile::{NAME, controller};

@@ -1,0 +1,363 @@
+//! The driver upgrade reconciler: one pass reads the facts of every GPU node from the caches,
+//! runs [`plan`] and carries its steps out — evictions and pod deletions first, then one merge
+//! patch per node that moves, then the Events, the gauges and the `DriverUpgrade` condition.
+//!
+//! Watch-driven: woken by a change of the ClusterPolicy's spec, of a driver DaemonSet's template,
+//! of a GPU node's upgrade labels, annotations, cordon or readiness, and of a driver or validator
+//! pod. Nothing is requeued while nothing upgrades; a node that waits on pods outside these
+//! caches (jobs, evictions) is looked at every few seconds, and one that waits on a timeout when
+//! the timeout falls due.
+
+use std::{
+    collections::BTreeSet,
+    future::Future,
+    hash::Hash as _,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use futures::{StreamExt as _, TryStreamExt as _, stream};
+use gpu_operator_api::{ClusterPolicy, labels};
+use gpu_operator_core::{
+    Context, Error, active,
+    coalesce::{self, BURST_PERIOD, throttle},
+    controller::changes,
+    operand::retry_transient,
+    status_write::{self, Outcome},
+    stores::Subscriptions,
+};
+use k8s_openapi::{api::core::v1::Pod, jiff::Timestamp};
+use kube::{
+    Api, ResourceExt as _,
+    api::{DeleteParams, Patch, PatchParams, Preconditions},
+    runtime::{
+        Controller, WatchStreamExt as _,
+        controller::Action,
+        reflector::{self, ObjectRef, Store},
+        watcher,
+    },
+};
+
+use crate::{
+    actions::{evict, patch_json, pods_on, publish, release},
+    condition::{self, Off, Summary},
+    facts::NodeFacts,
+    in_flight::InFlight,
+    plan::{self, POLL, Step, Wait},
+    policy::Policy,
+    state::UpgradeState,
+    view::{self, DRIVER_APP, OperandPod, Templates, UpgradeNode, VALIDATOR_APP},
+};
+
+/// Name of this reconciler (field manager suffix, metric label).
+pub const NAME: &str = "driver-upgrade";
+/// How many nodes are worked on at once within a pass.
+const CONCURRENCY: usize = 16;
+
+/// The reconciler's state: the shared context and its own two caches.
+pub struct Upgrades {
+    ctx: Arc<Context>,
+    nodes: Store<UpgradeNode>,
+    pods: Store<OperandPod>,
+    written: InFlight,
+}
+
+/// Runs the driver upgrade reconciler until `shutdown` resolves.
+pub fn controller(
+    ctx: Arc<Context>,
+    subs: Subscriptions,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) -> impl Future<Output = ()> {
+    let (nodes, node_writer) = reflector::store_shared(1024);
+    let (pods, pod_writer) = reflector::store_shared(1024);
+    let node_changes = node_writer.subscribe();
+    let pod_changes = pod_writer.subscribe();
+    let gpu_nodes = watcher::Config::default().labels(&format!("{}=true", labels::GPU_PRESENT));
+    let operand_pods =
+        watcher::Config::default().labels(&format!("app in ({DRIVER_APP},{VALIDATOR_APP})"));
+    let node_watch = watcher(Api::<UpgradeNode>::all(ctx.client.clone()), gpu_nodes)
+        .default_backoff()
+        .reflect_shared(node_writer)
+        .for_each(|_| std::future::ready(()));
+    let pod_watch = watcher(
+        Api::<OperandPod>::namespaced(ctx.client.clone(), &ctx.namespace),
+        operand_pods,
+    )
+    .default_backoff()
+    .reflect_shared(pod_writer)
+    .for_each(|_| std::future::ready(()));
+    let policies = ctx.stores.policies.clone();
+    let (p1, p2, p3) = (policies.clone(), policies.clone(), policies.clone());
+    let policy_events = changes(subs.policies, |p, h| {
+        (
+            &p.metadata.uid,
+            p.metadata.generation,
+            p.metadata.deletion_timestamp.is_some(),
+        )
+            .hash(h);
+        p.status
+            .as_ref()
+            .map(|s| std::mem::discriminant(&s.state))
+            .hash(h);
+    });
+    let templates = throttle(
+        changes(
+            subs.daemonsets.filter(|ds| {
+                std::future::ready(ds.labels().get("app").is_some_and(|a| a == DRIVER_APP))
+            }),
+            |ds, h| ds.metadata.generation.hash(h),
+        ),
+        BURST_PERIOD,
+    );
+    let upgrades = Arc::new(Upgrades {
+        ctx,
+        nodes: nodes.clone(),
+        pods: pods.clone(),
+        written: InFlight::default(),
+    });
+    let run = async move {
+        let (Some(node_changes), Some(pod_changes)) = (node_changes, pod_changes) else {
+            tracing::error!("the driver upgrade caches cannot be shared; upgrades are off");
+            return;
+        };
+        let node_changes = throttle(
+            changes(node_changes, UpgradeNode::hash_what_upgrades_read),
+            BURST_PERIOD,
+        );
+        let pod_changes = throttle(pod_changes, BURST_PERIOD);
+        // A pass on half-filled caches would see nodes without their driver pods.
+        if nodes.wait_until_ready().await.is_err() || pods.wait_until_ready().await.is_err() {
+            return;
+        }
+        Controller::for_shared_stream(policy_events, policies)
+            .with_config(coalesce::config())
+            .watches_shared_stream(templates, move |_| active_ref(&p1))
+            .watches_shared_stream(node_changes, move |_| active_ref(&p2))
+            .watches_shared_stream(pod_changes, move |_| active_ref(&p3))
+            .graceful_shutdown_on(shutdown)
+            .run(
+                reconcile,
+                |_, error: &Error, _| retry_transient(error),
+                upgrades,
+            )
+            .for_each(|result| {
+                if let Err(error) = result {
+                    tracing::warn!(reconciler = NAME, %error, "reconcile failed");
+                }
+                std::future::ready(())
+            })
+            .await;
+    };
+    async move {
+        tokio::select! {
+            () = run => {}
+            () = node_watch => {}
+            () = pod_watch => {}
+        }
+    }
+}
+
+fn active_ref(policies: &Store<ClusterPolicy>) -> Option<ObjectRef<ClusterPolicy>> {
+    active::active(&policies.state()).map(|p| ObjectRef::from_obj(p.as_ref()))
+}
+
+/// One pass over every GPU node.
+pub async fn reconcile(policy: Arc<ClusterPolicy>, up: Arc<Upgrades>) -> Result<Action, Error> {
+    let started = Instant::now();
+    let result = pass(&policy, &up).await;
+    up.ctx.metrics.observe(
+        NAME,
+        started.elapsed(),
+        result.as_ref().err().map(Error::category),
+    );
+    result
+}
+
+async fn pass(policy: &ClusterPolicy, up: &Upgrades) -> Result<Action, Error> {
+    let ctx = &up.ctx;
+    if !active::is_active(policy, &ctx.stores.policies.state()) {
+        return Ok(Action::await_change());
+    }
+    let spec = &policy.spec;
+    let resolved = Policy::resolve(spec.driver.upgrade_policy.as_ref());
+    let daemonsets = ctx.stores.daemonsets.state();
+    let templates = Templates::new(&daemonsets);
+    let sandbox = spec.sandbox_workloads.as_ref().and_then(|s| s.enabled) == Some(true);
+    let nodes = up.nodes.state();
+    let pods = up.pods.state();
+    let policy_ok = match resolved {
+        Ok(p)
+            if p.auto_upgrade
+                && spec.driver.enabled != Some(false)
+                && !sandbox
+                && !templates.is_empty() =>
+        {
+            p
+        }
+        other => {
+            let facts = view::node_facts(&nodes, &pods, &templates, true);
+            release(ctx, &facts).await?;
+            let current = facts
+                .iter()
+                .filter(|n| {
+                    n.driver
+                        .as_ref()
+                        .is_some_and(|d| d.in_sync && !d.terminating)
+                })
+                .count();
+            let summary = Summary {
+                total: view::driver_nodes(&nodes, &facts),
+                current,
+                ..Summary::default()
+            };
+            ctx.metrics.set_driver_upgrades(&summary.gauges(false));
+            let desired = match other {
+                Err(invalid) => gpu_operator_core::conditions::Desired::not_ok(
+                    gpu_operator_api::conditions::DRIVER_UPGRADE,
+                    "InvalidUpgradePolicy",
+                    invalid.to_string(),
+                ),
+                Ok(p) => {
+                    let why = if spec.driver.enabled == Some(false) {
+                        Off::DriverDisabled
+                    } else if sandbox {
+                        Off::Sandbox
+                    } else if !p.auto_upgrade {
+                        Off::AutoUpgrade
+                    } else {
+                        Off::NoDaemonSet
+                    };
+                    condition::disabled(current, summary.total, why)
+                }
+            };
+            return write_condition(ctx, policy, &desired, None).await;
+        }
+    };
+    let mut facts = view::node_facts(&nodes, &pods, &templates, false);
+    let in_flight = up.written.overlay(&mut facts);
+    let admitted: BTreeSet<String> = plan::admit(&facts, &policy_ok).into_iter().collect();
+    let available = plan::available(&facts, &policy_ok).saturating_sub(admitted.len());
+    let now = Timestamp::now();
+    let work: Vec<_> = facts
+        .iter()
+        .map(|node| async {
+            if in_flight.contains(&node.name) {
+                return Ok(Step {
+                    node: node.name.clone(),
+                    ..Step::default()
+                });
+            }
+            let step = run_node(ctx, node, &policy_ok, admitted.contains(&node.name), now).await?;
+            up.written.wrote(&node.name, &step);
+            Ok::<_, Error>(step)
+        })
+        .collect();
+    let steps: Vec<Step> = stream::iter(work)
+        .buffered(CONCURRENCY)
+        .try_collect()
+        .await?;
+    let mut summary = Summary::of(&facts, &steps, available);
+    summary.total = summary.total.max(view::driver_nodes(&nodes, &facts));
+    ctx.metrics.set_driver_upgrades(&summary.gauges(true));
+    let recheck = steps.iter().filter_map(|s| s.wait.as_ref()?.recheck).min();
+    write_condition(ctx, policy, &summary.condition(now), recheck).await
+}
+
+async fn write_condition(
+    ctx: &Context,
+    policy: &ClusterPolicy,
+    desired: &gpu_operator_core::conditions::Desired,
+    recheck: Option<Duration>,
+) -> Result<Action, Error> {
+    let deferred = match status_write::write_gated(ctx, policy, NAME, desired).await? {
+        Outcome::Deferred(after) => Some(after),
+        Outcome::Written => {
+            tracing::debug!(
+                reconciler = NAME,
+                reason = %desired.reason,
+                message = %desired.message,
+                "condition written"
+            );
+            None
+        }
+        Outcome::Current => None,
+    };
+    Ok(match recheck.into_iter().chain(deferred).min() {
+        Some(after) => Action::requeue(after.max(Duration::from_secs(1))),
+        None => Action::await_change(),
+    })
+}
+
+/// Plans and carries out the step of one node.
+async fn run_node(
+    ctx: &Context,
+    node: &NodeFacts,
+    policy: &Policy,
+    admitted: bool,
+    now: Timestamp,
+) -> Result<Step, Error> {
+    let lists_pods = matches!(
+        node.state,
+        Some(
+            UpgradeState::WaitForJobsRequired
+                | UpgradeState::PodDeletionRequired
+                | UpgradeState::DrainRequired
+        )
+    );
+    let workloads = if lists_pods {
+        pods_on(ctx, &node.name).await?
+    } else {
+        Vec::new()
+    };
+    let mut step = plan::step(node, policy, admitted, &workloads, now);
+    for (namespace, name) in &step.evict {
+        if let Some(blocked) = evict(ctx, namespace, name).await? {
+            step.wait = Some(Wait {
+                reason: format!(
+                    "{blocked}; {}",
+                    step.wait
+                        .as_ref()
+                        .map(|w| w.reason.as_str())
+                        .unwrap_or_default()
+                ),
+                recheck: Some(POLL * 2),
+                stuck: true,
+            });
+        }
+    }
+    let operand_pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    for (name, uid) in &step.delete {
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: Some(uid.clone()),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        match operand_pods.delete(name, &params).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {}
+            Err(e) => {
+                return Err(Error::kube(format!(
+                    "deleting pod {name} to upgrade node {}",
+                    node.name
+                ))(e));
+            }
+        }
+    }
+    if let Some(patch) = patch_json(&step) {
+        let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(ctx.client.clone());
+        nodes
+            .patch(&node.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(Error::kube(format!(
+                "moving node {} to its next driver upgrade state",
+                node.name
+            )))?;
+        if let Some(event) = &step.event {
+            publish(ctx, &node.name, event).await;
+        }
+        tracing::info!(node = node.name, from = ?node.state, to = ?step.patch.state, "driver upgrade step");
+    }
+    Ok(step)
+}

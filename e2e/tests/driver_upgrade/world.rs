@@ -1,0 +1,239 @@
+//! The world of the driver upgrade scenario: eight more GPU nodes (14 in all with the cluster's),
+//! GPU workloads in a namespace of their own (one ReplicaSet pod per chosen node, one guarded by a
+//! PodDisruptionBudget that allows no eviction, one bare "training job" pod the upgrade must wait
+//! for), and a recorder that watches every GPU node's upgrade state and cordon.
+
+use std::{
+    collections::{BTreeMap, btree_map::Entry},
+    sync::{Arc, Mutex},
+};
+
+use futures::StreamExt as _;
+use gpu_operator_e2e::{
+    fleet::{KWOK_LABEL, Profile},
+    harness::kubectl_ok,
+};
+use k8s_openapi::api::core::v1::Node;
+use kube::{
+    Api, ResourceExt as _,
+    api::PostParams,
+    runtime::{WatchStreamExt as _, watcher},
+};
+use serde_json::json;
+
+use super::support::{Env, TEMPORARY};
+
+pub const STATE: &str = "nvidia.com/gpu-driver-upgrade-state";
+pub const SKIP: &str = "nvidia.com/gpu-driver-upgrade.skip";
+/// The node annotations of driver upgrades (NVIDIA's and ours).
+const ANNOTATIONS: [&str; 6] = [
+    "nvidia.com/gpu-driver-upgrade-enabled",
+    "nvidia.com/gpu-driver-upgrade-requested",
+    "nvidia.com/gpu-driver-upgrade.node-initial-state.unschedulable",
+    "nvidia.com/gpu-driver-upgrade.state-since",
+    "nvidia.com/gpu-driver-upgrade.failure-reason",
+    "nvidia.com/gpu-driver-upgrade.restart-pod-uid",
+];
+/// States between admission and done, by hand from NVIDIA's list (reference §1.7).
+pub const IN_PROGRESS: [&str; 7] = [
+    "cordon-required",
+    "wait-for-jobs-required",
+    "pod-deletion-required",
+    "drain-required",
+    "pod-restart-required",
+    "validation-required",
+    "uncordon-required",
+];
+
+/// Adds `count` H100 nodes labelled [`TEMPORARY`]; deletes them (and undoes what the scenario did
+/// to the cluster's own nodes: cordons, skip labels, upgrade labels) when dropped.
+pub struct World {
+    pub added: Vec<String>,
+    pub touched: Vec<String>,
+    pub namespace: String,
+}
+
+impl World {
+    pub async fn new(env: &Env, count: usize) -> Self {
+        let namespace = gpu_operator_e2e::unique_name("ml");
+        let mut world = Self {
+            added: Vec::new(),
+            touched: Vec::new(),
+            namespace,
+        };
+        for i in 0..count {
+            let name = gpu_operator_e2e::unique_name(&format!("upg{i:02}"));
+            let mut node: Node = Profile::H100.node(&name);
+            node.labels_mut()
+                .insert(TEMPORARY.to_owned(), "true".to_owned());
+            Api::<Node>::all(env.client.clone())
+                .create(&PostParams::default(), &node)
+                .await
+                .unwrap();
+            world.added.push(name);
+        }
+        kubectl_ok(&["create", "namespace", &world.namespace]).unwrap();
+        world
+    }
+
+    /// A ReplicaSet of one pod on `node` asking for a GPU, labelled `app=<app>`.
+    pub fn gpu_replicaset(&self, app: &str, node: &str) {
+        let rs = json!({
+            "apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": app, "namespace": self.namespace},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"app": app}},
+                "template": {
+                    "metadata": {"labels": {"app": app}},
+                    "spec": {
+                        "nodeSelector": {"kubernetes.io/hostname": node},
+                        "containers": [gpu_container()],
+                    }
+                }
+            }
+        });
+        apply(&rs);
+    }
+
+    /// A PodDisruptionBudget over `app=<app>` keeping `min_available` pods.
+    pub fn pdb(&self, app: &str, min_available: u32) {
+        apply(&json!({
+            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": app, "namespace": self.namespace},
+            "spec": {"minAvailable": min_available, "selector": {"matchLabels": {"app": app}}}
+        }));
+    }
+
+    /// A bare pod on `node` asking for a GPU, labelled `app=training`: a job the upgrade waits for.
+    pub fn training_job(&self, name: &str, node: &str) {
+        apply(&json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": self.namespace, "labels": {"app": "training"}},
+            "spec": {"nodeName": node, "restartPolicy": "Never", "containers": [gpu_container()]}
+        }));
+    }
+
+    /// Marks pod `name` Succeeded, as its kubelet would when the job ends.
+    pub fn finish(&self, name: &str) {
+        kubectl_ok(&[
+            "patch",
+            "pod",
+            name,
+            "-n",
+            &self.namespace,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"phase":"Succeeded"}}"#,
+        ])
+        .unwrap();
+    }
+
+    pub fn touch(&mut self, node: &str) {
+        self.touched.push(node.to_owned());
+    }
+}
+
+fn gpu_container() -> serde_json::Value {
+    json!({
+        "name": "cuda", "image": "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04",
+        "resources": {"limits": {"nvidia.com/gpu": "1"}}
+    })
+}
+
+fn apply(object: &serde_json::Value) {
+    let file = std::env::temp_dir().join(gpu_operator_e2e::unique_name("object.json"));
+    std::fs::write(&file, object.to_string()).unwrap();
+    kubectl_ok(&["apply", "-f", file.to_str().unwrap()]).unwrap();
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        for node in &self.added {
+            let _ = kubectl_ok(&["delete", "node", node, "--ignore-not-found", "--wait=false"]);
+        }
+        for node in &self.touched {
+            let _ = kubectl_ok(&["uncordon", node]);
+            let _ = kubectl_ok(&[
+                "label",
+                "node",
+                node,
+                &format!("{SKIP}-"),
+                &format!("{STATE}-"),
+            ]);
+        }
+        // What the upgrade left on the cluster's nodes if the scenario stopped halfway.
+        let kwok = format!("{}={}", KWOK_LABEL.0, KWOK_LABEL.1);
+        let _ = kubectl_ok(&["label", "nodes", "-l", &kwok, &format!("{STATE}-")]);
+        let mut annotate = vec!["annotate".to_owned(), "nodes".into(), "-l".into(), kwok];
+        annotate.extend(ANNOTATIONS.iter().map(|a| format!("{a}-")));
+        let args: Vec<&str> = annotate.iter().map(String::as_str).collect();
+        let _ = kubectl_ok(&args);
+        let _ = kubectl_ok(&["delete", "namespace", &self.namespace, "--wait=false"]);
+    }
+}
+
+/// What the recorder saw of the GPU nodes.
+#[derive(Debug, Default)]
+pub struct Seen {
+    /// Each node's upgrade states, in the order they came, repeats of the same value folded.
+    pub states: BTreeMap<String, Vec<String>>,
+    /// The most nodes in an in-progress state at once.
+    pub max_in_progress: usize,
+    /// The most GPU nodes out of service (cordoned, upgrading or failed) at once.
+    pub max_unavailable: usize,
+    /// Nodes seen cordoned.
+    pub cordoned: Vec<String>,
+    current: BTreeMap<String, (Option<String>, bool)>,
+}
+
+/// Watches the GPU nodes (`gpus`) and records into the returned [`Seen`] until aborted.
+pub fn record(env: &Env, gpus: Vec<String>) -> (Arc<Mutex<Seen>>, tokio::task::JoinHandle<()>) {
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let into = seen.clone();
+    let api = Api::<Node>::all(env.client.clone());
+    let task = tokio::spawn(async move {
+        let mut events = watcher(api, watcher::Config::default())
+            .applied_objects()
+            .boxed();
+        while let Some(Ok(node)) = events.next().await {
+            let name = node.name_any();
+            if !gpus.contains(&name) {
+                continue;
+            }
+            let state = node.labels().get(STATE).cloned();
+            let cordoned = node
+                .spec
+                .as_ref()
+                .and_then(|s| s.unschedulable)
+                .unwrap_or(false);
+            let mut seen = into.lock().unwrap();
+            // The first sight of a node (the initial list) is where it starts, not a move.
+            if let Entry::Vacant(first) = seen.current.entry(name.clone()) {
+                first.insert((state, cordoned));
+                continue;
+            }
+            let states = seen.states.entry(name.clone()).or_default();
+            if let Some(state) = &state
+                && states.last() != Some(state)
+            {
+                states.push(state.clone());
+            }
+            if cordoned && !seen.cordoned.contains(&name) {
+                seen.cordoned.push(name.clone());
+            }
+            seen.current.insert(name, (state, cordoned));
+            let busy = |s: &Option<String>| s.as_deref().is_some_and(|s| IN_PROGRESS.contains(&s));
+            let in_progress = seen.current.values().filter(|(s, _)| busy(s)).count();
+            let unavailable = seen
+                .current
+                .values()
+                .filter(|(s, c)| *c || busy(s) || s.as_deref() == Some("upgrade-failed"))
+                .count();
+            seen.max_in_progress = seen.max_in_progress.max(in_progress);
+            seen.max_unavailable = seen.max_unavailable.max(unavailable);
+        }
+    });
+    (seen, task)
+}
