@@ -8,6 +8,7 @@
 //! [`reconcile`] carries its steps out. The binary calls [`controller`].
 
 mod actions;
+mod caught_up;
 pub mod condition;
 pub mod facts;
 mod in_flight;

@@ -40,6 +40,7 @@ use kube::{
 
 use crate::{
     actions::{evict, patch_json, pods_on, publish, release},
+    caught_up,
     condition::{self, Off, Summary},
     facts::NodeFacts,
     in_flight::InFlight,
@@ -177,6 +178,10 @@ async fn pass(policy: &ClusterPolicy, up: &Upgrades) -> Result<Action, Error> {
     let ctx = &up.ctx;
     if !active::is_active(policy, &ctx.stores.policies.state()) {
         return Ok(Action::await_change());
+    }
+    if policy.spec.driver.enabled != Some(false) && !caught_up::driver_caught_up(policy) {
+        // The driver DaemonSets may still hold the previous spec's template.
+        return Ok(Action::requeue(Duration::from_secs(1)));
     }
     let spec = &policy.spec;
     let resolved = Policy::resolve(spec.driver.upgrade_policy.as_ref());
