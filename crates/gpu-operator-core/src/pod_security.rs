@@ -82,7 +82,10 @@ mod tests {
     use super::*;
 
     fn policy(enabled: Option<bool>) -> ClusterPolicy {
-        let mut policy = ClusterPolicy::new("cluster-policy", Default::default());
+        let mut policy = ClusterPolicy::new(
+            "cluster-policy",
+            gpu_operator_api::ClusterPolicySpec::default(),
+        );
         policy.spec.psa = enabled.map(|enabled| PsaSpec {
             enabled: Some(enabled),
         });
