@@ -86,6 +86,52 @@ async fn refused_by_pod_security(
         .collect()
 }
 
+/// A Helm release (named as its namespace), uninstalled by [`Release::uninstall`] or on drop.
+struct Release(Option<String>);
+
+impl Release {
+    fn uninstall(&mut self) -> anyhow::Result<String> {
+        let Some(release) = self.0.take() else {
+            return Ok(String::new());
+        };
+        helm_ok(&[
+            "uninstall",
+            &release,
+            "-n",
+            &release,
+            "--wait",
+            "--timeout",
+            "3m",
+        ])
+    }
+}
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        if let Err(error) = self.uninstall() {
+            eprintln!("uninstalling the release: {error}");
+        }
+    }
+}
+
+/// The real node cordoned while this lives (uncordoned on drop, a failed test included).
+struct Cordoned;
+
+impl Cordoned {
+    fn new() -> Self {
+        kubectl_ok(&["cordon", NODE_NAME]).unwrap();
+        Self
+    }
+}
+
+impl Drop for Cordoned {
+    fn drop(&mut self) {
+        if let Err(error) = kubectl_ok(&["uncordon", NODE_NAME]) {
+            eprintln!("uncordoning {NODE_NAME}: {error}");
+        }
+    }
+}
+
 async fn holder(leases: &Api<Lease>) -> Option<String> {
     leases
         .get_opt(DEFAULT_LEASE_NAME)
@@ -134,6 +180,8 @@ async fn the_chart_runs_our_image_on_the_real_node_and_a_second_replica_takes_ov
         "--timeout",
         "5m",
     ]);
+    // Uninstalled on drop too: a failed test leaves no ClusterPolicy for the next test binary.
+    let mut release_guard = Release(Some(release.clone()));
     if let Err(error) = installed {
         panic!("{error}\n{}", ns.describe());
     }
@@ -219,6 +267,10 @@ async fn the_chart_runs_our_image_on_the_real_node_and_a_second_replica_takes_ov
         .unwrap()
         .clone();
     let other = both.iter().find(|p| **p != leader_pod).unwrap().clone();
+    // The Deployment replaces the deleted pod at once, and a fresh pod may win the Lease before
+    // the standby's next try (seen on the real node); with the node cordoned the replacement
+    // stays Pending, so a new holder can only be the standby.
+    let cordoned = Cordoned::new();
     let deleted = Instant::now();
     pods.delete(&leader_pod, &DeleteParams::default())
         .await
@@ -233,16 +285,8 @@ async fn the_chart_runs_our_image_on_the_real_node_and_a_second_replica_takes_ov
         "leader failover on the real node: {:.1} s from deleting the leader's pod",
         deleted.elapsed().as_secs_f64()
     );
+    drop(cordoned);
 
-    helm_ok(&[
-        "uninstall",
-        &release,
-        "-n",
-        &release,
-        "--wait",
-        "--timeout",
-        "3m",
-    ])
-    .unwrap();
+    release_guard.uninstall().unwrap();
     ns.delete().await;
 }
