@@ -175,7 +175,16 @@ pub async fn reconcile(
         ctx.metrics
             .set_policy_status(summary.metric, facts.gpu_nodes, facts.has_nfd_labels);
     }
-    let mut result = write(&ctx, &policy, &summary).await;
+    // psa.enabled: the namespace is labelled before the status is written (NVIDIA's operator
+    // labels it first thing); a refusal is retried, and does not hold the status back.
+    let labelled = if summary.state == State::Ignored {
+        Ok(())
+    } else {
+        crate::pod_security::reconcile(&ctx, &policy).await
+    };
+    let mut result = write(&ctx, &policy, &summary)
+        .await
+        .and_then(|deferred| labelled.map(|()| deferred));
     if summary.state != State::Ignored && result.is_ok() {
         // NVIDIA's leftovers go once everything we render was written (and so taken over).
         if let Err(error) = crate::leftovers::sweep(&ctx, &policy, operands).await {

@@ -1,7 +1,7 @@
 //! What we do not deploy, said out loud: NVIDIA's sandbox (virtual-machine) workloads — the VFIO
-//! manager, vGPU managers, sandbox device plugins, Kata and confidential-computing managers —
-//! and the namespace's pod-security labels (`psa`) are accepted in the ClusterPolicy, so nothing
-//! is pruned, but this operator deploys none of them. When the ClusterPolicy asks for them, the
+//! manager, vGPU managers, sandbox device plugins, Kata and confidential-computing managers — are
+//! accepted in the ClusterPolicy, so nothing is pruned, but this operator deploys none of them.
+//! (`psa.enabled` is no longer among them: see `gpu_operator_core::pod_security`.) When the ClusterPolicy asks for them, the
 //! `SandboxWorkloadsReady` condition is `False` (reason `NotSupported`) and one Warning Event
 //! names each setting and the GPU nodes labelled for a VM workload type, which get no operands
 //! at all (neither the container stack nor the sandbox one). Nothing running is touched.
@@ -150,9 +150,6 @@ fn unsupported_settings(spec: &ClusterPolicySpec) -> Vec<String> {
                 .filter(|(_, enabled)| *enabled == Some(true))
                 .map(|(section, _)| format!("{section}.enabled=true")),
         );
-    }
-    if spec.psa.as_ref().and_then(|p| p.enabled) == Some(true) {
-        out.push("psa.enabled=true (label the operator namespace pod-security.kubernetes.io/enforce=privileged yourself)".to_owned());
     }
     out
 }

@@ -281,3 +281,48 @@ fn a_device_plugin_config_is_created_and_referenced() {
         json!({"name": "time-slicing-config", "default": "any"})
     );
 }
+
+#[test]
+#[ignore = "runs helm: `cargo xtask cluster up` builds it, `cargo xtask ci` runs this"]
+fn psa_lets_the_operator_label_its_own_namespace_and_no_other() {
+    helm().unwrap();
+    let yaml = template(&chart(), "gpu-operator", "gpu-ops", &[]).unwrap();
+    let docs: Vec<Value> = serde_yaml::Deserializer::from_str(&yaml)
+        .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
+        .filter(|doc: &Value| !doc.is_null())
+        .collect();
+    // The operator's ClusterRole: the one that reads ClusterPolicies.
+    let operator = docs
+        .iter()
+        .find(|d| {
+            d["kind"] == "ClusterRole"
+                && d["rules"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|r| r["resources"] == json!(["clusterpolicies"]))
+        })
+        .expect("no operator ClusterRole rendered");
+    let namespace_rules: Vec<&Value> = docs
+        .iter()
+        .filter(|d| d["kind"] == "ClusterRole" || d["kind"] == "Role")
+        .flat_map(|d| d["rules"].as_array().into_iter().flatten())
+        .filter(|r| {
+            r["resources"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|r| r == "namespaces")
+        })
+        .collect();
+    // What NVIDIA's operator does with psa.enabled (a read, then a patch of the labels), on the
+    // release namespace only.
+    let wanted = json!({
+        "apiGroups": [""],
+        "resources": ["namespaces"],
+        "resourceNames": ["gpu-ops"],
+        "verbs": ["get", "patch"],
+    });
+    assert_eq!(namespace_rules, vec![&wanted], "{}", operator["rules"]);
+    assert!(operator["rules"].as_array().unwrap().contains(&wanted));
+}
