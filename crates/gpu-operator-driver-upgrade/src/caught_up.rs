@@ -20,13 +20,13 @@ pub fn driver_caught_up(policy: &ClusterPolicy) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use gpu_operator_api::ClusterPolicyStatus;
+    use gpu_operator_api::{ClusterPolicySpec, ClusterPolicyStatus};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
     use super::*;
 
     fn policy(generation: i64, driver_ready_at: Option<i64>) -> ClusterPolicy {
-        let mut policy = ClusterPolicy::new("cluster-policy", Default::default());
+        let mut policy = ClusterPolicy::new("cluster-policy", ClusterPolicySpec::default());
         policy.metadata.generation = Some(generation);
         policy.status = Some(ClusterPolicyStatus {
             conditions: Some(
