@@ -73,6 +73,7 @@ impl World {
             world.added.push(name);
         }
         kubectl_ok(&["create", "namespace", &world.namespace]).unwrap();
+        scrub_upgrade_marks();
         world
     }
 
@@ -164,14 +165,21 @@ impl Drop for World {
             ]);
         }
         // What the upgrade left on the cluster's nodes if the scenario stopped halfway.
-        let kwok = format!("{}={}", KWOK_LABEL.0, KWOK_LABEL.1);
-        let _ = kubectl_ok(&["label", "nodes", "-l", &kwok, &format!("{STATE}-")]);
-        let mut annotate = vec!["annotate".to_owned(), "nodes".into(), "-l".into(), kwok];
-        annotate.extend(ANNOTATIONS.iter().map(|a| format!("{a}-")));
-        let args: Vec<&str> = annotate.iter().map(String::as_str).collect();
-        let _ = kubectl_ok(&args);
+        scrub_upgrade_marks();
         let _ = kubectl_ok(&["delete", "namespace", &self.namespace, "--wait=false"]);
     }
+}
+
+/// Removes the upgrade state label and annotations from every simulated node: what an earlier
+/// scenario left (the chart's default `autoUpgrade: true` labels every node `upgrade-done`, and
+/// nothing removes that once its policy is gone) must not be taken for this scenario's moves.
+fn scrub_upgrade_marks() {
+    let kwok = format!("{}={}", KWOK_LABEL.0, KWOK_LABEL.1);
+    let _ = kubectl_ok(&["label", "nodes", "-l", &kwok, &format!("{STATE}-")]);
+    let mut annotate = vec!["annotate".to_owned(), "nodes".into(), "-l".into(), kwok];
+    annotate.extend(ANNOTATIONS.iter().map(|a| format!("{a}-")));
+    let args: Vec<&str> = annotate.iter().map(String::as_str).collect();
+    let _ = kubectl_ok(&args);
 }
 
 /// What the recorder saw of the GPU nodes.
@@ -214,11 +222,16 @@ pub fn record(env: &Env, gpus: Vec<String>) -> (Arc<Mutex<Seen>>, tokio::task::J
                 first.insert((state, cordoned));
                 continue;
             }
-            let states = seen.states.entry(name.clone()).or_default();
+            // Only a move is recorded: any other change to the node (a heartbeat, a label of
+            // someone else's) repeats the state it already had.
+            let before = seen.current.get(&name).and_then(|(s, _)| s.clone());
             if let Some(state) = &state
-                && states.last() != Some(state)
+                && before.as_ref() != Some(state)
             {
-                states.push(state.clone());
+                seen.states
+                    .entry(name.clone())
+                    .or_default()
+                    .push(state.clone());
             }
             if cordoned && !seen.cordoned.contains(&name) {
                 seen.cordoned.push(name.clone());
