@@ -28,7 +28,7 @@ pub struct UpArgs {
     /// Default: h100=2,a100=2,t4=2,cpu=1.
     #[arg(long, value_name = "SPEC")]
     pub fleet: Option<String>,
-    /// Only build the binaries into the cache; start nothing.
+    /// Only build the binaries into the cache (with `--real-node`, the kubelet too); start nothing.
     #[arg(long)]
     pub build_only: bool,
     /// Also start one real node: a kubelet with containerd (needs root; installs Debian's
@@ -56,7 +56,11 @@ impl UpArgs {
 pub fn up(layout: &Layout, args: &UpArgs) -> anyhow::Result<()> {
     let fleet = args.fleet()?;
     if args.build_only {
-        return build::ensure(layout);
+        build::ensure(layout)?;
+        if args.real_node {
+            build::ensure_kubelet(layout)?;
+        }
+        return Ok(());
     }
     if super::is_up(layout) {
         bail!(
