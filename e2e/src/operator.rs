@@ -250,7 +250,7 @@ impl Drop for Operator {
     }
 }
 
-/// One mutating request from the API server's audit log.
+/// One request from the API server's audit log (a mutating one, or a LIST).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Write {
     /// `create`, `update`, `patch`, `delete`, …
@@ -302,11 +302,33 @@ pub fn writes_in(
     user: &str,
     since: Timestamp,
 ) -> anyhow::Result<Vec<(Timestamp, Write)>> {
-    let mut writes = Vec::new();
+    requests_in(log, user, since, |verb| MUTATING.contains(&verb))
+}
+
+/// LIST requests by `user` in the audit log at `log` that completed after `since` (the harness
+/// logs them for ServiceAccounts: a watch that resumes needs none, a relist one each).
+pub fn lists_in(
+    log: &Path,
+    user: &str,
+    since: Timestamp,
+) -> anyhow::Result<Vec<(Timestamp, Write)>> {
+    requests_in(log, user, since, |verb| verb == "list")
+}
+
+/// The verbs that change objects.
+const MUTATING: [&str; 5] = ["create", "update", "patch", "delete", "deletecollection"];
+
+fn requests_in(
+    log: &Path,
+    user: &str,
+    since: Timestamp,
+    keep: impl Fn(&str) -> bool,
+) -> anyhow::Result<Vec<(Timestamp, Write)>> {
+    let mut requests = Vec::new();
     for part in audit_log_parts(log)? {
-        writes_in_part(&part, user, since, &mut writes)?;
+        requests_in_part(&part, user, since, &keep, &mut requests)?;
     }
-    Ok(writes)
+    Ok(requests)
 }
 
 /// The rotated parts of the audit log at `log`, oldest first (their names sort by time), then `log`.
@@ -332,11 +354,12 @@ fn audit_log_parts(log: &Path) -> anyhow::Result<Vec<PathBuf>> {
     Ok(parts)
 }
 
-fn writes_in_part(
+fn requests_in_part(
     log: &Path,
     user: &str,
     since: Timestamp,
-    writes: &mut Vec<(Timestamp, Write)>,
+    keep: &impl Fn(&str) -> bool,
+    requests: &mut Vec<(Timestamp, Write)>,
 ) -> anyhow::Result<()> {
     let file = fs::File::open(log)?;
     for line in std::io::BufReader::new(file).lines() {
@@ -349,7 +372,10 @@ fn writes_in_part(
         let Ok(event) = serde_json::from_str::<serde_json::Value>(&line) else {
             continue;
         };
-        if event["user"]["username"] != user || event["stage"] != "ResponseComplete" {
+        if event["user"]["username"] != user
+            || event["stage"] != "ResponseComplete"
+            || !keep(event["verb"].as_str().unwrap_or_default())
+        {
             continue;
         }
         let Some(at) = event["stageTimestamp"]
@@ -376,7 +402,7 @@ fn writes_in_part(
                 .unwrap_or_default(),
             field_manager: event["requestURI"].as_str().and_then(field_manager_of),
         };
-        writes.push((at, write));
+        requests.push((at, write));
     }
     Ok(())
 }

@@ -19,7 +19,9 @@ use std::{collections::BTreeMap, future, sync::Arc, time::Duration};
 
 use futures::StreamExt as _;
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
-use gpu_operator_core::{Context, exposition, metrics::Metrics, node_meta::NodeMeta, stores};
+use gpu_operator_core::{
+    Context, change_stream, exposition, metrics::Metrics, node_meta::NodeMeta, stores,
+};
 use gpu_operator_e2e::{
     client,
     crd::ensure_crd,
@@ -157,19 +159,19 @@ struct Reconciler {
 impl Reconciler {
     async fn start(world: &World) -> Self {
         let client = world.client.clone();
-        let (mut caches, mut subs, driver) = stores::start(&client, "default").unwrap();
+        let (mut caches, mut subs, driver) = stores::start(&client, "default");
         // The shared node cache, narrowed to this world's nodes.
-        let (nodes, writer) = reflector::store_shared(256);
-        subs.nodes = writer.subscribe().unwrap();
+        let (nodes, writer) = reflector::store();
         caches.nodes = nodes;
         let selector = format!("{RUN_LABEL}={}", world.run);
-        let node_watch = watcher(
+        let events = watcher(
             Api::<NodeMeta>::all(client.clone()),
             watcher::Config::default().labels(&selector),
         )
-        .default_backoff()
-        .reflect_shared(writer)
-        .for_each(|_| future::ready(()));
+        .default_backoff();
+        let (changes, events) = change_stream::reflect(events, writer, 256);
+        subs.nodes = changes;
+        let node_watch = events.for_each(|_| future::ready(()));
         let caches_task = tokio::spawn(async move {
             futures::join!(driver, node_watch);
         });

@@ -41,6 +41,7 @@ async fn the_operator_turns_a_cluster_policy_into_ready_operands_and_then_stays_
     steps::labels_daemonsets_and_status_become_ready(&env, &name).await;
     steps::a_new_node_is_covered_and_an_opt_out_is_kept(&env, &operator).await;
     steps::disabling_deletes_and_enabling_recreates(&env, &name).await;
+    steps::a_daemonset_deleted_by_hand_comes_back(&env, &name).await;
     steps::a_second_policy_is_ignored(&env, &name).await;
     let operator = steps::a_restart_rewrites_nothing(&env, &name, operator).await;
     steps::steady_state_sends_no_writes(&env, &name, &operator).await;

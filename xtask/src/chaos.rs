@@ -1,13 +1,15 @@
 //! `cargo xtask chaos`: what production does to the operator, done on purpose on a fresh local
 //! cluster, with a figure for each scenario: the operator SIGKILLed at random moments of rollouts
-//! and ClusterPolicy changes ([`kills`]), and the leader of two candidates killed mid-rollout
-//! ([`failover`]). The short profile (5 kills, 1 failover) runs inside `cargo xtask ci`; `--full`
+//! and ClusterPolicy changes ([`kills`]), the leader of two candidates killed mid-rollout
+//! ([`failover`]), and kube-apiserver and etcd restarted while idle and mid-rollout
+//! ([`restarts`]). The short profile (5 kills, 1 failover) runs inside `cargo xtask ci`; `--full`
 //! kills 50 times and fails over 5 times. Prints the tables and writes them to
 //! `target/chaos/latest.md`; fails when any figure is off.
 
 mod failover;
 mod kills;
 mod report;
+mod restarts;
 mod snapshot;
 mod steps;
 
@@ -81,10 +83,12 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         let cycles = Box::pin(kills::run(&target, kills, &mut rng)).await?;
         eprintln!("==> chaos: leader failover");
         let failovers = failover::run(&target, failovers, &mut rng).await;
-        anyhow::Ok((cycles, failovers))
+        eprintln!("==> chaos: kube-apiserver and etcd restarted");
+        let restarts = Box::pin(restarts::run(&layout, &target)).await?;
+        anyhow::Ok((cycles, failovers, restarts))
     });
     cluster::down(&layout)?;
-    let (cycles, failovers) = result?;
+    let (cycles, failovers, restarts) = result?;
     let report = report::Report {
         profile: if args.full { "full" } else { "short" },
         seed,
@@ -93,6 +97,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         minutes: started.elapsed().as_secs_f64() / 60.0,
         cycles,
         failovers,
+        restarts,
     };
     let markdown = report.markdown();
     std::fs::write(out.join("latest.md"), &markdown)?;
@@ -100,7 +105,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     eprintln!("report: {}", out.join("latest.md").display());
     if !report.passed() {
         bail!(
-            "some kill cycles failed; see {}",
+            "some chaos rounds failed; see {}",
             out.join("latest.md").display()
         );
     }

@@ -199,8 +199,9 @@ where
     changes(nodes, |node, hasher| node.labels().hash(hasher))
 }
 
-/// Passes an object on only when what `fingerprint` hashes of it changed (or it is new). It
-/// remembers one pair of hashes per object (its name's and the fingerprint), not the names.
+/// Passes an object on only when what `fingerprint` hashes of it changed (or it is new), and
+/// always when it is deleted (it comes with a deletion timestamp, see [`crate::change_stream`]).
+/// It remembers one pair of hashes per object (its name's and the fingerprint), not the names.
 pub fn changes<S, K>(
     objects: S,
     fingerprint: impl Fn(&K, &mut DefaultHasher) + Send + 'static,
@@ -216,7 +217,13 @@ where
         let hash = hasher.finish();
         let mut hasher = DefaultHasher::new();
         object.meta().name.hash(&mut hasher);
-        let changed = seen.insert(hasher.finish(), hash) != Some(hash);
+        let name = hasher.finish();
+        let changed = if object.meta().deletion_timestamp.is_some() {
+            seen.remove(&name);
+            true
+        } else {
+            seen.insert(name, hash) != Some(hash)
+        };
         std::future::ready(changed)
     })
 }
@@ -295,5 +302,49 @@ mod tests {
         let mut user = ConfigMap::default();
         user.metadata.namespace = Some("gpu-operator".to_owned());
         assert_eq!(owner_policy(Arc::new(user)), None, "not ours");
+    }
+
+    #[tokio::test]
+    async fn changes_pass_new_and_changed_objects_and_every_deletion() {
+        let node = |labels: &[(&str, &str)], deleted: bool| {
+            let mut map = ConfigMap::default();
+            map.metadata.name = Some("gpu-a".to_owned());
+            map.metadata.labels = Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+            );
+            map.metadata.deletion_timestamp =
+                deleted.then_some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                    k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+                ));
+            Arc::new(map)
+        };
+        let input = futures::stream::iter([
+            node(&[("a", "1")], false),
+            node(&[("a", "1")], false), // same fingerprint: dropped
+            node(&[("a", "2")], false),
+            node(&[("a", "2")], true),  // deleted, same fingerprint: passed
+            node(&[("a", "2")], false), // created again: new
+        ]);
+        let passed: Vec<(String, bool)> = changes(input, |m: &ConfigMap, h| m.labels().hash(h))
+            .map(|m| {
+                (
+                    m.labels()["a"].clone(),
+                    m.metadata.deletion_timestamp.is_some(),
+                )
+            })
+            .collect()
+            .await;
+        assert_eq!(
+            passed,
+            [
+                ("1".to_owned(), false),
+                ("2".to_owned(), false),
+                ("2".to_owned(), true),
+                ("2".to_owned(), false)
+            ]
+        );
     }
 }

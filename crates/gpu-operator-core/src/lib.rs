@@ -5,6 +5,7 @@ pub mod active;
 pub mod adopt;
 pub mod apply;
 pub mod barrier;
+pub mod change_stream;
 pub mod children;
 pub mod coalesce;
 pub mod conditions;

@@ -26,7 +26,7 @@ use kube::{
     core::PartialObjectMeta,
     runtime::{
         WatchStreamExt as _,
-        reflector::{self, ObjectRef, ReflectHandle, Store},
+        reflector::{self, ObjectRef, Store},
         watcher,
     },
 };
@@ -34,6 +34,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 
 use crate::{
+    change_stream::{self, Changes},
     facts_memo::{self, FactsMemo},
     meta,
     node_meta::NodeMeta,
@@ -59,7 +60,7 @@ macro_rules! kinds {
         /// Change streams of the shared caches, to trigger controllers.
         #[derive(Clone)]
         pub struct Subscriptions {
-            $(#[doc = concat!("Changes of `", stringify!($kind), "`.")] pub $field: ReflectHandle<$kind>,)*
+            $(#[doc = concat!("Changes of `", stringify!($kind), "`.")] pub $field: Changes<$kind>,)*
         }
 
         impl Stores {
@@ -97,10 +98,7 @@ const BUFFER: usize = 1024;
 
 /// Starts the shared reflectors (lazily: they run once the returned driver is polled).
 #[expect(clippy::too_many_lines, reason = "one reflector per kind, in order")]
-pub fn start(
-    client: &Client,
-    namespace: &str,
-) -> Result<(Stores, Subscriptions, Driver), NotShared> {
+pub fn start(client: &Client, namespace: &str) -> (Stores, Subscriptions, Driver) {
     let managed = watcher::Config::default().labels(&meta::managed_selector());
     let everything = watcher::Config::default();
     let gpu_nodes = watcher::Config::default().labels(&format!("{}=true", labels::GPU_PRESENT));
@@ -113,68 +111,68 @@ pub fn start(
         &everything,
         strip_managed_fields,
         Tap::Notify(policy_events.clone()),
-    )?;
+    );
     let (nodes, nodes_sub) = r.reflect_tapped(
         Api::<NodeMeta>::all(c.clone()),
         &everything,
         |_| {},
         Tap::Facts(node_facts.clone(), facts_memo::node_changed),
-    )?;
+    );
     let (node_runtimes, node_runtimes_sub) = r.reflect_tapped(
         Api::<NodeRuntime>::all(c.clone()),
         &gpu_nodes,
         |_| {},
         Tap::Facts(node_facts.clone(), facts_memo::runtime_changed),
-    )?;
+    );
     let (daemonsets, daemonsets_sub) = r.reflect(
         Api::<DaemonSet>::namespaced(c.clone(), ns),
         &managed,
         strip_managed_fields,
-    )?;
+    );
     let (service_accounts, service_accounts_sub) = r.reflect(
         Api::<ServiceAccount>::namespaced(c.clone(), ns),
         &managed,
         strip_managed_fields,
-    )?;
+    );
     let (config_maps, config_maps_sub) = r.reflect(
         Api::<ConfigMap>::namespaced(c.clone(), ns),
         &everything,
         strip_managed_fields,
-    )?;
+    );
     let (services, services_sub) = r.reflect(
         Api::<Service>::namespaced(c.clone(), ns),
         &managed,
         strip_managed_fields,
-    )?;
+    );
     let (roles, roles_sub) = r.reflect(
         Api::<Role>::namespaced(c.clone(), ns),
         &managed,
         strip_managed_fields,
-    )?;
+    );
     let (role_bindings, role_bindings_sub) = r.reflect(
         Api::<RoleBinding>::namespaced(c.clone(), ns),
         &managed,
         strip_managed_fields,
-    )?;
+    );
     let (cluster_roles, cluster_roles_sub) = r.reflect(
         Api::<ClusterRole>::all(c.clone()),
         &managed,
         strip_managed_fields,
-    )?;
+    );
     let (cluster_role_bindings, cluster_role_bindings_sub) = r.reflect(
         Api::<ClusterRoleBinding>::all(c.clone()),
         &managed,
         strip_managed_fields,
-    )?;
+    );
     let (runtime_classes, runtime_classes_sub) = r.reflect(
         Api::<RuntimeClass>::all(c.clone()),
         &managed,
         strip_managed_fields,
-    )?;
+    );
     let (service_monitor_crds, service_monitor_crds_sub) =
-        r.crd_metadata(c, service_monitor::CRD_NAME)?;
+        r.crd_metadata(c, service_monitor::CRD_NAME);
     let (prometheus_rule_crds, prometheus_rule_crds_sub) =
-        r.crd_metadata(c, prometheus_rule::CRD_NAME)?;
+        r.crd_metadata(c, prometheus_rule::CRD_NAME);
 
     let driver = Box::pin(futures::stream::select_all(r.streams).for_each(|()| async {}));
     let stores = Stores {
@@ -211,7 +209,7 @@ pub fn start(
         service_monitor_crds: service_monitor_crds_sub,
         prometheus_rule_crds: prometheus_rule_crds_sub,
     };
-    Ok((stores, subscriptions, driver))
+    (stores, subscriptions, driver)
 }
 
 /// Builds shared reflectors, collecting the streams that drive them.
@@ -222,18 +220,14 @@ struct Reflectors {
 
 impl Reflectors {
     /// The metadata of the one CustomResourceDefinition `name`.
-    #[allow(clippy::type_complexity, reason = "the pair `reflect` returns")]
     fn crd_metadata(
         &mut self,
         client: &Client,
         name: &str,
-    ) -> Result<
-        (
-            Store<PartialObjectMeta<CustomResourceDefinition>>,
-            ReflectHandle<PartialObjectMeta<CustomResourceDefinition>>,
-        ),
-        NotShared,
-    > {
+    ) -> (
+        Store<PartialObjectMeta<CustomResourceDefinition>>,
+        Changes<PartialObjectMeta<CustomResourceDefinition>>,
+    ) {
         self.reflect(
             Api::<PartialObjectMeta<CustomResourceDefinition>>::all(client.clone()),
             &watcher::Config::default().fields(&format!("metadata.name={name}")),
@@ -246,7 +240,7 @@ impl Reflectors {
         api: Api<K>,
         config: &watcher::Config,
         modify: fn(&mut K),
-    ) -> Result<(Store<K>, ReflectHandle<K>), NotShared>
+    ) -> (Store<K>, Changes<K>)
     where
         K: Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
         K::DynamicType: Eq + Hash + Clone + Default,
@@ -261,25 +255,25 @@ impl Reflectors {
         config: &watcher::Config,
         modify: fn(&mut K),
         tap: Tap<K>,
-    ) -> Result<(Store<K>, ReflectHandle<K>), NotShared>
+    ) -> (Store<K>, Changes<K>)
     where
         K: Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
         K::DynamicType: Eq + Hash + Clone + Default,
     {
         let kind = K::kind(&K::DynamicType::default()).into_owned();
-        let (store, writer) = reflector::store_shared(BUFFER);
-        let subscription = writer.subscribe().ok_or_else(|| NotShared(kind.clone()))?;
+        let (store, writer) = reflector::store();
         let tap = Arc::new(tap.start());
         let (before, after, cache) = (tap.clone(), tap, store.clone());
-        let stream = watcher(api, config.clone())
+        let events = watcher(api, config.clone())
             .default_backoff()
             .modify(modify)
             .inspect(move |event| {
                 if let Ok(event) = event {
                     before.before_apply(event, &cache);
                 }
-            })
-            .reflect_shared(writer)
+            });
+        let (subscription, events) = change_stream::reflect(events, writer, BUFFER);
+        let stream = events
             .inspect(move |_| after.after_dispatch())
             .map(move |event| {
                 if let Err(error) = event {
@@ -288,7 +282,7 @@ impl Reflectors {
             })
             .boxed();
         self.streams.push(stream);
-        Ok((store, subscription))
+        (store, subscription)
     }
 }
 
@@ -363,8 +357,3 @@ where
 fn strip_managed_fields<K: Resource>(object: &mut K) {
     object.meta_mut().managed_fields = None;
 }
-
-/// A reflector writer that hands out no subscriptions (it was not made by `store_shared`).
-#[derive(Debug, thiserror::Error)]
-#[error("the {0} cache cannot be shared")]
-pub struct NotShared(String);

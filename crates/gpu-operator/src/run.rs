@@ -61,7 +61,7 @@ async fn run(args: &RunArgs, namespace: String) -> anyhow::Result<()> {
     .await?;
     tracing::info!(metrics = ?servers.metrics_addr, probes = ?servers.probe_addr, "admin servers listening");
 
-    let (stores, subs, driver) = stores::start(&client, &namespace)?;
+    let (stores, subs, driver) = stores::start(&client, &namespace);
     let caches = tokio::spawn(driver);
     tokio::select! {
         synced = stores.wait_until_ready() => synced.context("the caches stopped before they synced")?,

@@ -210,6 +210,35 @@ pub async fn disabling_deletes_and_enabling_recreates(env: &Env, name: &str) {
     wait_policy(env, name, "the ClusterPolicy to be ready again", is_ready).await;
 }
 
+/// A DaemonSet of ours deleted by hand comes back at once: its deletion alone wakes the
+/// reconciler (nothing else changes meanwhile, and nothing is requeued while converged, so a
+/// reconciler blind to deletions would never recreate it).
+pub async fn a_daemonset_deleted_by_hand_comes_back(env: &Env, name: &str) {
+    wait_policy(env, name, "the ClusterPolicy to be ready", is_ready).await;
+    let old = env.daemonsets().get(VALIDATOR).await.unwrap().uid();
+    env.daemonsets()
+        .delete(VALIDATOR, &DeleteParams::default())
+        .await
+        .unwrap();
+    // Well below the status's quiet time plus a reconcile (10 s and more): watch-driven only.
+    wait_until(
+        "the deleted DaemonSet recreated",
+        Duration::from_secs(8),
+        || async {
+            let uid = env
+                .daemonsets()
+                .get_opt(VALIDATOR)
+                .await?
+                .and_then(|d| d.uid());
+            Ok((uid.is_some() && uid != old).then_some(()))
+        },
+    )
+    .await
+    .unwrap();
+    wait_ds_ready(env, VALIDATOR, None).await;
+    wait_policy(env, name, "the ClusterPolicy to be ready again", is_ready).await;
+}
+
 /// A second ClusterPolicy is ignored and says which one is active.
 pub async fn a_second_policy_is_ignored(env: &Env, name: &str) {
     let second = format!("{name}-second");

@@ -1,10 +1,12 @@
-//! The chaos report: one Markdown table row per kill, then the scenario's figures.
+//! The chaos report: one Markdown table row per kill, failover and restart, with each scenario's
+//! figures.
 
 use std::fmt::Write as _;
 
 use super::{
     failover::Failover,
     kills::{Cycle, LEASE_DURATION},
+    restarts::{self, Restart},
 };
 
 /// A chaos run's results.
@@ -23,12 +25,16 @@ pub struct Report {
     pub cycles: Vec<Cycle>,
     /// The leader failovers, in order.
     pub failovers: Vec<Failover>,
+    /// The control plane restarts, in order.
+    pub restarts: Vec<Restart>,
 }
 
 impl Report {
     /// Whether every cycle passed.
     pub fn passed(&self) -> bool {
-        self.cycles.iter().all(Cycle::passed) && self.failovers.iter().all(Failover::passed)
+        self.cycles.iter().all(Cycle::passed)
+            && self.failovers.iter().all(Failover::passed)
+            && self.restarts.iter().all(Restart::passed)
     }
 
     /// The report as Markdown.
@@ -83,6 +89,7 @@ impl Report {
             }
         }
         self.failover_markdown(&mut out);
+        restarts::markdown(&self.restarts, &mut out);
         out
     }
 

@@ -20,9 +20,9 @@ use crate::bench::{patches, run::is_ready};
 
 /// The Lease the operator's candidates compete for: NVIDIA's operator's name for it, which ours
 /// keeps so the two exclude each other.
-const LEASE: &str = "53822513.nvidia.com";
+pub const LEASE: &str = "53822513.nvidia.com";
 /// The DaemonSet every change of the series updates (see [`patches`]).
-const PLUGIN: &str = "nvidia-device-plugin-daemonset";
+pub const PLUGIN: &str = "nvidia-device-plugin-daemonset";
 /// How long one convergence may take on the small fleet (a restart waits out the dead
 /// process's Lease first).
 pub const CONVERGE_TIMEOUT: Duration = Duration::from_secs(180);

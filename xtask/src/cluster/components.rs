@@ -37,8 +37,9 @@ pub enum Readiness {
     Listening(u16),
 }
 
-/// Audit policy of the API server: metadata of every mutating request, nothing else. Tests count
-/// a client's writes from this log, on the server's side.
+/// Audit policy of the API server: metadata of every mutating request, and of ServiceAccounts'
+/// LISTs (a relist after a restart shows there), nothing else. Tests count a client's writes and
+/// lists from this log, on the server's side.
 pub const AUDIT_POLICY: &str = "\
 apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -46,6 +47,9 @@ omitStages: [RequestReceived]
 rules:
 - level: Metadata
   verbs: [create, update, patch, delete, deletecollection]
+- level: Metadata
+  verbs: [list]
+  userGroups: [\"system:serviceaccounts\"]
 - level: None
 ";
 

@@ -20,10 +20,10 @@ pub use build::{ensure as ensure_built, ensure_promtool};
 pub use components::http_ok;
 pub use layout::{Layout, display as display_path};
 pub use nodes::is_ready as node_is_ready;
-pub use up::UpArgs;
+pub use up::{UpArgs, restart};
 
 use crate::process;
-use components::Component;
+pub use components::Component;
 
 /// What to do with the local cluster.
 #[derive(Subcommand)]

@@ -152,6 +152,20 @@ async fn start(layout: &Layout, fleet: &Fleet, real_node: bool) -> anyhow::Resul
     Ok(())
 }
 
+/// Stops `component` (SIGTERM to its process group, SIGKILL after 10 s) and starts it again with
+/// the same flags and data, as a restart in production would; returns once it is ready again.
+pub async fn restart(layout: &Layout, component: Component) -> anyhow::Result<()> {
+    if let Some(pid) = super::running_pid(layout, component) {
+        process::stop_group(pid, Duration::from_secs(10))?;
+    }
+    let pid = process::spawn_daemon(
+        &mut component.command(layout),
+        &layout.log(component.name()),
+        &layout.pid_file(component.name()),
+    )?;
+    wait_ready(layout, component, pid).await
+}
+
 /// Waits until `component` is ready; fails early, with its log, if the process exits.
 async fn wait_ready(layout: &Layout, component: Component, pid: u32) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(180);

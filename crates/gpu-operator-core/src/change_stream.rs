@@ -1,0 +1,214 @@
+//! The change streams of the shared caches: every object the watch applied or deleted, as it
+//! saw it, handed to each subscriber. kube's shared reflector hands its subscribers only applied
+//! objects, looked up in the cache when the subscriber gets to them: a deleted DaemonSet,
+//! ConfigMap, Node or CustomResourceDefinition woke no reconciler, and a subscriber whose object
+//! had left the cache before it looked stopped being woken (its stream returned `Pending` with no
+//! waker registered) until something else woke its task.
+//!
+//! A deleted object arrives with a deletion timestamp (set here when the API server's last
+//! version had none), so a filter such as [`crate::controller::changes`] tells it from an update.
+
+use std::{
+    pin::Pin,
+    sync::Arc,
+    task::{Context, Poll},
+};
+
+use async_broadcast::{InactiveReceiver, Receiver, Sender};
+use futures::{Stream, StreamExt as _};
+use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
+use kube::{
+    Resource,
+    runtime::{
+        WatchStreamExt as _,
+        reflector::{ObjectRef, Store, store::Writer},
+        watcher,
+    },
+};
+
+/// The sending side, fed by one reflector's events.
+pub struct Dispatcher<K> {
+    sender: Sender<Arc<K>>,
+    /// Keeps the channel open while no subscriber is active.
+    _open: InactiveReceiver<Arc<K>>,
+}
+
+/// One subscriber's stream of changed objects. Each clone sees the changes from its creation on;
+/// a subscriber that falls `capacity` changes behind holds back the reflector (back-pressure, as
+/// kube's shared reflector does), so every stream handed out must be polled or dropped.
+#[derive(Clone)]
+pub struct Changes<K> {
+    receiver: Receiver<Arc<K>>,
+}
+
+/// A dispatcher and the first subscription of a channel holding `capacity` changes.
+pub fn channel<K>(capacity: usize) -> (Dispatcher<K>, Changes<K>) {
+    let (mut sender, receiver) = async_broadcast::broadcast(capacity);
+    // With no subscriber active, changes are dropped rather than held until one comes.
+    sender.set_await_active(false);
+    let open = receiver.clone().deactivate();
+    (
+        Dispatcher {
+            sender,
+            _open: open,
+        },
+        Changes { receiver },
+    )
+}
+
+/// Applies `events` (a watcher's) to the cache `writer` fills, then hands each change to the
+/// returned subscription (a channel of `capacity`); the returned stream passes the events on and
+/// must be polled for either to happen.
+pub fn reflect<K, S>(
+    events: S,
+    writer: Writer<K>,
+    capacity: usize,
+) -> (Changes<K>, impl Stream<Item = S::Item> + Send)
+where
+    S: Stream<Item = watcher::Result<watcher::Event<K>>> + Send,
+    K: Resource + Clone + Send + Sync + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone + Default + Send + Sync,
+{
+    let (dispatcher, changes) = channel(capacity);
+    let dispatcher = Arc::new(dispatcher);
+    let cache = writer.as_reader();
+    let stream = events.reflect(writer).then(move |event| {
+        let (dispatcher, cache) = (dispatcher.clone(), cache.clone());
+        async move {
+            if let Ok(event) = &event {
+                dispatcher.dispatch(event, &cache).await;
+            }
+            event
+        }
+    });
+    (changes, stream)
+}
+
+impl<K> Dispatcher<K>
+where
+    K: Resource + Clone,
+    K::DynamicType: Eq + std::hash::Hash + Clone + Default,
+{
+    /// Hands the object of `event` to every subscriber (after the reflector applied it to
+    /// `cache`): an applied object as the cache now holds it, a deleted one marked deleted, and at
+    /// the end of a (re)list every object of the cache.
+    pub async fn dispatch(&self, event: &watcher::Event<K>, cache: &Store<K>) {
+        match event {
+            watcher::Event::Apply(object) => {
+                let cached = cache.get(&ObjectRef::from_obj(object));
+                self.send(cached.unwrap_or_else(|| Arc::new(object.clone())))
+                    .await;
+            }
+            watcher::Event::Delete(object) => self.send(Arc::new(deleted(object.clone()))).await,
+            watcher::Event::InitDone => {
+                for object in cache.state() {
+                    self.send(object).await;
+                }
+            }
+            watcher::Event::Init | watcher::Event::InitApply(_) => {}
+        }
+    }
+
+    async fn send(&self, object: Arc<K>) {
+        // Fails only when the channel is closed, which `_open` prevents.
+        let _ = self.sender.broadcast_direct(object).await;
+    }
+}
+
+/// `object` with a deletion timestamp.
+fn deleted<K: Resource>(mut object: K) -> K {
+    let meta = object.meta_mut();
+    if meta.deletion_timestamp.is_none() {
+        meta.deletion_timestamp = Some(Time(Timestamp::now()));
+    }
+    object
+}
+
+impl<K> Stream for Changes<K> {
+    type Item = Arc<K>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        Pin::new(&mut self.receiver).poll_next(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::{FutureExt as _, StreamExt as _};
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::{api::ObjectMeta, runtime::reflector};
+
+    use super::*;
+
+    fn config_map(name: &str, version: &str) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                namespace: Some("ns".to_owned()),
+                resource_version: Some(version.to_owned()),
+                ..ObjectMeta::default()
+            },
+            ..ConfigMap::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn subscribers_see_applies_and_deletes_even_once_the_object_left_the_cache() {
+        let (cache, mut writer) = reflector::store::<ConfigMap>();
+        let (dispatcher, mut changes) = channel(16);
+        let mut late = changes.clone();
+        for event in [
+            watcher::Event::Apply(config_map("a", "1")),
+            watcher::Event::Delete(config_map("a", "1")),
+        ] {
+            writer.apply_watcher_event(&event);
+            dispatcher.dispatch(&event, &cache).await;
+        }
+        assert!(cache.state().is_empty());
+        for stream in [&mut changes, &mut late] {
+            let applied = stream.next().await.unwrap();
+            assert_eq!(applied.metadata.resource_version.as_deref(), Some("1"));
+            assert!(applied.metadata.deletion_timestamp.is_none());
+            let gone = stream.next().await.unwrap();
+            assert_eq!(gone.metadata.name.as_deref(), Some("a"));
+            assert!(gone.metadata.deletion_timestamp.is_some());
+            // Nothing more, and the stream is still open (pending), not ended.
+            assert!(stream.next().now_or_never().is_none());
+        }
+    }
+
+    #[tokio::test]
+    async fn the_end_of_a_list_hands_out_every_cached_object() {
+        let (cache, mut writer) = reflector::store::<ConfigMap>();
+        let (dispatcher, mut changes) = channel(16);
+        for event in [
+            watcher::Event::Init,
+            watcher::Event::InitApply(config_map("a", "1")),
+            watcher::Event::InitApply(config_map("b", "2")),
+            watcher::Event::InitDone,
+        ] {
+            writer.apply_watcher_event(&event);
+            dispatcher.dispatch(&event, &cache).await;
+        }
+        let mut names = vec![
+            changes.next().await.unwrap().metadata.name.clone(),
+            changes.next().await.unwrap().metadata.name.clone(),
+        ];
+        names.sort();
+        assert_eq!(names, [Some("a".to_owned()), Some("b".to_owned())]);
+        assert!(changes.next().now_or_never().is_none());
+    }
+
+    #[tokio::test]
+    async fn with_no_subscriber_left_changes_are_dropped_not_held() {
+        let (cache, _writer) = reflector::store::<ConfigMap>();
+        let (dispatcher, changes) = channel(1);
+        drop(changes);
+        for _ in 0..3 {
+            // Would wait forever on a full channel if changes were held for nobody.
+            dispatcher
+                .dispatch(&watcher::Event::Apply(config_map("a", "1")), &cache)
+                .await;
+        }
+    }
+}

@@ -1,0 +1,345 @@
+//! Scenario "control plane restarted": kube-apiserver, then etcd, stopped and started again with
+//! the same flags and data while the operator is idle and a moment into a full-stack rollout.
+//! Each time the operator must end `ready`; a ClusterPolicy change made as soon as the component
+//! is back must reach its DaemonSet within [`ACT_WITHIN`] (whichever operator process leads by
+//! then); its watches must resume rather than relist in a storm (its LISTs from the restart until
+//! converged, from the audit log, may not exceed what a fresh start needs per process, measured
+//! first as the positive control); and once converged it writes nothing.
+//! Whether the operator stayed up or exited is reported: with `--leader-elect` it exits when it
+//! cannot renew its Lease within the renew deadline (8 s here), as it must rather than risk a
+//! second writer, and is started again as its Deployment would.
+
+use std::{
+    fmt::Write as _,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context as _, bail};
+use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
+use gpu_operator_e2e::operator::{Operator, lists_in, writes_in};
+use k8s_openapi::{
+    api::{apps::v1::DaemonSet, coordination::v1::Lease},
+    jiff::Timestamp,
+};
+use kube::{
+    Api,
+    api::{Patch, PatchParams, PostParams},
+};
+use serde_json::json;
+
+use super::{
+    kills::{NAMESPACE, POLICY, Target},
+    snapshot,
+    steps::{LEASE, PLUGIN, converge, delete_everything, wait_for_holder},
+};
+use crate::cluster::{self, Component, Layout};
+
+/// How soon a ClusterPolicy change made after the restart must reach its DaemonSet.
+pub const ACT_WITHIN: Duration = Duration::from_secs(10);
+/// The env var of the device plugin the rounds' changes set.
+const MARKER_ENV: &str = "CHAOS_RESTART_ROUND";
+/// Quiet time after convergence before the write-counting window opens (as the kill cycles).
+const SETTLE: Duration = Duration::from_secs(5);
+/// The window in which a converged operator must not write.
+const QUIET: Duration = Duration::from_secs(10);
+
+/// One restart and what followed it.
+#[derive(Clone, Debug, Default)]
+pub struct Restart {
+    /// `kube-apiserver` or `etcd`.
+    pub component: &'static str,
+    /// `idle` or `rollout`.
+    pub during: &'static str,
+    /// Seconds from the stop until the component was ready again.
+    pub down_s: f64,
+    /// Whether the operator exited (and was started again).
+    pub operator_exited: bool,
+    /// Seconds from the change (made as soon as the component was back) until its DaemonSet
+    /// changed.
+    pub acted_s: Option<f64>,
+    /// Seconds from the component's return until `ready` with every DaemonSet rolled out.
+    pub converged_s: Option<f64>,
+    /// The operator's LISTs from the restart until converged.
+    pub lists: usize,
+    /// What a fresh start needed (from nothing to a converged rollout): the bound of
+    /// [`Self::lists`] for each operator process of the round (the one that lived through the
+    /// restart may relist once; one started in its place lists as a fresh start).
+    pub start_lists: usize,
+    /// Its writes (Leases aside) in the quiet window once converged, described.
+    pub quiet_writes: Vec<String>,
+    /// Why the round failed, when it did.
+    pub error: Option<String>,
+}
+
+impl Restart {
+    /// Whether every figure of the round is as it must be.
+    pub fn passed(&self) -> bool {
+        self.error.is_none()
+            && self.acted_s.is_some_and(|s| s <= ACT_WITHIN.as_secs_f64())
+            && self.converged_s.is_some()
+            && self.lists <= self.start_lists * (1 + usize::from(self.operator_exited))
+            && self.quiet_writes.is_empty()
+    }
+}
+
+/// Runs the four rounds (each component, idle and mid-rollout) on the cluster the failovers leave
+/// (a converged ClusterPolicy, no operator running).
+pub async fn run(layout: &Layout, target: &Target) -> anyhow::Result<Vec<Restart>> {
+    let client = &target.client;
+    // A fresh start from nothing is the bound on LISTs, and the proof the log shows them.
+    delete_everything(client).await?;
+    let since = Timestamp::now();
+    let mut operator = target.start_as(&target.primary)?;
+    let prefix = format!("{}_{:x}", target.primary.pod_name, operator.pid());
+    wait_for_holder(client, |h| h.starts_with(&prefix)).await?;
+    Box::pin(create_policy(client, minimal()?)).await?;
+    converge(client, &mut operator, None).await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let start_lists = lists_in(&target.audit_log()?, &target.primary.user, since)?.len();
+    if start_lists == 0 {
+        bail!(
+            "the audit log shows no LIST by {} at its start: the LIST counts would be meaningless",
+            target.primary.user
+        );
+    }
+    let mut rounds = Vec::with_capacity(4);
+    let mut change = 0;
+    for component in [Component::Apiserver, Component::Etcd] {
+        for during in ["idle", "rollout"] {
+            let mut round = Restart {
+                component: component.name(),
+                during,
+                start_lists,
+                ..Restart::default()
+            };
+            let result = Box::pin(one(
+                layout,
+                target,
+                &mut operator,
+                (component, during, change),
+                &mut round,
+            ))
+            .await;
+            change += 1;
+            if let Err(error) = result {
+                round.error = Some(format!("{error:#}"));
+            }
+            eprintln!(
+                "    {} restarted while {during}: {}",
+                component.name(),
+                if round.passed() {
+                    "ok".to_owned()
+                } else {
+                    format!("FAILED {round:?}")
+                }
+            );
+            rounds.push(round);
+            if !operator.is_running() {
+                operator = target.start_as(&target.primary)?;
+            }
+        }
+    }
+    operator.stop()?;
+    Ok(rounds)
+}
+
+async fn one(
+    layout: &Layout,
+    target: &Target,
+    operator: &mut Operator,
+    (component, during, change): (Component, &str, usize),
+    round: &mut Restart,
+) -> anyhow::Result<()> {
+    let client = &target.client;
+    let since = Timestamp::now();
+    if during == "rollout" {
+        let spec = Api::<ClusterPolicy>::all(client.clone())
+            .get(POLICY)
+            .await?
+            .spec;
+        delete_everything(client).await?;
+        Box::pin(create_policy(client, spec)).await?;
+        // A moment into the rollout: the first DaemonSet is there, the rest are on their way.
+        wait_for_a_daemonset(client).await?;
+    }
+    let stopped = Instant::now();
+    cluster::restart(layout, component).await?;
+    round.down_s = stopped.elapsed().as_secs_f64();
+    let back = Instant::now();
+    let back_at = Timestamp::now();
+    // The change, made as soon as the component is back: a change of the device plugin's
+    // template that no earlier round or kill made.
+    let value = format!("{change}-{}", since.as_second());
+    let marker = json!({"spec": {"devicePlugin": {"env": [
+        {"name": MARKER_ENV, "value": value}
+    ]}}});
+    while let Err(error) = Api::<ClusterPolicy>::all(client.clone())
+        .patch(POLICY, &PatchParams::default(), &Patch::Merge(&marker))
+        .await
+    {
+        // After an etcd restart the API server may take a moment to answer writes again.
+        if back.elapsed() > Duration::from_secs(30) {
+            bail!("the ClusterPolicy could not be patched within 30 s of the restart: {error}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let changed = Instant::now();
+    // Acted on by whichever operator process leads: the one that lived through the restart, or
+    // (when that one exited) the one started again in its place, as its Deployment would.
+    while !plugin_has_env(client, &value).await {
+        if !operator.is_running() {
+            round.operator_exited = true;
+            *operator = target.start_as(&target.primary)?;
+        }
+        if changed.elapsed() > Duration::from_secs(120) {
+            bail!(
+                "the change made after the restart did not reach the device plugin DaemonSet in 120 s; the operator's log ends:\n{}",
+                operator.log_tail()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    round.acted_s = Some(changed.elapsed().as_secs_f64());
+    // Either it renews its Lease now that the component is back, or it gave up (it exits).
+    let prefix = format!("{}_{:x}", target.primary.pod_name, operator.pid());
+    while operator.is_running() && !renewed_since(client, &prefix, back_at).await {
+        if back.elapsed() > Duration::from_secs(120) {
+            bail!("the operator neither renewed its Lease nor exited within 120 s of the restart");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    if !operator.is_running() {
+        round.operator_exited = true;
+        *operator = target.start_as(&target.primary)?;
+    }
+    converge(client, operator, None).await?;
+    round.converged_s = Some(back.elapsed().as_secs_f64());
+    let converged_at = Timestamp::now();
+    tokio::time::sleep(SETTLE).await;
+    let quiet_from = Timestamp::now();
+    tokio::time::sleep(QUIET).await;
+    let quiet_to = Timestamp::now();
+    // The audit log's batch (1 s) reaches the file.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let log = target.audit_log()?;
+    round.lists = lists_in(&log, &target.primary.user, since)?
+        .iter()
+        .filter(|(at, _)| *at <= converged_at)
+        .count();
+    round.quiet_writes = writes_in(&log, &target.primary.user, quiet_from)?
+        .into_iter()
+        .filter(|(at, w)| w.resource != "leases" && *at <= quiet_to)
+        .map(|(_, w)| format!("{} {} {} ({})", w.verb, w.resource, w.name, w.code))
+        .collect();
+    Ok(())
+}
+
+/// Whether the device plugin DaemonSet's pod template sets [`MARKER_ENV`] to `value`.
+async fn plugin_has_env(client: &kube::Client, value: &str) -> bool {
+    let daemonset = Api::<DaemonSet>::namespaced(client.clone(), NAMESPACE)
+        .get_opt(PLUGIN)
+        .await
+        .ok()
+        .flatten();
+    daemonset
+        .and_then(|d| d.spec)
+        .and_then(|s| s.template.spec)
+        .is_some_and(|pod| {
+            pod.containers.iter().any(|c| {
+                c.env
+                    .iter()
+                    .flatten()
+                    .any(|e| e.name == MARKER_ENV && e.value.as_deref() == Some(value))
+            })
+        })
+}
+
+/// Whether the Lease is held by `holder_prefix` and was renewed after `after`.
+async fn renewed_since(client: &kube::Client, holder_prefix: &str, after: Timestamp) -> bool {
+    let lease = Api::<Lease>::namespaced(client.clone(), NAMESPACE)
+        .get_opt(LEASE)
+        .await
+        .ok()
+        .flatten()
+        .and_then(|l| l.spec);
+    lease.is_some_and(|spec| {
+        spec.holder_identity
+            .is_some_and(|h| h.starts_with(holder_prefix))
+            && spec.renew_time.is_some_and(|t| t.0 > after)
+    })
+}
+
+fn minimal() -> anyhow::Result<ClusterPolicySpec> {
+    let path = gpu_operator_e2e::crd::repo_root().join("manifests/examples/minimal.yaml");
+    let policy: ClusterPolicy = serde_yaml::from_str(&std::fs::read_to_string(&path)?)
+        .with_context(|| format!("reading {}", path.display()))?;
+    Ok(policy.spec)
+}
+
+async fn create_policy(client: &kube::Client, spec: ClusterPolicySpec) -> anyhow::Result<()> {
+    Api::<ClusterPolicy>::all(client.clone())
+        .create(&PostParams::default(), &ClusterPolicy::new(POLICY, spec))
+        .await?;
+    Ok(())
+}
+
+/// Waits until the operator has created at least one DaemonSet.
+async fn wait_for_a_daemonset(client: &kube::Client) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while snapshot::generations(client, NAMESPACE).await?.is_empty() {
+        if Instant::now() > deadline {
+            bail!("no DaemonSet within a minute of the ClusterPolicy");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}
+
+/// The rounds as a Markdown section.
+pub fn markdown(rounds: &[Restart], out: &mut String) {
+    out.push_str(
+        "\n## Control plane restarted (stopped and started again with its data)\n\n\
+         | component | during | down for | operator | change acted on after | converged after | LISTs (start needs) | writes once converged |\n\
+         |---|---|---|---|---|---|---|---|\n",
+    );
+    let secs = |s: Option<f64>| s.map_or_else(|| "**no**".to_owned(), |s| format!("{s:.1} s"));
+    for r in rounds {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.1} s | {} | {} | {} | {} ({}) | {} |",
+            r.component,
+            r.during,
+            r.down_s,
+            if r.operator_exited {
+                "exited (lost its Lease), restarted"
+            } else {
+                "stayed up"
+            },
+            secs(r.acted_s),
+            secs(r.converged_s),
+            r.lists,
+            r.start_lists,
+            r.quiet_writes.len(),
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\n**{} of {} restarts passed** (a change acted on within {} s, no relist beyond a fresh \
+         start's LISTs, no write once converged).",
+        rounds.iter().filter(|r| r.passed()).count(),
+        rounds.len(),
+        ACT_WITHIN.as_secs(),
+    );
+    for r in rounds {
+        if let Some(error) = &r.error {
+            let _ = writeln!(out, "\n{} while {} failed: {error}", r.component, r.during);
+        }
+        for write in &r.quiet_writes {
+            let _ = writeln!(
+                out,
+                "\n- {} while {}: write once converged: {write}",
+                r.component, r.during
+            );
+        }
+    }
+}
