@@ -1,13 +1,13 @@
 //! `cargo xtask ci`: exactly what CI runs — the harness binaries (helm among them) and promtool
 //! built if missing, fmt check, clippy with `-D warnings`, `helm lint` of the chart, unit tests
 //! (with the `#[ignore]`d ones that need helm; the alert-rule and dashboard tests run promtool),
-//! e2e with the real node (`--real-node`, so as root) — and at the end how many tests each tier
-//! ran. (`cargo xtask chaos` is not part of it yet.)
+//! e2e with the real node (`--real-node`, so as root), the short chaos profile — and at the end
+//! how many tests each tier ran.
 
 use std::{process::Command, time::Instant};
 
 use crate::{
-    chart,
+    chaos, chart,
     cluster::{self, Layout},
     codegen, e2e, process, test_counts,
 };
@@ -62,8 +62,13 @@ pub fn run() -> anyhow::Result<()> {
         real_node: true,
         ..e2e::Args::default()
     })?;
+    // On a cluster of its own (the e2e tier stopped its own): 5 SIGKILLs and 1 leader failover.
+    eprintln!("==> ci: chaos, short profile (cargo xtask chaos)");
+    let step = Instant::now();
+    chaos::run(&chaos::Args::default())?;
+    eprintln!("    chaos passed in {}", process::minutes(step.elapsed()));
     eprintln!(
-        "==> ci: all checks passed in {}\n    tests per tier: unit {unit}; e2e {e2e}",
+        "==> ci: all checks passed in {}\n    tests per tier: unit {unit}; e2e {e2e}; chaos: short profile passed",
         process::minutes(started.elapsed())
     );
     Ok(())

@@ -89,7 +89,9 @@ impl Report {
             }
         }
         self.failover_markdown(&mut out);
-        restarts::markdown(&self.restarts, &mut out);
+        if !self.restarts.is_empty() {
+            restarts::markdown(&self.restarts, &mut out);
+        }
         out
     }
 
