@@ -215,6 +215,10 @@ pub async fn disabling_deletes_and_enabling_recreates(env: &Env, name: &str) {
 /// reconciler blind to deletions would never recreate it).
 pub async fn a_daemonset_deleted_by_hand_comes_back(env: &Env, name: &str) {
     wait_policy(env, name, "the ClusterPolicy to be ready", is_ready).await;
+    // Let every timer of the previous steps run out first: a status change still waiting for its
+    // quiet time requeues its reconciler within QUIET + BURST (11 s); once current, a reconciler
+    // requeues hourly. After this, only a watch event can wake the validator's reconciler.
+    tokio::time::sleep(Duration::from_secs(12)).await;
     let old = env.daemonsets().get(VALIDATOR).await.unwrap().uid();
     env.daemonsets()
         .delete(VALIDATOR, &DeleteParams::default())
