@@ -1,5 +1,5 @@
 //! Tidy checks run by the ordinary `cargo test`: every Rust file says what it owns in a `//!` header
-//! and stays small enough to read in one sitting.
+//! and stays small enough to read in one sitting, and `ARCHITECTURE.md` names every crate.
 
 #[cfg(test)]
 mod tests {
@@ -66,6 +66,42 @@ mod tests {
         assert!(
             long.is_empty(),
             "split these files (limit {MAX_LINES} lines): {long:#?}"
+        );
+    }
+
+    /// The workspace crates' folders relative to the root (`crates/<name>`, `e2e`, `xtask`): the
+    /// members of the root manifest, which lists `crates/*`, `e2e` and `xtask`.
+    fn workspace_crates(root: &Path) -> Vec<String> {
+        let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+        assert!(
+            manifest.contains(r#"members = ["crates/*", "e2e", "xtask"]"#),
+            "the workspace members changed: teach this test where the crates are"
+        );
+        let mut crates: Vec<String> = std::fs::read_dir(root.join("crates"))
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.join("Cargo.toml").is_file())
+            .map(|path| format!("crates/{}", path.file_name().unwrap().to_string_lossy()))
+            .collect();
+        crates.sort();
+        crates.extend(["e2e".to_owned(), "xtask".to_owned()]);
+        crates
+    }
+
+    #[test]
+    fn the_architecture_page_names_every_workspace_crate() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let page = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+        let crates = workspace_crates(root);
+        assert!(crates.len() > 10, "found too few crates: {crates:?}");
+        let missing: Vec<&String> = crates
+            .iter()
+            .filter(|dir| !page.contains(&format!("`{dir}`")))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "ARCHITECTURE.md does not mention these crates (write `<folder>` in its crate map, \
+             with what the crate is for): {missing:#?}"
         );
     }
 }
