@@ -16,8 +16,8 @@ use gpu_operator_api::{ClusterPolicySpec, labels::DEVICE_PLUGIN_CONFIG};
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
     core::v1::{
-        ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, PodSpec, SecurityContext,
-        Volume, VolumeMount,
+        ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, PodSpec, Volume,
+        VolumeMount,
     },
 };
 
@@ -26,6 +26,7 @@ use crate::{
     daemonset::{self, field_env},
     operand::Cluster,
     plugin_config,
+    pod::mount,
     user_config::{self, Checked, Source},
 };
 
@@ -126,7 +127,7 @@ pub fn annotate(daemonset: &mut DaemonSet, checked: &Checked) {
 }
 
 /// Adds the config manager to `pod` when there are `configs`. Call it before the component's
-/// settings (`daemonset::apply_component`), which then reach its containers too.
+/// settings (the component step of `crate::pod::finish`), which then reach its containers too.
 pub fn apply(pod: &mut PodSpec, wiring: Wiring<'_>, configs: Option<Configs<'_>>) {
     let Some(Configs {
         config_map: name,
@@ -200,10 +201,7 @@ fn container(name: &str, wiring: &Wiring<'_>, default: &str, signal: Option<&str
         image: Some(wiring.image.to_owned()),
         command: Some(vec!["config-manager".to_owned()]),
         env: Some(env),
-        security_context: signal.map(|_| SecurityContext {
-            privileged: Some(true),
-            ..SecurityContext::default()
-        }),
+        security_context: signal.map(|_| crate::pod::privileged()),
         volume_mounts: Some(mounts().to_vec()),
         ..Container::default()
     }
@@ -211,16 +209,8 @@ fn container(name: &str, wiring: &Wiring<'_>, default: &str, signal: Option<&str
 
 fn mounts() -> [VolumeMount; 2] {
     [
-        VolumeMount {
-            name: CONFIG_VOLUME.to_owned(),
-            mount_path: CONFIG_DIR.to_owned(),
-            ..VolumeMount::default()
-        },
-        VolumeMount {
-            name: AVAILABLE_CONFIGS_VOLUME.to_owned(),
-            mount_path: AVAILABLE_CONFIGS_DIR.to_owned(),
-            ..VolumeMount::default()
-        },
+        mount(CONFIG_VOLUME, CONFIG_DIR),
+        mount(AVAILABLE_CONFIGS_VOLUME, AVAILABLE_CONFIGS_DIR),
     ]
 }
 

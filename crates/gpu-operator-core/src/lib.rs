@@ -31,6 +31,7 @@ pub mod node_validation;
 pub mod operand;
 pub mod placement;
 pub mod plugin_config;
+pub mod pod;
 pub mod pod_security;
 pub mod pod_summary;
 pub mod policy_status;
