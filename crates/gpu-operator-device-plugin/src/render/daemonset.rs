@@ -3,9 +3,10 @@
 //! root), the host paths it needs, and the config manager when `devicePlugin.config` is set.
 
 use gpu_operator_core::{
-    barrier, daemonset, mig,
+    barrier, daemonset,
     pod::{host_path, mount, privileged},
 };
+use gpu_operator_plugin_config::mig;
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
     core::v1::{ConfigMapVolumeSource, Container, PodSpec, Volume, VolumeMount},

@@ -7,11 +7,11 @@ mod rbac;
 
 use gpu_operator_api::labels::operand;
 use gpu_operator_core::{
-    config_manager,
     daemonset::Identity,
     operand::{Children, Operand as _},
     pod::{self, Barrier, Component, Finish, Gpus, HostPaths, Wrap, host_path},
 };
+use gpu_operator_plugin_config::config_manager;
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
     core::v1::{PodSpec, Volume},

@@ -5,9 +5,10 @@
 
 use gpu_operator_api::labels::MPS_CAPABLE;
 use gpu_operator_core::{
-    barrier, daemonset, mig,
+    barrier, daemonset,
     pod::{mount, privileged},
 };
+use gpu_operator_plugin_config::mig;
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
     core::v1::{Container, PodSpec, VolumeMount},

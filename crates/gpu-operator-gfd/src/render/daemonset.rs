@@ -5,14 +5,14 @@
 
 use gpu_operator_api::labels::operand;
 use gpu_operator_core::{
-    barrier, config_manager,
+    barrier,
     daemonset::{self, Identity, field_env},
-    mig,
     operand::Operand as _,
     pod::{
         self, Barrier, Component, Finish, Gpus, HostPaths, Wrap, host_path, mount, read_only_mount,
     },
 };
+use gpu_operator_plugin_config::{config_manager, mig};
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
     core::v1::{Container, PodSpec},

@@ -8,7 +8,7 @@
 //! sidecar can signal. Without `devicePlugin.config.name` nothing is added.
 //!
 //! Unlike NVIDIA's, the mounted ConfigMap is the operand's checked copy of the user's (see
-//! [`crate::user_config`]): each key is checked as a device plugin configuration first, and the
+//! [`gpu_operator_core::user_config`]): each key is checked as a device plugin configuration first, and the
 //! pods carry a digest of the copy, so an edit that passes rolls them (the config manager follows
 //! only the node label, so NVIDIA's keep the old configuration until restarted by hand).
 
@@ -21,14 +21,15 @@ use k8s_openapi::api::{
     },
 };
 
-use crate::{
+use gpu_operator_core::{
     Error,
     daemonset::{self, field_env},
     operand::Cluster,
-    plugin_config,
     pod::mount,
     user_config::{self, Checked, Source},
 };
+
+use crate::checker;
 
 /// Pod-template annotation with the digest of the mounted configurations.
 pub const DIGEST_ANNOTATION: &str = "nvidia.com/device-plugin.config-digest";
@@ -102,7 +103,7 @@ pub fn check(
         }),
     };
     let check = |_: &str, text: &str| {
-        let found = plugin_config::check(text);
+        let found = checker::check(text);
         if found.errors.is_empty() {
             Ok(found.warnings.iter().map(ToString::to_string).collect())
         } else {
@@ -127,7 +128,7 @@ pub fn annotate(daemonset: &mut DaemonSet, checked: &Checked) {
 }
 
 /// Adds the config manager to `pod` when there are `configs`. Call it before the component's
-/// settings (the component step of `crate::pod::finish`), which then reach its containers too.
+/// settings (the component step of `gpu_operator_core::pod::finish`), which then reach its containers too.
 pub fn apply(pod: &mut PodSpec, wiring: Wiring<'_>, configs: Option<Configs<'_>>) {
     let Some(Configs {
         config_map: name,
@@ -201,7 +202,7 @@ fn container(name: &str, wiring: &Wiring<'_>, default: &str, signal: Option<&str
         image: Some(wiring.image.to_owned()),
         command: Some(vec!["config-manager".to_owned()]),
         env: Some(env),
-        security_context: signal.map(|_| crate::pod::privileged()),
+        security_context: signal.map(|_| gpu_operator_core::pod::privileged()),
         volume_mounts: Some(mounts().to_vec()),
         ..Container::default()
     }
