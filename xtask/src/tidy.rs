@@ -1,5 +1,6 @@
 //! Tidy checks run by the ordinary `cargo test`: every Rust file says what it owns in a `//!` header
-//! and stays small enough to read in one sitting.
+//! and stays small enough to read in one sitting, `ARCHITECTURE.md` names every crate, and test
+//! fixtures stay out of production builds.
 
 #[cfg(test)]
 mod tests {
@@ -66,6 +67,82 @@ mod tests {
         assert!(
             long.is_empty(),
             "split these files (limit {MAX_LINES} lines): {long:#?}"
+        );
+    }
+
+    /// The workspace crates' folders relative to the root (`crates/<name>`, `e2e`, `xtask`): the
+    /// members of the root manifest, which lists `crates/*`, `e2e` and `xtask`.
+    fn workspace_crates(root: &Path) -> Vec<String> {
+        let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+        assert!(
+            manifest.contains(r#"members = ["crates/*", "e2e", "xtask"]"#),
+            "the workspace members changed: teach this test where the crates are"
+        );
+        let mut crates: Vec<String> = std::fs::read_dir(root.join("crates"))
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.join("Cargo.toml").is_file())
+            .map(|path| format!("crates/{}", path.file_name().unwrap().to_string_lossy()))
+            .collect();
+        crates.sort();
+        crates.extend(["e2e".to_owned(), "xtask".to_owned()]);
+        crates
+    }
+
+    #[test]
+    fn the_architecture_page_names_every_workspace_crate() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let page = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+        let crates = workspace_crates(root);
+        assert!(crates.len() > 10, "found too few crates: {crates:?}");
+        let missing: Vec<&String> = crates
+            .iter()
+            .filter(|dir| !page.contains(&format!("`{dir}`")))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "ARCHITECTURE.md does not mention these crates (write `<folder>` in its crate map, \
+             with what the crate is for): {missing:#?}"
+        );
+    }
+
+    /// The `[dependencies]` lines of a manifest that turn on a `testing` feature.
+    fn production_dependencies_with_testing(manifest: &str) -> Vec<String> {
+        let mut section = "";
+        let mut found = Vec::new();
+        for line in manifest.lines() {
+            let line = line.trim();
+            if line.starts_with('[') {
+                section = line;
+            } else if section == "[dependencies]" && line.contains("\"testing\"") {
+                found.push(line.to_owned());
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn no_production_dependency_turns_on_a_testing_feature() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let offending: Vec<String> = workspace_crates(root)
+            .into_iter()
+            .flat_map(|dir| {
+                let manifest = std::fs::read_to_string(root.join(&dir).join("Cargo.toml")).unwrap();
+                production_dependencies_with_testing(&manifest)
+                    .into_iter()
+                    .map(move |line| format!("{dir}/Cargo.toml: {line}"))
+            })
+            .collect();
+        assert!(
+            offending.is_empty(),
+            "test fixtures would be compiled into the product: turn `testing` on under \
+             [dev-dependencies] only: {offending:#?}"
+        );
+        let example = "[dependencies]\na = { path = \"a\", features = [\"testing\"] }\n\
+                       [dev-dependencies]\nb = { path = \"b\", features = [\"testing\"] }\n";
+        assert_eq!(
+            production_dependencies_with_testing(example),
+            [r#"a = { path = "a", features = ["testing"] }"#]
         );
     }
 }

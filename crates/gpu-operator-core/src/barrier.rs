@@ -9,8 +9,8 @@
 
 use gpu_operator_api::spec::ValidatorSpec;
 use k8s_openapi::api::core::v1::{
-    Container, HostPathVolumeSource, LocalObjectReference, PodSpec, ResourceRequirements,
-    SecurityContext, Volume, VolumeMount,
+    Container, LocalObjectReference, PodSpec, ResourceRequirements, SecurityContext, Volume,
+    VolumeMount,
 };
 
 use crate::daemonset::merge_env;
@@ -55,20 +55,21 @@ pub fn wait_for(component: &str, validator_image: &str) -> Container {
 
 /// The host volume of the status files, for a pod with a [`wait_for`] init container.
 pub fn volume() -> Volume {
-    Volume {
-        name: VALIDATIONS_VOLUME.to_owned(),
-        host_path: Some(HostPathVolumeSource {
-            path: VALIDATIONS_DIR.to_owned(),
-            type_: Some("DirectoryOrCreate".to_owned()),
-        }),
-        ..Volume::default()
-    }
+    crate::pod::host_path(
+        VALIDATIONS_VOLUME,
+        VALIDATIONS_DIR,
+        Some("DirectoryOrCreate"),
+    )
 }
 
 /// Makes `pod` wait for the container toolkit on its node: the `toolkit-validation` init
 /// container (its only one) from `validator_image`, the status-file volume, and `validator`'s
 /// settings on that init container (see [`apply_validator`]).
-pub fn after_toolkit(pod: &mut PodSpec, validator_image: &str, validator: Option<&ValidatorSpec>) {
+pub(crate) fn after_toolkit(
+    pod: &mut PodSpec,
+    validator_image: &str,
+    validator: Option<&ValidatorSpec>,
+) {
     pod.init_containers = Some(vec![wait_for("toolkit", validator_image)]);
     pod.volumes.get_or_insert_with(Vec::new).push(volume());
     apply_validator(pod, validator);
@@ -77,7 +78,7 @@ pub fn after_toolkit(pod: &mut PodSpec, validator_image: &str, validator: Option
 /// Applies `spec.validator`'s pull policy, pull secrets and resources to the pod's `*-validation`
 /// init containers (after the operand's own component settings, which must not reach them), and
 /// the `validator.driver` / `validator.toolkit` env to `driver-validation` / `toolkit-validation`.
-pub fn apply_validator(pod: &mut PodSpec, validator: Option<&ValidatorSpec>) {
+pub(crate) fn apply_validator(pod: &mut PodSpec, validator: Option<&ValidatorSpec>) {
     let default = ValidatorSpec::default();
     let validator = validator.unwrap_or(&default);
     let policy = crate::image::pull_policy(&validator.image);

@@ -51,7 +51,7 @@ pub struct Identity<'a> {
 }
 
 /// The DaemonSet for `pod`, with every shared setting applied.
-pub fn build(id: Identity<'_>, mut pod: PodSpec, common: &DaemonsetsSpec) -> DaemonSet {
+pub(crate) fn build(id: Identity<'_>, mut pod: PodSpec, common: &DaemonsetsSpec) -> DaemonSet {
     placement::apply(&mut pod, common, id.deploy_label);
     pod.tolerations = Some(match &common.tolerations {
         Some(tolerations) if !tolerations.is_empty() => tolerations.clone(),
@@ -147,7 +147,7 @@ fn update_strategy(common: &DaemonsetsSpec, always_on_delete: bool) -> DaemonSet
 /// Applies a component's per-container options (NVIDIA's transforms): `imagePullPolicy` on the
 /// containers running the component's image, `resources` on all containers, `imagePullSecrets`,
 /// and `hostNetwork` (with the DNS policy host networking needs).
-pub fn apply_component(
+pub(crate) fn apply_component(
     pod: &mut PodSpec,
     image: &ImageSpec,
     container: &ContainerSpec,
@@ -186,7 +186,7 @@ pub fn apply_component(
 
 /// Replaces the arguments of the operand's main container `main` with the component's `args`
 /// when the user set any (NVIDIA's rule: `<component>.args` replace the defaults).
-pub fn apply_args(pod: &mut PodSpec, main: &str, container: &ContainerSpec) {
+pub(crate) fn apply_args(pod: &mut PodSpec, main: &str, container: &ContainerSpec) {
     if container.args().is_empty() {
         return;
     }

@@ -2,7 +2,7 @@
 //! `host-root` and `host-dev-char` volumes and sets `HOST_ROOT` in every container;
 //! `driverInstallDir` moves the `driver-install-dir` volume and tells the `driver-validation`
 //! init container where it is; `kubeletRootDir` moves every host path under `/var/lib/kubelet`
-//! (device plugin sockets, pod resources). Operands call [`apply`] on their pod spec.
+//! (device plugin sockets, pod resources). Operands ask for [`apply`] through `crate::pod::finish`.
 
 use gpu_operator_api::spec::HostPathsSpec;
 use k8s_openapi::api::core::v1::{Container, EnvVar, PodSpec};
@@ -21,7 +21,7 @@ pub const HOST_DEV_CHAR_VOLUME: &str = "host-dev-char";
 pub const DRIVER_INSTALL_DIR_VOLUME: &str = "driver-install-dir";
 
 /// Rewrites `pod`'s host paths for `paths` (unset or default values change nothing).
-pub fn apply(pod: &mut PodSpec, paths: Option<&HostPathsSpec>) {
+pub(crate) fn apply(pod: &mut PodSpec, paths: Option<&HostPathsSpec>) {
     let Some(paths) = paths else { return };
     if let Some(root) = custom(paths.root_fs.as_deref(), DEFAULT_ROOT_FS) {
         if set_host_path(pod, HOST_ROOT_VOLUME, root) {

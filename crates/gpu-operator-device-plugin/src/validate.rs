@@ -3,9 +3,10 @@
 
 use gpu_operator_api::ClusterPolicySpec;
 use gpu_operator_core::{
-    Error, config_manager, facts::NodeSample, operand::Cluster, runtime_class::GpuAccess,
-    user_config::Checked,
+    Error, facts::NodeSample, operand::Cluster, runtime_class::GpuAccess, user_config::Checked,
 };
+
+use gpu_operator_plugin_config::config_manager;
 
 use crate::CONFIGS;
 

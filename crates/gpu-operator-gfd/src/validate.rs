@@ -2,9 +2,9 @@
 //! (barrier) and, with `devicePlugin.config`, the device plugin image (the config manager). Pure.
 
 use gpu_operator_api::ClusterPolicySpec;
-use gpu_operator_core::{
-    Error, config_manager, operand::Cluster, runtime_class::GpuAccess, user_config::Checked,
-};
+use gpu_operator_core::{Error, operand::Cluster, runtime_class::GpuAccess, user_config::Checked};
+
+use gpu_operator_plugin_config::config_manager;
 
 use crate::CONFIGS;
 

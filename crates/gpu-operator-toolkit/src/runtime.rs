@@ -16,8 +16,8 @@
 use std::path::Path;
 
 use gpu_operator_api::spec::EnvVar as SpecEnvVar;
-use gpu_operator_core::runtime_class::ContainerRuntime;
-use k8s_openapi::api::core::v1::{HostPathVolumeSource, Volume, VolumeMount};
+use gpu_operator_core::{pod, runtime_class::ContainerRuntime};
+use k8s_openapi::api::core::v1::{Volume, VolumeMount};
 
 /// Env, volumes and mounts of the toolkit container for one runtime.
 #[derive(Debug, Default, PartialEq)]
@@ -78,20 +78,13 @@ fn split(file: &str) -> (String, String) {
 }
 
 impl Wiring {
-    fn directory(&mut self, name: String, host_dir: String, target: &str, create: bool) {
-        self.volumes.push(Volume {
-            name: name.clone(),
-            host_path: Some(HostPathVolumeSource {
-                path: host_dir,
-                type_: create.then(|| "DirectoryOrCreate".to_owned()),
-            }),
-            ..Volume::default()
-        });
-        self.mounts.push(VolumeMount {
+    fn directory(&mut self, name: &str, host_dir: &str, target: &str, create: bool) {
+        self.volumes.push(pod::host_path(
             name,
-            mount_path: target.to_owned(),
-            ..VolumeMount::default()
-        });
+            host_dir,
+            create.then_some("DirectoryOrCreate"),
+        ));
+        self.mounts.push(pod::mount(name, target));
     }
 }
 
@@ -109,7 +102,7 @@ pub fn wiring(
         let (dir, base) = split(host);
         w.env
             .push(("NRI_SOCKET", format!("{NRI_SOCKET_DIR}{base}")));
-        w.directory("nri-socket".to_owned(), dir, NRI_SOCKET_DIR, true);
+        w.directory("nri-socket", &dir, NRI_SOCKET_DIR, true);
         return w;
     }
     let name = runtime.as_str();
@@ -130,7 +123,7 @@ pub fn wiring(
     w.env
         .push(("RUNTIME_CONFIG", format!("{CONFIG_DIR}{base}")));
     w.env.push((config_var, format!("{CONFIG_DIR}{base}")));
-    w.directory(format!("{name}-config"), dir, CONFIG_DIR, true);
+    w.directory(&format!("{name}-config"), &dir, CONFIG_DIR, true);
     if let Some(default) = drop_in {
         let host = user(env, "RUNTIME_DROP_IN_CONFIG").unwrap_or(default);
         let (dir, base) = split(host);
@@ -138,7 +131,7 @@ pub fn wiring(
             .push(("RUNTIME_DROP_IN_CONFIG", format!("{DROP_IN_DIR}{base}")));
         w.env
             .push(("RUNTIME_DROP_IN_CONFIG_HOST_PATH", host.to_owned()));
-        w.directory(format!("{name}-drop-in-config"), dir, DROP_IN_DIR, true);
+        w.directory(&format!("{name}-drop-in-config"), &dir, DROP_IN_DIR, true);
     }
     if let Some(sources) = user(env, "RUNTIME_CONFIG_SOURCE") {
         let rewritten: Vec<String> = sources
@@ -160,7 +153,7 @@ pub fn wiring(
         w.env
             .push(("RUNTIME_SOCKET", format!("{SOCKET_DIR}{base}")));
         w.env.push((socket_var, format!("{SOCKET_DIR}{base}")));
-        w.directory(format!("{name}-socket"), dir, SOCKET_DIR, false);
+        w.directory(&format!("{name}-socket"), &dir, SOCKET_DIR, false);
     }
     w
 }

@@ -17,9 +17,9 @@ use gpu_operator_core::{
     fixtures,
     node_meta::NodeMeta,
     operand::{Cluster, Operand},
-    plugin_config,
 };
 use gpu_operator_e2e::mutate::{mutate, mutation, nvidia_sample_specs};
+use gpu_operator_plugin_config::checker;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -102,8 +102,8 @@ proptest! {
     ) {
         let configs = plugin_seeds();
         let doc = mutate(configs[seed % configs.len()].clone(), &mutations);
-        let _ = plugin_config::check(&serde_yaml::to_string(&doc).unwrap());
-        let _ = plugin_config::check(&text);
+        let _ = checker::check(&serde_yaml::to_string(&doc).unwrap());
+        let _ = checker::check(&text);
     }
 
     #[test]
@@ -178,7 +178,7 @@ fn a_yaml_alias_bomb_is_refused_with_a_reason_in_bounded_time() {
         writeln!(bomb, "{name}: &{name} [{refs}]").unwrap();
     }
     let started = Instant::now();
-    let findings = plugin_config::check(&bomb);
+    let findings = checker::check(&bomb);
     assert!(
         findings
             .errors

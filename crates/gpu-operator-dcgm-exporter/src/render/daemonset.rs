@@ -6,17 +6,16 @@
 
 use gpu_operator_api::labels::operand;
 use gpu_operator_core::{
-    barrier,
     daemonset::{self, Identity},
-    host_paths,
     operand::Operand as _,
+    pod::{self, Barrier, Component, Finish, Gpus, HostPaths, Wrap, host_path, read_only_mount},
 };
 use k8s_openapi::{
     api::{
         apps::v1::DaemonSet,
         core::v1::{
-            ConfigMapVolumeSource, Container, ContainerPort, EnvVar, HTTPGetAction,
-            HostPathVolumeSource, KeyToPath, PodSpec, Probe, SecurityContext, Volume, VolumeMount,
+            ConfigMapVolumeSource, Container, ContainerPort, EnvVar, HTTPGetAction, KeyToPath,
+            PodSpec, Probe, Volume, VolumeMount,
         },
     },
     apimachinery::pkg::util::intstr::IntOrString,
@@ -55,7 +54,10 @@ fn parts(input: &Input) -> Parts {
         "/var/lib/kubelet/pod-resources",
         None,
     )];
-    let mut mounts = vec![mount("pod-gpu-resources", "/var/lib/kubelet/pod-resources")];
+    let mut mounts = vec![read_only_mount(
+        "pod-gpu-resources",
+        "/var/lib/kubelet/pod-resources",
+    )];
     let mut env = vec![
         literal("DCGM_EXPORTER_LISTEN", &format!(":{PORT}")),
         literal("DCGM_EXPORTER_KUBERNETES", "true"),
@@ -70,7 +72,7 @@ fn parts(input: &Input) -> Parts {
     }
     if let Some(dir) = job_mapping_dir(input) {
         env.push(literal("DCGM_HPC_JOB_MAPPING_DIR", &dir));
-        mounts.push(mount("hpc-job-mapping", &dir));
+        mounts.push(read_only_mount("hpc-job-mapping", &dir));
         volumes.push(host_path(
             "hpc-job-mapping",
             &dir,
@@ -102,7 +104,7 @@ fn parts(input: &Input) -> Parts {
         set(&mut env, "DCGM_EXPORTER_COLLECTORS", METRICS_PATH);
         mounts.push(VolumeMount {
             sub_path: Some(METRICS_FILE.to_owned()),
-            ..mount("metrics-config", METRICS_PATH)
+            ..read_only_mount("metrics-config", METRICS_PATH)
         });
         volumes.push(Volume {
             name: "metrics-config".to_owned(),
@@ -144,14 +146,13 @@ pub fn build(input: &Input) -> DaemonSet {
         period_seconds: period,
         ..Probe::default()
     };
-    let mut pod = PodSpec {
+    let pod = PodSpec {
         service_account_name: Some(NAME.to_owned()),
         automount_service_account_token: Some(input.uses_api()),
         host_pid: exporter.host_pid.filter(|on| *on),
         containers: vec![Container {
             name: NAME.to_owned(),
             image: Some(input.image.clone()),
-            args: Some(exporter.container.args().to_vec()).filter(|a| !a.is_empty()),
             env: Some(daemonset::override_env(env, exporter.container.env())),
             ports: Some(vec![ContainerPort {
                 name: Some("metrics".to_owned()),
@@ -160,10 +161,7 @@ pub fn build(input: &Input) -> DaemonSet {
             }]),
             liveness_probe: Some(probe(Some(5))),
             readiness_probe: Some(probe(None)),
-            security_context: Some(SecurityContext {
-                privileged: Some(true),
-                ..SecurityContext::default()
-            }),
+            security_context: Some(pod::privileged()),
             volume_mounts: Some(mounts),
             ..Container::default()
         }],
@@ -175,17 +173,32 @@ pub fn build(input: &Input) -> DaemonSet {
     let host_engine = !input.remote_engine()
         && user_env(exporter, REMOTE_ENGINE_ENV).is_some_and(|v| v.starts_with("localhost"));
     let host_network = (host_engine || exporter.host_network == Some(true)).then_some(true);
-    daemonset::apply_component(&mut pod, &exporter.image, &exporter.container, host_network);
-    barrier::after_toolkit(&mut pod, &input.validator_image, spec.validator.as_ref());
-    host_paths::apply(&mut pod, spec.host_paths.as_ref());
-    let id = Identity {
-        name: NAME,
-        component: DcgmExporter::NAME,
-        deploy_label: operand::DCGM_EXPORTER,
-        always_on_delete: false,
+    let steps = Finish {
+        component: Component {
+            image: &exporter.image,
+            container: &exporter.container,
+            host_network,
+        },
+        barrier: Barrier::AfterToolkit {
+            validator_image: &input.validator_image,
+            validator: spec.validator.as_ref(),
+        },
+        host_paths: HostPaths::Rewrite(spec.host_paths.as_ref()),
+        args: Some(NAME),
     };
-    let mut ds = daemonset::build(id, pod, &spec.daemonsets);
-    input.gpu_access.grant(&mut ds, NAME);
+    let mut ds = pod::finish(pod, steps).into_daemonset(Wrap {
+        identity: Identity {
+            name: NAME,
+            component: DcgmExporter::NAME,
+            deploy_label: operand::DCGM_EXPORTER,
+            always_on_delete: false,
+        },
+        daemonsets: &spec.daemonsets,
+        gpus: Some(Gpus {
+            access: &input.gpu_access,
+            container: NAME,
+        }),
+    });
     if let Some(extra) = exporter.annotations.as_ref().filter(|a| !a.is_empty())
         && let Some(template) = ds.spec.as_mut().and_then(|s| s.template.metadata.as_mut())
     {
@@ -219,26 +232,6 @@ fn literal(name: &str, value: &str) -> EnvVar {
 fn set(env: &mut [EnvVar], name: &str, value: &str) {
     for e in env.iter_mut().filter(|e| e.name == name) {
         e.value = Some(value.to_owned());
-    }
-}
-
-fn mount(name: &str, path: &str) -> VolumeMount {
-    VolumeMount {
-        name: name.to_owned(),
-        mount_path: path.to_owned(),
-        read_only: Some(true),
-        ..VolumeMount::default()
-    }
-}
-
-fn host_path(name: &str, path: &str, type_: Option<&str>) -> Volume {
-    Volume {
-        name: name.to_owned(),
-        host_path: Some(HostPathVolumeSource {
-            path: path.to_owned(),
-            type_: type_.map(str::to_owned),
-        }),
-        ..Volume::default()
     }
 }
 

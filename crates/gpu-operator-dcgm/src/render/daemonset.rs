@@ -3,15 +3,14 @@
 
 use gpu_operator_api::labels::operand;
 use gpu_operator_core::{
-    barrier,
     daemonset::{self, Identity},
-    host_paths,
     operand::Operand as _,
+    pod::{self, Barrier, Component, Finish, Gpus, HostPaths, Wrap},
 };
 use k8s_openapi::{
     api::{
         apps::v1::DaemonSet,
-        core::v1::{Container, ContainerPort, PodSpec, Probe, SecurityContext, TCPSocketAction},
+        core::v1::{Container, ContainerPort, PodSpec, Probe, TCPSocketAction},
     },
     apimachinery::pkg::util::intstr::IntOrString,
 };
@@ -33,17 +32,13 @@ pub fn build(input: &Input) -> DaemonSet {
         initial_delay_seconds: Some(15),
         ..Probe::default()
     };
-    let mut pod = PodSpec {
+    let pod = PodSpec {
         service_account_name: Some(NAME.to_owned()),
         containers: vec![Container {
             name: CONTAINER.to_owned(),
             image: Some(input.image.clone()),
-            args: Some(dcgm.container.args().to_vec()).filter(|a| !a.is_empty()),
             env: Some(daemonset::merge_env(&[], dcgm.container.env())).filter(|e| !e.is_empty()),
-            security_context: Some(SecurityContext {
-                privileged: Some(true),
-                ..SecurityContext::default()
-            }),
+            security_context: Some(pod::privileged()),
             ports: Some(vec![ContainerPort {
                 name: Some("dcgm".to_owned()),
                 container_port: PORT,
@@ -55,18 +50,32 @@ pub fn build(input: &Input) -> DaemonSet {
         }],
         ..PodSpec::default()
     };
-    daemonset::apply_component(&mut pod, &dcgm.image, &dcgm.container, dcgm.host_network);
-    barrier::after_toolkit(&mut pod, &input.validator_image, spec.validator.as_ref());
-    host_paths::apply(&mut pod, spec.host_paths.as_ref());
-    let id = Identity {
-        name: NAME,
-        component: Dcgm::NAME,
-        deploy_label: operand::DCGM,
-        always_on_delete: false,
+    let steps = Finish {
+        component: Component {
+            image: &dcgm.image,
+            container: &dcgm.container,
+            host_network: dcgm.host_network,
+        },
+        barrier: Barrier::AfterToolkit {
+            validator_image: &input.validator_image,
+            validator: spec.validator.as_ref(),
+        },
+        host_paths: HostPaths::Rewrite(spec.host_paths.as_ref()),
+        args: Some(CONTAINER),
     };
-    let mut ds = daemonset::build(id, pod, &spec.daemonsets);
-    input.gpu_access.grant(&mut ds, CONTAINER);
-    ds
+    pod::finish(pod, steps).into_daemonset(Wrap {
+        identity: Identity {
+            name: NAME,
+            component: Dcgm::NAME,
+            deploy_label: operand::DCGM,
+            always_on_delete: false,
+        },
+        daemonsets: &spec.daemonsets,
+        gpus: Some(Gpus {
+            access: &input.gpu_access,
+            container: CONTAINER,
+        }),
+    })
 }
 
 #[cfg(test)]

@@ -2,20 +2,18 @@
 //! started by its entrypoint ConfigMap with NVIDIA's env (MIG strategy, CDI, GDS/GDRCopy, MPS
 //! root), the host paths it needs, and the config manager when `devicePlugin.config` is set.
 
-use gpu_operator_api::labels::operand;
 use gpu_operator_core::{
-    barrier,
-    daemonset::{self, Identity},
-    mig,
-    operand::Operand as _,
+    barrier, daemonset,
+    pod::{host_path, mount, privileged},
 };
+use gpu_operator_plugin_config::mig;
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
     core::v1::{ConfigMapVolumeSource, Container, PodSpec, Volume, VolumeMount},
 };
 
-use super::{config_map, finish, host_path, mount, mps_root, mps_volumes, privileged};
-use crate::{DAEMONSET, DevicePlugin, ENTRYPOINT_CONFIG_MAP, Input, SERVICE_ACCOUNT};
+use super::{Plugin, config_map, finish, mps_root, mps_volumes};
+use crate::{DAEMONSET, ENTRYPOINT_CONFIG_MAP, Input, SERVICE_ACCOUNT};
 
 /// The plugin container, also the process the config manager signals.
 const CONTAINER: &str = "nvidia-device-plugin";
@@ -76,23 +74,20 @@ pub fn build(input: &Input) -> DaemonSet {
         host_path("cdi-root", "/var/run/cdi", Some("DirectoryOrCreate")),
     ];
     volumes.extend(mps_volumes(&mps_root(input)));
-    let mut pod = PodSpec {
+    let pod = PodSpec {
         service_account_name: Some(SERVICE_ACCOUNT.to_owned()),
         init_containers: Some(vec![barrier::wait_for("toolkit", &input.validator_image)]),
         containers: vec![main],
         volumes: Some(volumes),
         ..PodSpec::default()
     };
-    finish(&mut pod, input, CONTAINER, CONTAINER, true);
-    let id = Identity {
+    let plugin = Plugin {
         name: DAEMONSET,
-        component: DevicePlugin::NAME,
-        deploy_label: operand::DEVICE_PLUGIN,
-        always_on_delete: false,
+        main: CONTAINER,
+        process: CONTAINER,
+        args_to_main: true,
     };
-    let mut ds = daemonset::build(id, pod, &spec.daemonsets);
-    input.gpu_access.grant(&mut ds, CONTAINER);
-    ds
+    finish(pod, input, &plugin)
 }
 
 /// The operator's env of the plugin container (the user's env is merged over it).

@@ -5,14 +5,19 @@ mod daemonset;
 mod mps_daemonset;
 mod rbac;
 
+use gpu_operator_api::labels::operand;
 use gpu_operator_core::{
-    barrier, config_manager, daemonset as common, host_paths, operand::Children,
+    daemonset::Identity,
+    operand::{Children, Operand as _},
+    pod::{self, Barrier, Component, Finish, Gpus, HostPaths, Wrap, host_path},
 };
-use k8s_openapi::api::core::v1::{
-    HostPathVolumeSource, PodSpec, SecurityContext, Volume, VolumeMount,
+use gpu_operator_plugin_config::config_manager;
+use k8s_openapi::api::{
+    apps::v1::DaemonSet,
+    core::v1::{PodSpec, Volume},
 };
 
-use crate::{CONFIGS, Input};
+use crate::{CONFIGS, DevicePlugin, Input};
 
 /// Everything the device plugin needs.
 pub fn children(input: &Input) -> Children {
@@ -34,27 +39,56 @@ pub fn children(input: &Input) -> Children {
     }
 }
 
-/// What both DaemonSets do after building their containers: the config manager (signalling
-/// `process`), `devicePlugin`'s component settings, the validator's settings on the barrier, the
-/// host path rewrites and `devicePlugin.args` on the `main` container when it takes them.
-fn finish(pod: &mut PodSpec, input: &Input, main: &str, process: &str, args: bool) {
-    let plugin = &input.spec.device_plugin;
+/// How DaemonSet `name` of the device plugin is finished: the config manager (signalling
+/// `process`, reading its configuration into `main`), then the shared steps with `devicePlugin`'s
+/// component settings, the barrier its pod placed, and `devicePlugin.args` on `main` when
+/// `args_to_main`.
+struct Plugin<'a> {
+    name: &'a str,
+    main: &'a str,
+    process: &'a str,
+    args_to_main: bool,
+}
+
+/// The DaemonSet of `pod`, finished as `plugin` says.
+fn finish(mut pod: PodSpec, input: &Input, plugin: &Plugin<'_>) -> DaemonSet {
+    let spec = &input.spec;
+    let section = &spec.device_plugin;
     let wiring = config_manager::Wiring {
-        main_container: main,
-        process_to_signal: process,
+        main_container: plugin.main,
+        process_to_signal: plugin.process,
         image: &input.image,
     };
     let configs = input
         .configs
         .as_ref()
-        .map(|_| config_manager::Configs::new(&input.spec, CONFIGS));
-    config_manager::apply(pod, wiring, configs);
-    common::apply_component(pod, &plugin.image, &plugin.container, plugin.host_network);
-    barrier::apply_validator(pod, input.spec.validator.as_ref());
-    host_paths::apply(pod, input.spec.host_paths.as_ref());
-    if args {
-        common::apply_args(pod, main, &plugin.container);
-    }
+        .map(|_| config_manager::Configs::new(spec, CONFIGS));
+    config_manager::apply(&mut pod, wiring, configs);
+    let steps = Finish {
+        component: Component {
+            image: &section.image,
+            container: &section.container,
+            host_network: section.host_network,
+        },
+        barrier: Barrier::InPod {
+            validator: spec.validator.as_ref(),
+        },
+        host_paths: HostPaths::Rewrite(spec.host_paths.as_ref()),
+        args: plugin.args_to_main.then_some(plugin.main),
+    };
+    pod::finish(pod, steps).into_daemonset(Wrap {
+        identity: Identity {
+            name: plugin.name,
+            component: DevicePlugin::NAME,
+            deploy_label: operand::DEVICE_PLUGIN,
+            always_on_delete: false,
+        },
+        daemonsets: &spec.daemonsets,
+        gpus: Some(Gpus {
+            access: &input.gpu_access,
+            container: plugin.main,
+        }),
+    })
 }
 
 /// `devicePlugin.mps.root`, by default `/run/nvidia/mps`.
@@ -79,30 +113,4 @@ fn mps_volumes(root: &str) -> [Volume; 2] {
             None,
         ),
     ]
-}
-
-fn host_path(name: &str, path: &str, type_: Option<&str>) -> Volume {
-    Volume {
-        name: name.to_owned(),
-        host_path: Some(HostPathVolumeSource {
-            path: path.to_owned(),
-            type_: type_.map(str::to_owned),
-        }),
-        ..Volume::default()
-    }
-}
-
-fn mount(name: &str, path: &str) -> VolumeMount {
-    VolumeMount {
-        name: name.to_owned(),
-        mount_path: path.to_owned(),
-        ..VolumeMount::default()
-    }
-}
-
-fn privileged() -> SecurityContext {
-    SecurityContext {
-        privileged: Some(true),
-        ..SecurityContext::default()
-    }
 }

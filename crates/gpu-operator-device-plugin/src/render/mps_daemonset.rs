@@ -3,20 +3,19 @@
 //! control daemon with the host's PID namespace, its `mps.root` and shared-memory host paths,
 //! the `toolkit-validation` barrier and the config manager when `devicePlugin.config` is set.
 
-use gpu_operator_api::labels::{MPS_CAPABLE, operand};
+use gpu_operator_api::labels::MPS_CAPABLE;
 use gpu_operator_core::{
-    barrier,
-    daemonset::{self, Identity},
-    mig,
-    operand::Operand as _,
+    barrier, daemonset,
+    pod::{mount, privileged},
 };
+use gpu_operator_plugin_config::mig;
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
     core::v1::{Container, PodSpec, VolumeMount},
 };
 
-use super::{finish, mount, mps_root, mps_volumes, privileged};
-use crate::{DevicePlugin, Input, MPS_DAEMONSET, SERVICE_ACCOUNT};
+use super::{Plugin, finish, mps_root, mps_volumes};
+use crate::{Input, MPS_DAEMONSET, SERVICE_ACCOUNT};
 
 /// The daemon container.
 const CONTAINER: &str = "mps-control-daemon-ctr";
@@ -59,7 +58,7 @@ pub fn build(input: &Input) -> DaemonSet {
     };
     let mut volumes = vec![barrier::volume()];
     volumes.extend(mps_volumes(&mps_root(input)));
-    let mut pod = PodSpec {
+    let pod = PodSpec {
         // NVIDIA's daemon runs under the device plugin's ServiceAccount.
         service_account_name: Some(SERVICE_ACCOUNT.to_owned()),
         host_pid: Some(true),
@@ -72,22 +71,13 @@ pub fn build(input: &Input) -> DaemonSet {
         volumes: Some(volumes),
         ..PodSpec::default()
     };
-    finish(
-        &mut pod,
-        input,
-        CONTAINER,
-        "/usr/bin/mps-control-daemon",
-        false,
-    );
-    let id = Identity {
+    let plugin = Plugin {
         name: MPS_DAEMONSET,
-        component: DevicePlugin::NAME,
-        deploy_label: operand::DEVICE_PLUGIN,
-        always_on_delete: false,
+        main: CONTAINER,
+        process: "/usr/bin/mps-control-daemon",
+        args_to_main: false,
     };
-    let mut ds = daemonset::build(id, pod, &spec.daemonsets);
-    input.gpu_access.grant(&mut ds, CONTAINER);
-    ds
+    finish(pod, input, &plugin)
 }
 
 #[cfg(test)]

@@ -21,8 +21,9 @@ use k8s_openapi::api::core::v1::{
     VolumeMount,
 };
 
-use super::parts::{host_path, mount, read_only};
+use super::parts::read_only;
 use crate::Pool;
+use gpu_operator_core::pod::{host_path, mount};
 
 /// The module parameter files the driver container reads from `/drivers`.
 const MODULE_FILES: [&str; 4] = [

@@ -6,14 +6,17 @@ use gpu_operator_api::{
     ClusterPolicySpec,
     spec::{ContainerProbeSpec, KernelModuleType},
 };
-use gpu_operator_core::daemonset::{field_env, merge_env};
+use gpu_operator_core::{
+    daemonset::{field_env, merge_env},
+    pod::mount,
+};
 use k8s_openapi::api::core::v1::{
     Container, EnvVar, ExecAction, Lifecycle, LifecycleHandler, Probe, VolumeMount,
 };
 
 use super::{
     config_map::SCRIPT_KEY,
-    parts::{exec_probe, mount, privileged, propagated, read_only},
+    parts::{exec_probe, privileged, propagated, read_only},
 };
 
 /// Name of the driver container (NVIDIA's, also the pod's default container).

@@ -7,9 +7,10 @@ use std::collections::BTreeMap;
 
 use gpu_operator_api::labels::operand;
 use gpu_operator_core::{
-    daemonset::{self, Identity},
+    daemonset::Identity,
     meta,
     operand::Operand as _,
+    pod::{self, Barrier, Component, Finish, HostPaths, Wrap, host_path},
 };
 use k8s_openapi::{
     api::{
@@ -25,7 +26,6 @@ use k8s_openapi::{
 use super::{
     config_mounts,
     containers::{self, DRIVER_CONTAINER, MANAGER_CONTAINER, set_env},
-    parts::host_path,
     sidecars,
 };
 use crate::{DAEMONSET, Driver, Input, Pool, SERVICE_ACCOUNT, STARTUP_PROBE_CONFIG_MAP, digest};
@@ -45,7 +45,7 @@ pub fn build(input: &Input, pool: &Pool) -> DaemonSet {
             volumes.push(volume);
         }
     }
-    let mut pod = PodSpec {
+    let pod = PodSpec {
         service_account_name: Some(SERVICE_ACCOUNT.to_owned()),
         host_pid: Some(true),
         node_selector: Some(pool.node_selector.clone()),
@@ -55,13 +55,22 @@ pub fn build(input: &Input, pool: &Pool) -> DaemonSet {
         volumes: Some(volumes),
         ..PodSpec::default()
     };
-    daemonset::apply_component(
-        &mut pod,
-        &driver.image,
-        &driver.container,
-        driver.host_network,
-    );
-    apply_other_images(input, &mut pod);
+    let steps = Finish {
+        component: Component {
+            image: &driver.image,
+            container: &driver.container,
+            host_network: driver.host_network,
+        },
+        // Every other operand waits on the driver; it waits on nothing.
+        barrier: Barrier::None,
+        // `hostPaths.rootFS` becomes `HOST_ROOT` below; its volumes are built from the spec.
+        host_paths: HostPaths::ResolvedByOperand,
+        // `driver.args` go to the driver container as it is built.
+        args: None,
+    };
+    let mut finished = pod::finish(pod, steps);
+    let pod = finished.pod_mut();
+    apply_other_images(input, pod);
     let root_fs = spec.host_paths.as_ref().and_then(|h| h.root_fs.as_deref());
     if let Some(root) = root_fs.filter(|r| !r.is_empty() && *r != "/") {
         for c in pod
@@ -73,7 +82,7 @@ pub fn build(input: &Input, pool: &Pool) -> DaemonSet {
             set_env(c, "HOST_ROOT", root);
         }
     }
-    let digest = digest::of(&pod);
+    let digest = digest::of(pod);
     for c in pod
         .init_containers
         .iter_mut()
@@ -84,13 +93,16 @@ pub fn build(input: &Input, pool: &Pool) -> DaemonSet {
             set_env(c, digest::ENV, &digest);
         }
     }
-    let id = Identity {
-        name: DAEMONSET,
-        component: Driver::NAME,
-        deploy_label: operand::DRIVER,
-        always_on_delete: true,
-    };
-    let mut ds = daemonset::build(id, pod, &spec.daemonsets);
+    let mut ds = finished.into_daemonset(Wrap {
+        identity: Identity {
+            name: DAEMONSET,
+            component: Driver::NAME,
+            deploy_label: operand::DRIVER,
+            always_on_delete: true,
+        },
+        daemonsets: &spec.daemonsets,
+        gpus: None,
+    });
     name_and_label(&mut ds, pool);
     ds
 }

@@ -1,30 +1,9 @@
-//! Small builders of pod parts the driver's containers share: host paths, mounts, env, the
-//! privileged security context and exec probes.
+//! Small builders of pod parts the driver's containers share beyond core's
+//! (`gpu_operator_core::pod`): mount variants, the privileged security context with the SELinux
+//! level kernel modules need, and exec probes.
 
-use k8s_openapi::api::core::v1::{
-    ExecAction, HostPathVolumeSource, Probe, SELinuxOptions, SecurityContext, Volume, VolumeMount,
-};
-
-/// A hostPath volume.
-pub fn host_path(name: &str, path: &str, type_: Option<&str>) -> Volume {
-    Volume {
-        name: name.to_owned(),
-        host_path: Some(HostPathVolumeSource {
-            path: path.to_owned(),
-            type_: type_.map(str::to_owned),
-        }),
-        ..Volume::default()
-    }
-}
-
-/// A mount of volume `name` at `path`.
-pub fn mount(name: &str, path: &str) -> VolumeMount {
-    VolumeMount {
-        name: name.to_owned(),
-        mount_path: path.to_owned(),
-        ..VolumeMount::default()
-    }
-}
+use gpu_operator_core::pod;
+use k8s_openapi::api::core::v1::{ExecAction, Probe, SELinuxOptions, SecurityContext, VolumeMount};
 
 /// A read-only mount.
 pub fn read_only(mut mount: VolumeMount) -> VolumeMount {
@@ -41,12 +20,11 @@ pub fn propagated(mut mount: VolumeMount, propagation: &str) -> VolumeMount {
 /// Privileged, with the SELinux level driver containers need to load kernel modules.
 pub fn privileged() -> SecurityContext {
     SecurityContext {
-        privileged: Some(true),
         se_linux_options: Some(SELinuxOptions {
             level: Some("s0".to_owned()),
             ..SELinuxOptions::default()
         }),
-        ..SecurityContext::default()
+        ..pod::privileged()
     }
 }
 

@@ -7,7 +7,8 @@ use gpu_operator_api::{ClusterPolicySpec, spec::EnvVar as SpecEnvVar};
 use gpu_operator_core::daemonset::merge_env;
 use k8s_openapi::api::core::v1::{Container, VolumeMount};
 
-use super::parts::{exec_probe, mount, privileged, propagated, read_only};
+use super::parts::{exec_probe, privileged, propagated, read_only};
+use gpu_operator_core::pod::mount;
 
 fn logs() -> Vec<VolumeMount> {
     vec![

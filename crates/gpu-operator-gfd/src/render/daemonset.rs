@@ -5,14 +5,17 @@
 
 use gpu_operator_api::labels::operand;
 use gpu_operator_core::{
-    barrier, config_manager,
+    barrier,
     daemonset::{self, Identity, field_env},
-    host_paths, mig,
     operand::Operand as _,
+    pod::{
+        self, Barrier, Component, Finish, Gpus, HostPaths, Wrap, host_path, mount, read_only_mount,
+    },
 };
+use gpu_operator_plugin_config::{config_manager, mig};
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
-    core::v1::{Container, HostPathVolumeSource, PodSpec, SecurityContext, Volume, VolumeMount},
+    core::v1::{Container, PodSpec},
 };
 
 use crate::{CONFIGS, DAEMONSET, GpuFeatureDiscovery, Input, SERVICE_ACCOUNT};
@@ -44,22 +47,10 @@ pub fn build(input: &Input) -> DaemonSet {
         image: Some(input.image.clone()),
         command: Some(vec!["gpu-feature-discovery".to_owned()]),
         env: Some(env),
-        security_context: Some(SecurityContext {
-            privileged: Some(true),
-            ..SecurityContext::default()
-        }),
+        security_context: Some(pod::privileged()),
         volume_mounts: Some(vec![
-            VolumeMount {
-                name: "output-dir".to_owned(),
-                mount_path: FEATURES_DIR.to_owned(),
-                ..VolumeMount::default()
-            },
-            VolumeMount {
-                name: "host-sys".to_owned(),
-                mount_path: "/sys".to_owned(),
-                read_only: Some(true),
-                ..VolumeMount::default()
-            },
+            mount("output-dir", FEATURES_DIR),
+            read_only_mount("host-sys", "/sys"),
         ]),
         ..Container::default()
     };
@@ -68,8 +59,8 @@ pub fn build(input: &Input) -> DaemonSet {
         init_containers: Some(vec![barrier::wait_for("toolkit", &input.validator_image)]),
         containers: vec![main],
         volumes: Some(vec![
-            host_path("output-dir", FEATURES_DIR),
-            host_path("host-sys", "/sys"),
+            host_path("output-dir", FEATURES_DIR, None),
+            host_path("host-sys", "/sys", None),
             barrier::volume(),
         ]),
         ..PodSpec::default()
@@ -83,18 +74,31 @@ pub fn build(input: &Input) -> DaemonSet {
         let configs = config_manager::Configs::new(spec, CONFIGS);
         config_manager::apply(&mut pod, wiring, Some(configs));
     }
-    daemonset::apply_component(&mut pod, &gfd.image, &gfd.container, gfd.host_network);
-    barrier::apply_validator(&mut pod, spec.validator.as_ref());
-    host_paths::apply(&mut pod, spec.host_paths.as_ref());
-    daemonset::apply_args(&mut pod, CONTAINER, &gfd.container);
-    let id = Identity {
-        name: DAEMONSET,
-        component: GpuFeatureDiscovery::NAME,
-        deploy_label: operand::GPU_FEATURE_DISCOVERY,
-        always_on_delete: false,
+    let steps = Finish {
+        component: Component {
+            image: &gfd.image,
+            container: &gfd.container,
+            host_network: gfd.host_network,
+        },
+        barrier: Barrier::InPod {
+            validator: spec.validator.as_ref(),
+        },
+        host_paths: HostPaths::Rewrite(spec.host_paths.as_ref()),
+        args: Some(CONTAINER),
     };
-    let mut ds = daemonset::build(id, pod, &spec.daemonsets);
-    input.gpu_access.grant(&mut ds, CONTAINER);
+    let mut ds = pod::finish(pod, steps).into_daemonset(Wrap {
+        identity: Identity {
+            name: DAEMONSET,
+            component: GpuFeatureDiscovery::NAME,
+            deploy_label: operand::GPU_FEATURE_DISCOVERY,
+            always_on_delete: false,
+        },
+        daemonsets: &spec.daemonsets,
+        gpus: Some(Gpus {
+            access: &input.gpu_access,
+            container: CONTAINER,
+        }),
+    });
     part_of_nvidia_gpu(&mut ds);
     ds
 }
@@ -120,17 +124,6 @@ fn part_of_nvidia_gpu(ds: &mut DaemonSet) {
         {
             labels.insert(key, value);
         }
-    }
-}
-
-fn host_path(name: &str, path: &str) -> Volume {
-    Volume {
-        name: name.to_owned(),
-        host_path: Some(HostPathVolumeSource {
-            path: path.to_owned(),
-            type_: None,
-        }),
-        ..Volume::default()
     }
 }
 

@@ -6,17 +6,13 @@
 
 use gpu_operator_api::labels::operand;
 use gpu_operator_core::{
-    barrier,
     daemonset::{self, Identity},
-    host_paths,
     operand::Operand as _,
+    pod::{self, Barrier, Component, Finish, Gpus, HostPaths, Wrap, host_path, mount},
 };
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
-    core::v1::{
-        ConfigMapVolumeSource, Container, EnvVar, HostPathVolumeSource, KeyToPath, PodSpec,
-        SecurityContext, Volume, VolumeMount,
-    },
+    core::v1::{ConfigMapVolumeSource, Container, EnvVar, KeyToPath, PodSpec, Volume, VolumeMount},
 };
 
 use crate::{
@@ -30,7 +26,7 @@ const CONFIG_DIR: &str = "/mig-parted-config";
 pub fn build(input: &Input) -> DaemonSet {
     let spec = &input.spec;
     let section = input.section();
-    let mut pod = PodSpec {
+    let pod = PodSpec {
         service_account_name: Some(NAME.to_owned()),
         host_pid: Some(true),
         host_ipc: Some(true),
@@ -43,33 +39,40 @@ pub fn build(input: &Input) -> DaemonSet {
                 user => user.to_vec(),
             }),
             env: Some(daemonset::override_env(env(input), section.container.env())),
-            security_context: Some(SecurityContext {
-                privileged: Some(true),
-                ..SecurityContext::default()
-            }),
+            security_context: Some(pod::privileged()),
             volume_mounts: Some(mounts()),
             ..Container::default()
         }],
         volumes: Some(volumes(input)),
         ..PodSpec::default()
     };
-    daemonset::apply_component(
-        &mut pod,
-        &section.image,
-        &section.container,
-        section.host_network,
-    );
-    barrier::after_toolkit(&mut pod, &input.validator_image, spec.validator.as_ref());
-    host_paths::apply(&mut pod, spec.host_paths.as_ref());
-    let id = Identity {
-        name: NAME,
-        component: MigManager::NAME,
-        deploy_label: operand::MIG_MANAGER,
-        always_on_delete: false,
+    let steps = Finish {
+        component: Component {
+            image: &section.image,
+            container: &section.container,
+            host_network: section.host_network,
+        },
+        barrier: Barrier::AfterToolkit {
+            validator_image: &input.validator_image,
+            validator: spec.validator.as_ref(),
+        },
+        host_paths: HostPaths::Rewrite(spec.host_paths.as_ref()),
+        // The args replace the entrypoint above, which is the default when none are set.
+        args: None,
     };
-    let mut ds = daemonset::build(id, pod, &spec.daemonsets);
-    input.gpu_access.grant(&mut ds, NAME);
-    ds
+    pod::finish(pod, steps).into_daemonset(Wrap {
+        identity: Identity {
+            name: NAME,
+            component: MigManager::NAME,
+            deploy_label: operand::MIG_MANAGER,
+            always_on_delete: false,
+        },
+        daemonsets: &spec.daemonsets,
+        gpus: Some(Gpus {
+            access: &input.gpu_access,
+            container: NAME,
+        }),
+    })
 }
 
 /// The operator's env of the container (the user's is merged over it).
@@ -173,14 +176,6 @@ fn literal(name: &str, value: &str) -> EnvVar {
     }
 }
 
-fn mount(name: &str, path: &str) -> VolumeMount {
-    VolumeMount {
-        name: name.to_owned(),
-        mount_path: path.to_owned(),
-        ..VolumeMount::default()
-    }
-}
-
 fn propagated(mount: VolumeMount) -> VolumeMount {
     VolumeMount {
         mount_propagation: Some("HostToContainer".to_owned()),
@@ -192,16 +187,6 @@ fn volume(name: &str) -> Volume {
     Volume {
         name: name.to_owned(),
         ..Volume::default()
-    }
-}
-
-fn host_path(name: &str, path: &str, type_: Option<&str>) -> Volume {
-    Volume {
-        host_path: Some(HostPathVolumeSource {
-            path: path.to_owned(),
-            type_: type_.map(str::to_owned),
-        }),
-        ..volume(name)
     }
 }
 

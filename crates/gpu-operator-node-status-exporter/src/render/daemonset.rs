@@ -8,15 +8,12 @@ use gpu_operator_api::{
 };
 use gpu_operator_core::{
     daemonset::{self, Identity},
-    host_paths,
     operand::Operand as _,
+    pod::{self, Barrier, Component, Finish, HostPaths, Wrap, host_path},
 };
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
-    core::v1::{
-        Container, ContainerPort, EnvVar, HostPathVolumeSource, PodSpec, SecurityContext, Volume,
-        VolumeMount,
-    },
+    core::v1::{Container, ContainerPort, EnvVar, PodSpec, SecurityContext, VolumeMount},
 };
 
 use crate::{Input, NAME, NodeStatusExporter, PORT};
@@ -54,21 +51,12 @@ pub fn build(input: &Input) -> DaemonSet {
         mount_propagation: Some("HostToContainer".to_owned()),
         ..VolumeMount::default()
     };
-    let host_path = |name: &str, path: &str, type_: Option<&str>| Volume {
-        name: name.to_owned(),
-        host_path: Some(HostPathVolumeSource {
-            path: path.to_owned(),
-            type_: type_.map(str::to_owned),
-        }),
-        ..Volume::default()
-    };
-    let mut pod = PodSpec {
+    let pod = PodSpec {
         service_account_name: Some(NAME.to_owned()),
         containers: vec![Container {
             name: NAME.to_owned(),
             image: Some(input.image.clone()),
             command: Some(vec!["nvidia-validator".to_owned()]),
-            args: Some(section.container.args().to_vec()).filter(|a| !a.is_empty()),
             env: Some(daemonset::override_env(env, section.container.env())),
             ports: Some(vec![ContainerPort {
                 name: Some(PORT.0.to_owned()),
@@ -76,9 +64,8 @@ pub fn build(input: &Input) -> DaemonSet {
                 ..ContainerPort::default()
             }]),
             security_context: Some(SecurityContext {
-                privileged: Some(true),
                 run_as_user: Some(0),
-                ..SecurityContext::default()
+                ..pod::privileged()
             }),
             volume_mounts: Some(vec![
                 mount("run-nvidia", "/run/nvidia", None),
@@ -92,20 +79,27 @@ pub fn build(input: &Input) -> DaemonSet {
         ]),
         ..PodSpec::default()
     };
-    daemonset::apply_component(
-        &mut pod,
-        &section.image,
-        &section.container,
-        section.host_network,
-    );
-    host_paths::apply(&mut pod, spec.host_paths.as_ref());
-    let id = Identity {
-        name: NAME,
-        component: NodeStatusExporter::NAME,
-        deploy_label: operand::NODE_STATUS_EXPORTER,
-        always_on_delete: false,
+    let steps = Finish {
+        component: Component {
+            image: &section.image,
+            container: &section.container,
+            host_network: section.host_network,
+        },
+        // It reads the status files whenever they are there; it waits on nothing.
+        barrier: Barrier::None,
+        host_paths: HostPaths::Rewrite(spec.host_paths.as_ref()),
+        args: Some(NAME),
     };
-    daemonset::build(id, pod, &spec.daemonsets)
+    pod::finish(pod, steps).into_daemonset(Wrap {
+        identity: Identity {
+            name: NAME,
+            component: NodeStatusExporter::NAME,
+            deploy_label: operand::NODE_STATUS_EXPORTER,
+            always_on_delete: false,
+        },
+        daemonsets: &spec.daemonsets,
+        gpus: None,
+    })
 }
 
 #[cfg(test)]

@@ -9,13 +9,14 @@ use gpu_operator_core::{
     daemonset::{self, Identity, merge_env},
     image,
     operand::Operand as _,
+    pod::{self, Barrier, Component, Finish, HostPaths, Wrap, mount},
     runtime_class::{self, ContainerRuntime},
 };
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
     core::v1::{
-        ConfigMapVolumeSource, Container, EnvVar, HostPathVolumeSource, LocalObjectReference,
-        PodSpec, SELinuxOptions, SecurityContext, Volume, VolumeMount,
+        ConfigMapVolumeSource, Container, EnvVar, LocalObjectReference, PodSpec, SELinuxOptions,
+        SecurityContext, Volume, VolumeMount,
     },
 };
 
@@ -86,23 +87,9 @@ fn env(
     env
 }
 
-fn mount(name: &str, path: &str) -> VolumeMount {
-    VolumeMount {
-        name: name.to_owned(),
-        mount_path: path.to_owned(),
-        ..VolumeMount::default()
-    }
-}
-
+/// A hostPath volume, created as a directory when missing if `create`.
 fn host_path(name: &str, path: &str, create: bool) -> Volume {
-    Volume {
-        name: name.to_owned(),
-        host_path: Some(HostPathVolumeSource {
-            path: path.to_owned(),
-            type_: create.then(|| "DirectoryOrCreate".to_owned()),
-        }),
-        ..Volume::default()
-    }
+    pod::host_path(name, path, create.then_some("DirectoryOrCreate"))
 }
 
 /// The DaemonSet.
@@ -147,17 +134,16 @@ pub fn build(input: &Input) -> DaemonSet {
         args: Some(vec!["/bin/entrypoint.sh".to_owned()]),
         env: Some(env(spec, &wiring, input.runtime)),
         security_context: Some(SecurityContext {
-            privileged: Some(true),
             se_linux_options: Some(SELinuxOptions {
                 level: Some("s0".to_owned()),
                 ..SELinuxOptions::default()
             }),
-            ..SecurityContext::default()
+            ..pod::privileged()
         }),
         volume_mounts: Some(mounts),
         ..Container::default()
     };
-    let mut pod = PodSpec {
+    let pod = PodSpec {
         service_account_name: Some(SERVICE_ACCOUNT.to_owned()),
         host_pid: Some(true),
         init_containers: Some(vec![driver_validation(input)]),
@@ -165,20 +151,31 @@ pub fn build(input: &Input) -> DaemonSet {
         volumes: Some(volumes),
         ..PodSpec::default()
     };
-    daemonset::apply_component(
-        &mut pod,
-        &toolkit.image,
-        &toolkit.container,
-        toolkit.host_network,
-    );
-    validator_image_settings(spec, &mut pod);
-    let id = Identity {
-        name: DAEMONSET,
-        component: Toolkit::NAME,
-        deploy_label: operand::CONTAINER_TOOLKIT,
-        always_on_delete: false,
+    let steps = Finish {
+        component: Component {
+            image: &toolkit.image,
+            container: &toolkit.container,
+            host_network: toolkit.host_network,
+        },
+        // Its `driver-validation` barrier is in the pod; the validator image's pull settings
+        // reach it below (its resources stay the toolkit's).
+        barrier: Barrier::None,
+        host_paths: HostPaths::ResolvedByOperand,
+        // The entrypoint above runs the toolkit; `toolkit.args` are not passed to it.
+        args: None,
     };
-    daemonset::build(id, pod, &spec.daemonsets)
+    let mut finished = pod::finish(pod, steps);
+    validator_image_settings(spec, finished.pod_mut());
+    finished.into_daemonset(Wrap {
+        identity: Identity {
+            name: DAEMONSET,
+            component: Toolkit::NAME,
+            deploy_label: operand::CONTAINER_TOOLKIT,
+            always_on_delete: false,
+        },
+        daemonsets: &spec.daemonsets,
+        gpus: None,
+    })
 }
 
 /// The pod's volumes before the runtime wiring's: host paths with `hostPaths.rootFS`,

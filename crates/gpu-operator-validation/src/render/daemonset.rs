@@ -13,12 +13,13 @@ use gpu_operator_core::{
     daemonset::{self, Identity, field_env},
     host_paths,
     operand::Operand as _,
+    pod::{self, Barrier, Component, Finish, Gpus, HostPaths, Wrap, host_path},
 };
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
     core::v1::{
-        Container, EnvVar, ExecAction, HostPathVolumeSource, Lifecycle, LifecycleHandler, PodSpec,
-        SecurityContext, Volume, VolumeMount,
+        Container, EnvVar, ExecAction, Lifecycle, LifecycleHandler, PodSpec, SecurityContext,
+        VolumeMount,
     },
 };
 
@@ -58,7 +59,7 @@ pub fn build(input: &Input) -> DaemonSet {
         }),
         ..Container::default()
     };
-    let mut pod = PodSpec {
+    let pod = PodSpec {
         service_account_name: Some(DAEMONSET.to_owned()),
         init_containers: Some(checks),
         containers: vec![main],
@@ -74,24 +75,32 @@ pub fn build(input: &Input) -> DaemonSet {
         ]),
         ..PodSpec::default()
     };
-    daemonset::apply_component(
-        &mut pod,
-        &section.image,
-        &section.container,
-        section.host_network,
-    );
-    host_paths::apply(&mut pod, spec.host_paths.as_ref());
-    daemonset::apply_args(&mut pod, DAEMONSET, &section.container);
-    let id = Identity {
-        name: DAEMONSET,
-        component: Validation::NAME,
-        deploy_label: operand::OPERATOR_VALIDATOR,
-        always_on_delete: false,
+    let steps = Finish {
+        component: Component {
+            image: &section.image,
+            container: &section.container,
+            host_network: section.host_network,
+        },
+        // This is the validator: its checks are the barrier the other operands wait on, and they
+        // already run with the `validator` section's settings as its component.
+        barrier: Barrier::None,
+        host_paths: HostPaths::Rewrite(spec.host_paths.as_ref()),
+        args: Some(DAEMONSET),
     };
-    let mut ds = daemonset::build(id, pod, &spec.daemonsets);
-    // The toolkit check runs `nvidia-smi` with the GPUs the runtime injects.
-    input.gpu_access.grant(&mut ds, "toolkit-validation");
-    ds
+    pod::finish(pod, steps).into_daemonset(Wrap {
+        identity: Identity {
+            name: DAEMONSET,
+            component: Validation::NAME,
+            deploy_label: operand::OPERATOR_VALIDATOR,
+            always_on_delete: false,
+        },
+        daemonsets: &spec.daemonsets,
+        // The toolkit check runs `nvidia-smi` with the GPUs the runtime injects.
+        gpus: Some(Gpus {
+            access: &input.gpu_access,
+            container: "toolkit-validation",
+        }),
+    })
 }
 
 /// The init containers, in NVIDIA's order: driver, toolkit, cuda, and plugin unless the device
@@ -252,9 +261,8 @@ fn sh() -> Vec<String> {
 /// Validation runs as root and privileged, as NVIDIA's does (it loads and inspects the driver).
 fn root() -> SecurityContext {
     SecurityContext {
-        privileged: Some(true),
         run_as_user: Some(0),
-        ..SecurityContext::default()
+        ..pod::privileged()
     }
 }
 
@@ -264,17 +272,6 @@ fn validations_mount() -> VolumeMount {
         mount_path: VALIDATIONS.to_owned(),
         mount_propagation: Some("Bidirectional".to_owned()),
         ..VolumeMount::default()
-    }
-}
-
-fn host_path(name: &str, path: &str, type_: Option<&str>) -> Volume {
-    Volume {
-        name: name.to_owned(),
-        host_path: Some(HostPathVolumeSource {
-            path: path.to_owned(),
-            type_: type_.map(str::to_owned),
-        }),
-        ..Volume::default()
     }
 }
 

@@ -8,7 +8,7 @@
 //! sidecar can signal. Without `devicePlugin.config.name` nothing is added.
 //!
 //! Unlike NVIDIA's, the mounted ConfigMap is the operand's checked copy of the user's (see
-//! [`crate::user_config`]): each key is checked as a device plugin configuration first, and the
+//! [`gpu_operator_core::user_config`]): each key is checked as a device plugin configuration first, and the
 //! pods carry a digest of the copy, so an edit that passes rolls them (the config manager follows
 //! only the node label, so NVIDIA's keep the old configuration until restarted by hand).
 
@@ -16,18 +16,20 @@ use gpu_operator_api::{ClusterPolicySpec, labels::DEVICE_PLUGIN_CONFIG};
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
     core::v1::{
-        ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, PodSpec, SecurityContext,
-        Volume, VolumeMount,
+        ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, PodSpec, Volume,
+        VolumeMount,
     },
 };
 
-use crate::{
+use gpu_operator_core::{
     Error,
     daemonset::{self, field_env},
     operand::Cluster,
-    plugin_config,
+    pod::mount,
     user_config::{self, Checked, Source},
 };
+
+use crate::checker;
 
 /// Pod-template annotation with the digest of the mounted configurations.
 pub const DIGEST_ANNOTATION: &str = "nvidia.com/device-plugin.config-digest";
@@ -101,7 +103,7 @@ pub fn check(
         }),
     };
     let check = |_: &str, text: &str| {
-        let found = plugin_config::check(text);
+        let found = checker::check(text);
         if found.errors.is_empty() {
             Ok(found.warnings.iter().map(ToString::to_string).collect())
         } else {
@@ -126,7 +128,7 @@ pub fn annotate(daemonset: &mut DaemonSet, checked: &Checked) {
 }
 
 /// Adds the config manager to `pod` when there are `configs`. Call it before the component's
-/// settings (`daemonset::apply_component`), which then reach its containers too.
+/// settings (the component step of `gpu_operator_core::pod::finish`), which then reach its containers too.
 pub fn apply(pod: &mut PodSpec, wiring: Wiring<'_>, configs: Option<Configs<'_>>) {
     let Some(Configs {
         config_map: name,
@@ -200,10 +202,7 @@ fn container(name: &str, wiring: &Wiring<'_>, default: &str, signal: Option<&str
         image: Some(wiring.image.to_owned()),
         command: Some(vec!["config-manager".to_owned()]),
         env: Some(env),
-        security_context: signal.map(|_| SecurityContext {
-            privileged: Some(true),
-            ..SecurityContext::default()
-        }),
+        security_context: signal.map(|_| gpu_operator_core::pod::privileged()),
         volume_mounts: Some(mounts().to_vec()),
         ..Container::default()
     }
@@ -211,16 +210,8 @@ fn container(name: &str, wiring: &Wiring<'_>, default: &str, signal: Option<&str
 
 fn mounts() -> [VolumeMount; 2] {
     [
-        VolumeMount {
-            name: CONFIG_VOLUME.to_owned(),
-            mount_path: CONFIG_DIR.to_owned(),
-            ..VolumeMount::default()
-        },
-        VolumeMount {
-            name: AVAILABLE_CONFIGS_VOLUME.to_owned(),
-            mount_path: AVAILABLE_CONFIGS_DIR.to_owned(),
-            ..VolumeMount::default()
-        },
+        mount(CONFIG_VOLUME, CONFIG_DIR),
+        mount(AVAILABLE_CONFIGS_VOLUME, AVAILABLE_CONFIGS_DIR),
     ]
 }
 

@@ -5,7 +5,7 @@
 
 use gpu_operator_api::{ClusterPolicySpec, spec::MigStrategy};
 
-/// The env for `spec.mig.strategy`, as (name, value) pairs for [`crate::daemonset::merge_env`].
+/// The env for `spec.mig.strategy`, as (name, value) pairs for [`gpu_operator_core::daemonset::merge_env`].
 pub fn strategy_env(spec: &ClusterPolicySpec) -> Vec<(&'static str, String)> {
     let monitor = ("NVIDIA_MIG_MONITOR_DEVICES", "all".to_owned());
     match spec.mig.as_ref().and_then(|m| m.strategy) {
