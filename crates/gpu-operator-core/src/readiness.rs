@@ -27,6 +27,10 @@ pub struct Rollout {
     pub is_ready_but_outdated: bool,
 }
 
+/// The label the DaemonSet controller puts on its pods: the DaemonSet's generation when the pod
+/// was made (so a pod of the current template carries the DaemonSet's `metadata.generation`).
+pub const TEMPLATE_GENERATION_LABEL: &str = "pod-template-generation";
+
 /// The rollout state of `ds`.
 pub fn rollout(ds: &DaemonSet) -> Rollout {
     let status = ds.status.clone().unwrap_or_default();

@@ -10,7 +10,8 @@ use crate::{
     children::Children,
     operand::{Operand, PROBLEM_NODES},
     pod_summary::PodSummary,
-    problems, readiness,
+    problems,
+    readiness::{self, TEMPLATE_GENERATION_LABEL},
     status_write::Desired,
 };
 
@@ -45,7 +46,11 @@ pub(crate) async fn rollout_condition<O: Operand>(
         if rollout.outdated > 0
             && let Some(in_sync) = O::POD_IN_SYNC
         {
-            rollout.outdated = out_of_sync(ctx, &live, in_sync).await?;
+            rollout.outdated = if runs_older_pods(&live) {
+                out_of_sync(ctx, &live, in_sync).await?
+            } else {
+                0
+            };
             rollout.is_ready = rollout.is_ready_but_outdated && rollout.outdated == 0;
         }
         desired += rollout.desired;
@@ -103,27 +108,44 @@ pub(crate) async fn rollout_condition<O: Operand>(
     )))
 }
 
-/// How many live pods of `ds` its operand says need replacing (`in_sync` is false), listed a page
-/// at a time; pods being deleted are already on their way out.
+/// Whether `ds` may run pods of an older template: the DaemonSet controller counts the nodes
+/// that run a pod of it (`currentNumberScheduled`) and those whose pod is of the current template
+/// (`updatedNumberScheduled`). A node still waiting for its first pod is pending, not outdated, so
+/// a first rollout (every pod made from the current template) lists no pods.
+fn runs_older_pods(ds: &DaemonSet) -> bool {
+    ds.status
+        .as_ref()
+        .is_some_and(|s| s.current_number_scheduled > s.updated_number_scheduled.unwrap_or(0))
+}
+
+/// The label selector of the pods of `ds` made from an older template than its current one (a
+/// pod of the current template is in sync by definition; see `Operand::POD_IN_SYNC`).
+fn older_pods_selector(ds: &DaemonSet) -> String {
+    let mut terms: Vec<String> = ds
+        .spec
+        .as_ref()
+        .and_then(|s| s.selector.match_labels.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    if let Some(generation) = ds.metadata.generation {
+        terms.push(format!("{TEMPLATE_GENERATION_LABEL}!={generation}"));
+    }
+    terms.join(",")
+}
+
+/// How many live pods of `ds` its operand says need replacing (`in_sync` is false): those of an
+/// older template, listed a page at a time; pods being deleted are already on their way out.
 async fn out_of_sync(
     ctx: &Context,
     ds: &DaemonSet,
     in_sync: fn(&DaemonSet, &Pod) -> bool,
 ) -> Result<i32, Error> {
-    let selector = ds
-        .spec
-        .as_ref()
-        .and_then(|s| s.selector.match_labels.as_ref())
-        .map(|labels| {
-            labels
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .unwrap_or_default();
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let mut params = ListParams::default().labels(&selector).limit(PAGE);
+    let mut params = ListParams::default()
+        .labels(&older_pods_selector(ds))
+        .limit(PAGE);
     let mut count = 0;
     loop {
         let page = pods.list(&params).await.map_err(Error::kube(format!(
@@ -143,8 +165,10 @@ async fn out_of_sync(
     Ok(i32::try_from(count).unwrap_or(i32::MAX))
 }
 
-/// Pods per list request when counting out-of-sync pods.
-const PAGE: u32 = 500;
+/// Pods per list request when counting out-of-sync pods: full driver pods, tens of KiB each once
+/// parsed, so a page stays a few MiB (the allocator keeps a process's peak heap as resident
+/// memory).
+const PAGE: u32 = 100;
 
 /// What an OnDelete DaemonSet with `count` pods of an older template says: they run until deleted.
 fn old_revision(daemonset: &str, count: i32) -> String {
@@ -153,4 +177,62 @@ fn old_revision(daemonset: &str, count: i32) -> String {
          a node gets the current one only when its pod is deleted (by the driver upgrade \
          controller, or `kubectl delete pod` on that node)"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use k8s_openapi::{
+        api::apps::v1::{DaemonSetSpec, DaemonSetStatus},
+        apimachinery::pkg::apis::meta::v1::LabelSelector,
+    };
+
+    use super::*;
+
+    fn driver(generation: i64, current: i32, updated: Option<i32>) -> DaemonSet {
+        let mut ds = DaemonSet {
+            spec: Some(DaemonSetSpec {
+                selector: LabelSelector {
+                    match_labels: Some(BTreeMap::from([(
+                        "app".to_owned(),
+                        "nvidia-driver-daemonset".to_owned(),
+                    )])),
+                    ..LabelSelector::default()
+                },
+                ..DaemonSetSpec::default()
+            }),
+            status: Some(DaemonSetStatus {
+                desired_number_scheduled: 857,
+                current_number_scheduled: current,
+                updated_number_scheduled: updated,
+                ..DaemonSetStatus::default()
+            }),
+            ..DaemonSet::default()
+        };
+        ds.metadata.generation = Some(generation);
+        ds
+    }
+
+    #[test]
+    fn a_first_rollout_lists_no_pods_an_upgrade_does() {
+        // 300 of 857 nodes run a pod, all of the current template: the rest are pending.
+        assert!(!runs_older_pods(&driver(1, 300, Some(300))));
+        assert!(!runs_older_pods(&driver(1, 0, None)));
+        assert!(!runs_older_pods(&DaemonSet::default()), "no status yet");
+        // After a template change: 857 nodes run a pod, 200 of them of the new template.
+        assert!(runs_older_pods(&driver(2, 857, Some(200))));
+        assert!(runs_older_pods(&driver(2, 857, None)));
+    }
+
+    #[test]
+    fn only_pods_of_older_templates_are_listed() {
+        assert_eq!(
+            older_pods_selector(&driver(4, 857, Some(10))),
+            "app=nvidia-driver-daemonset,pod-template-generation!=4"
+        );
+        let mut unsaved = driver(4, 857, Some(10));
+        unsaved.metadata.generation = None;
+        assert_eq!(older_pods_selector(&unsaved), "app=nvidia-driver-daemonset");
+    }
 }

@@ -47,6 +47,7 @@ use crate::{
     plan::{self, POLL, Step, Wait},
     policy::Policy,
     state::UpgradeState,
+    triggers,
     view::{self, DRIVER_APP, OperandPod, Templates, UpgradeNode, VALIDATOR_APP},
 };
 
@@ -69,24 +70,24 @@ pub fn controller(
     subs: Subscriptions,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) -> impl Future<Output = ()> {
-    let (nodes, node_writer) = reflector::store_shared(1024);
-    let (pods, pod_writer) = reflector::store_shared(1024);
-    let node_changes = node_writer.subscribe();
-    let pod_changes = pod_writer.subscribe();
+    let (nodes, node_writer) = reflector::store();
+    let (pods, pod_writer) = reflector::store();
     let gpu_nodes = watcher::Config::default().labels(&format!("{}=true", labels::GPU_PRESENT));
     let operand_pods =
         watcher::Config::default().labels(&format!("app in ({DRIVER_APP},{VALIDATOR_APP})"));
-    let node_watch = watcher(Api::<UpgradeNode>::all(ctx.client.clone()), gpu_nodes)
-        .default_backoff()
-        .reflect_shared(node_writer)
-        .for_each(|_| std::future::ready(()));
-    let pod_watch = watcher(
-        Api::<OperandPod>::namespaced(ctx.client.clone(), &ctx.namespace),
-        operand_pods,
-    )
-    .default_backoff()
-    .reflect_shared(pod_writer)
-    .for_each(|_| std::future::ready(()));
+    // The Controller polls these (and so fills both caches) also while a pass runs.
+    let node_changes = triggers::touched(
+        watcher(Api::<UpgradeNode>::all(ctx.client.clone()), gpu_nodes).default_backoff(),
+        node_writer,
+    );
+    let pod_changes = triggers::touched(
+        watcher(
+            Api::<OperandPod>::namespaced(ctx.client.clone(), &ctx.namespace),
+            operand_pods,
+        )
+        .default_backoff(),
+        pod_writer,
+    );
     let policies = ctx.stores.policies.clone();
     let (p1, p2, p3) = (policies.clone(), policies.clone(), policies.clone());
     let policy_events = changes(subs.policies, |p, h| {
@@ -112,50 +113,32 @@ pub fn controller(
     );
     let upgrades = Arc::new(Upgrades {
         ctx,
-        nodes: nodes.clone(),
-        pods: pods.clone(),
+        nodes,
+        pods,
         written: InFlight::default(),
     });
-    let run = async move {
-        let (Some(node_changes), Some(pod_changes)) = (node_changes, pod_changes) else {
-            tracing::error!("the driver upgrade caches cannot be shared; upgrades are off");
-            return;
-        };
-        let node_changes = throttle(
-            changes(node_changes, UpgradeNode::hash_what_upgrades_read),
-            BURST_PERIOD,
-        );
-        let pod_changes = throttle(pod_changes, BURST_PERIOD);
-        // A pass on half-filled caches would see nodes without their driver pods.
-        if nodes.wait_until_ready().await.is_err() || pods.wait_until_ready().await.is_err() {
-            return;
-        }
-        Controller::for_shared_stream(policy_events, policies)
-            .with_config(coalesce::config())
-            .watches_shared_stream(templates, move |_| active_ref(&p1))
-            .watches_shared_stream(node_changes, move |_| active_ref(&p2))
-            .watches_shared_stream(pod_changes, move |_| active_ref(&p3))
-            .graceful_shutdown_on(shutdown)
-            .run(
-                reconcile,
-                |_, error: &Error, _| retry_transient(error),
-                upgrades,
-            )
-            .for_each(|result| {
-                if let Err(error) = result {
-                    tracing::warn!(reconciler = NAME, %error, "reconcile failed");
-                }
-                std::future::ready(())
-            })
-            .await;
-    };
-    async move {
-        tokio::select! {
-            () = run => {}
-            () = node_watch => {}
-            () = pod_watch => {}
-        }
-    }
+    let node_changes = throttle(
+        changes(node_changes, UpgradeNode::hash_what_upgrades_read),
+        BURST_PERIOD,
+    );
+    let pod_changes = throttle(pod_changes, BURST_PERIOD);
+    Controller::for_shared_stream(policy_events, policies)
+        .with_config(coalesce::config())
+        .watches_shared_stream(templates, move |_| active_ref(&p1))
+        .watches_shared_stream(node_changes, move |_| active_ref(&p2))
+        .watches_shared_stream(pod_changes, move |_| active_ref(&p3))
+        .graceful_shutdown_on(shutdown)
+        .run(
+            reconcile,
+            |_, error: &Error, _| retry_transient(error),
+            upgrades,
+        )
+        .for_each(|result| {
+            if let Err(error) = result {
+                tracing::warn!(reconciler = NAME, %error, "reconcile failed");
+            }
+            std::future::ready(())
+        })
 }
 
 fn active_ref(policies: &Store<ClusterPolicy>) -> Option<ObjectRef<ClusterPolicy>> {
@@ -164,6 +147,10 @@ fn active_ref(policies: &Store<ClusterPolicy>) -> Option<ObjectRef<ClusterPolicy
 
 /// One pass over every GPU node.
 pub async fn reconcile(policy: Arc<ClusterPolicy>, up: Arc<Upgrades>) -> Result<Action, Error> {
+    // A pass on half-filled caches would see nodes without their driver pods.
+    if up.nodes.wait_until_ready().await.is_err() || up.pods.wait_until_ready().await.is_err() {
+        return Ok(Action::await_change());
+    }
     let started = Instant::now();
     let result = pass(&policy, &up).await;
     up.ctx.metrics.observe(

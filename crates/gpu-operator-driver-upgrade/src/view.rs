@@ -330,30 +330,26 @@ pub fn node_facts(
         .iter()
         .filter_map(|node| {
             let name = node.metadata.name.clone()?;
-            let labels = node.metadata.labels.clone().unwrap_or_default();
-            let annotations = node.metadata.annotations.clone().unwrap_or_default();
-            let state = labels
-                .get(labels::DRIVER_UPGRADE_STATE)
-                .and_then(|v| UpgradeState::parse(v));
+            let label = |key: &str| node.metadata.labels.as_ref()?.get(key);
+            let annotation = |key: &str| node.metadata.annotations.as_ref()?.get(key);
+            let state = label(labels::DRIVER_UPGRADE_STATE).and_then(|v| UpgradeState::parse(v));
             let driver = drivers
                 .get(name.as_str())
                 .map(|p| p.facts(templates.in_sync(p)));
             if driver.is_none() && state.is_none() && !all {
                 return None;
             }
-            let is_true = |key: &str| annotations.get(key).is_some_and(|v| v == "true");
+            let is_true = |key: &str| annotation(key).is_some_and(|v| v == "true");
             Some(NodeFacts {
                 state,
-                skip: labels
-                    .get(labels::DRIVER_UPGRADE_SKIP)
-                    .is_some_and(|v| v == "true"),
+                skip: label(labels::DRIVER_UPGRADE_SKIP).is_some_and(|v| v == "true"),
                 unschedulable: node.unschedulable,
                 ready: node.ready,
                 initially_unschedulable: is_true(labels::DRIVER_UPGRADE_INITIAL_UNSCHEDULABLE),
                 requested: is_true(UPGRADE_REQUESTED),
-                since: annotations.get(STATE_SINCE).and_then(|v| v.parse().ok()),
-                failure: annotations.get(FAILURE_REASON).cloned(),
-                restart_pod: annotations.get(RESTART_POD).cloned(),
+                since: annotation(STATE_SINCE).and_then(|v| v.parse().ok()),
+                failure: annotation(FAILURE_REASON).cloned(),
+                restart_pod: annotation(RESTART_POD).cloned(),
                 upgrade_enabled: is_true(labels::DRIVER_UPGRADE_ENABLED),
                 driver,
                 validator: validators.get(name.as_str()).map(|p| p.facts(true)),

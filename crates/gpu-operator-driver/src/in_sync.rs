@@ -31,8 +31,7 @@ use crate::digest;
 /// Where the API server mounts a pod's ServiceAccount token.
 const SERVICE_ACCOUNT_MOUNT: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
-/// The label the DaemonSet controller puts on its pods: the DaemonSet's generation at creation.
-pub const TEMPLATE_GENERATION_LABEL: &str = "pod-template-generation";
+pub use gpu_operator_core::readiness::TEMPLATE_GENERATION_LABEL;
 
 /// What the containers of a driver pod install, in a form that compares equal when the
 /// installation is the same (see the module docs).
