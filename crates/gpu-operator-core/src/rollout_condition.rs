@@ -155,7 +155,9 @@ async fn out_of_sync(
         count += page
             .items
             .iter()
-            .filter(|p| p.metadata.deletion_timestamp.is_none() && !in_sync(ds, p))
+            .filter(|p| {
+                p.metadata.deletion_timestamp.is_none() && owned_by(p, ds) && !in_sync(ds, p)
+            })
             .count();
         match page.metadata.continue_.filter(|c| !c.is_empty()) {
             Some(token) => params = params.continue_token(&token),
@@ -163,6 +165,16 @@ async fn out_of_sync(
         }
     }
     Ok(i32::try_from(count).unwrap_or(i32::MAX))
+}
+
+/// Whether `ds` is the controller of `pod`. The driver's DaemonSets (one per OS) share their
+/// selector, so its pods list those of the others too.
+fn owned_by(pod: &Pod, ds: &DaemonSet) -> bool {
+    pod.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.controller == Some(true) && Some(&o.uid) == ds.metadata.uid.as_ref())
 }
 
 /// Pods per list request when counting out-of-sync pods: full driver pods, tens of KiB each once
@@ -212,6 +224,33 @@ mod tests {
         };
         ds.metadata.generation = Some(generation);
         ds
+    }
+
+    #[test]
+    fn only_the_daemonsets_own_pods_count_not_those_of_a_sibling_with_its_selector() {
+        let mut ubuntu = driver(2, 1, Some(0));
+        ubuntu.metadata.uid = Some("ubuntu-uid".to_owned());
+        let pod = |owner: &str, controller: bool| {
+            let mut pod = Pod::default();
+            pod.metadata.owner_references = Some(vec![
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                    uid: owner.to_owned(),
+                    controller: Some(controller),
+                    ..Default::default()
+                },
+            ]);
+            pod
+        };
+        assert!(owned_by(&pod("ubuntu-uid", true), &ubuntu));
+        assert!(
+            !owned_by(&pod("rhel-uid", true), &ubuntu),
+            "a sibling's pod"
+        );
+        assert!(
+            !owned_by(&pod("ubuntu-uid", false), &ubuntu),
+            "not its controller"
+        );
+        assert!(!owned_by(&Pod::default(), &ubuntu), "no owner");
     }
 
     #[test]
