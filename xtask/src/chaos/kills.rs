@@ -241,6 +241,14 @@ async fn control(target: &Target, operator: &mut Operator) -> anyhow::Result<Con
     let policy: ClusterPolicy = serde_yaml::from_str(&std::fs::read_to_string(
         repo_root().join("manifests/examples/minimal.yaml"),
     )?)?;
+    // The first install races the node labeller: which GPU nodes carry `gpu.present` when the
+    // driver first renders decides whether the first OS keeps the plain DaemonSet name. Every
+    // rollout of the kill cycles starts from labelled nodes, so the control records its second.
+    Api::<ClusterPolicy>::all(client.clone())
+        .create(&PostParams::default(), &policy)
+        .await?;
+    converge(client, operator, None).await?;
+    delete_everything(client).await?;
     let since = Timestamp::now();
     let started = Instant::now();
     Api::<ClusterPolicy>::all(client.clone())
