@@ -9,15 +9,17 @@ use std::time::{Duration, Instant};
 
 use anyhow::bail;
 use gpu_operator_api::ClusterPolicy;
-use gpu_operator_e2e::{crd::repo_root, operator::writes_in};
+use gpu_operator_e2e::operator::writes_in;
 use k8s_openapi::jiff::Timestamp;
 use kube::{Api, api::PostParams};
 
 use super::{
     Rng,
-    kills::{Candidate, LEASE_DURATION, NAMESPACE, Target},
-    snapshot,
-    steps::{converge, delete_everything, sigkill, wait_for_holder},
+    kills::{Candidate, LEASE_DURATION, Target},
+    steps::{
+        converge, delete_everything, minimal_policy, sigkill, wait_for_holder,
+        wait_until_a_daemonset_exists,
+    },
 };
 
 /// One failover and its figures.
@@ -92,9 +94,7 @@ async fn one(target: &Target, rng: &mut Rng, failover: &mut Failover) -> anyhow:
         } else {
             ((&target.standby, second), (&target.primary, first))
         };
-    let policy: ClusterPolicy = serde_yaml::from_str(&std::fs::read_to_string(
-        repo_root().join("manifests/examples/minimal.yaml"),
-    )?)?;
+    let policy = minimal_policy()?;
     let since = Timestamp::now();
     let created = Instant::now();
     Api::<ClusterPolicy>::all(client.clone())
@@ -164,18 +164,6 @@ fn count_writes(
             leader.user,
             standby.user
         );
-    }
-    Ok(())
-}
-
-/// Waits until the leader has created at least one DaemonSet.
-async fn wait_until_a_daemonset_exists(client: &kube::Client) -> anyhow::Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while snapshot::generations(client, NAMESPACE).await?.is_empty() {
-        if Instant::now() > deadline {
-            bail!("the leader created no DaemonSet within a minute of the ClusterPolicy");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
     Ok(())
 }

@@ -14,10 +14,7 @@ use std::{
 
 use anyhow::{Context as _, bail};
 use gpu_operator_api::ClusterPolicy;
-use gpu_operator_e2e::{
-    crd::repo_root,
-    operator::{IMAGES, Operator, audit_log_beside, writes_in},
-};
+use gpu_operator_e2e::operator::{IMAGES, Operator, audit_log_beside, writes_in};
 use k8s_openapi::jiff::Timestamp;
 use kube::{
     Api,
@@ -27,7 +24,8 @@ use kube::{
 use super::{
     Rng, snapshot,
     steps::{
-        apply_change, converge, delete_everything, plugin_generation, sigkill, wait_for_holder,
+        apply_change, converge, delete_everything, minimal_policy, plugin_generation, sigkill,
+        wait_for_holder,
     },
 };
 use crate::bench::patches;
@@ -238,9 +236,7 @@ pub async fn run(target: &Target, kills: usize, rng: &mut Rng) -> anyhow::Result
 /// uninterrupted operator leaves.
 async fn control(target: &Target, operator: &mut Operator) -> anyhow::Result<Control> {
     let client = &target.client;
-    let policy: ClusterPolicy = serde_yaml::from_str(&std::fs::read_to_string(
-        repo_root().join("manifests/examples/minimal.yaml"),
-    )?)?;
+    let policy = minimal_policy()?;
     // The first install races the node labeller: which GPU nodes carry `gpu.present` when the
     // driver first renders decides whether the first OS keeps the plain DaemonSet name. Every
     // rollout of the kill cycles starts from labelled nodes, so the control records its second.

@@ -14,7 +14,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
 use gpu_operator_e2e::operator::{Operator, lists_in, writes_in};
 use k8s_openapi::{
@@ -29,8 +29,10 @@ use serde_json::json;
 
 use super::{
     kills::{NAMESPACE, POLICY, Target},
-    snapshot,
-    steps::{LEASE, PLUGIN, converge, delete_everything, wait_for_holder},
+    steps::{
+        LEASE, PLUGIN, converge, delete_everything, minimal_policy, wait_for_holder,
+        wait_until_a_daemonset_exists,
+    },
 };
 use crate::cluster::{self, Component, Layout};
 
@@ -92,7 +94,7 @@ pub async fn run(layout: &Layout, target: &Target) -> anyhow::Result<Vec<Restart
     let mut operator = target.start_as(&target.primary)?;
     let prefix = format!("{}_{:x}", target.primary.pod_name, operator.pid());
     wait_for_holder(client, |h| h.starts_with(&prefix)).await?;
-    Box::pin(create_policy(client, minimal()?)).await?;
+    Box::pin(create_policy(client, minimal_policy()?.spec)).await?;
     converge(client, &mut operator, None).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let start_lists = lists_in(&target.audit_log()?, &target.primary.user, since)?.len();
@@ -160,7 +162,7 @@ async fn one(
         delete_everything(client).await?;
         Box::pin(create_policy(client, spec)).await?;
         // A moment into the rollout: the first DaemonSet is there, the rest are on their way.
-        wait_for_a_daemonset(client).await?;
+        wait_until_a_daemonset_exists(client).await?;
     }
     let stopped = Instant::now();
     cluster::restart(layout, component).await?;
@@ -269,29 +271,10 @@ async fn renewed_since(client: &kube::Client, holder_prefix: &str, after: Timest
     })
 }
 
-fn minimal() -> anyhow::Result<ClusterPolicySpec> {
-    let path = gpu_operator_e2e::crd::repo_root().join("manifests/examples/minimal.yaml");
-    let policy: ClusterPolicy = serde_yaml::from_str(&std::fs::read_to_string(&path)?)
-        .with_context(|| format!("reading {}", path.display()))?;
-    Ok(policy.spec)
-}
-
 async fn create_policy(client: &kube::Client, spec: ClusterPolicySpec) -> anyhow::Result<()> {
     Api::<ClusterPolicy>::all(client.clone())
         .create(&PostParams::default(), &ClusterPolicy::new(POLICY, spec))
         .await?;
-    Ok(())
-}
-
-/// Waits until the operator has created at least one DaemonSet.
-async fn wait_for_a_daemonset(client: &kube::Client) -> anyhow::Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while snapshot::generations(client, NAMESPACE).await?.is_empty() {
-        if Instant::now() > deadline {
-            bail!("no DaemonSet within a minute of the ClusterPolicy");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
     Ok(())
 }
 

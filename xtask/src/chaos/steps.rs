@@ -1,5 +1,6 @@
-//! The actions and waits the chaos scenarios share: changing and deleting the ClusterPolicy,
-//! SIGKILLing the operator, and waiting until everything has converged.
+//! The actions and waits the chaos scenarios share: reading, changing and deleting the
+//! ClusterPolicy, SIGKILLing the operator, and waiting for its first DaemonSet or until everything
+//! has converged.
 
 use std::time::{Duration, Instant};
 
@@ -152,4 +153,23 @@ pub async fn wait_for_holder(
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// The ClusterPolicy every scenario rolls out: `manifests/examples/minimal.yaml`.
+pub fn minimal_policy() -> anyhow::Result<ClusterPolicy> {
+    let path = gpu_operator_e2e::crd::repo_root().join("manifests/examples/minimal.yaml");
+    serde_yaml::from_str(&std::fs::read_to_string(&path)?)
+        .with_context(|| format!("reading {}", path.display()))
+}
+
+/// Waits until the operator has created at least one DaemonSet: a moment into a rollout.
+pub async fn wait_until_a_daemonset_exists(client: &kube::Client) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while snapshot::generations(client, NAMESPACE).await?.is_empty() {
+        if Instant::now() > deadline {
+            bail!("the operator created no DaemonSet within a minute of the ClusterPolicy");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
 }
