@@ -35,6 +35,8 @@ pub struct Context {
     pub warned: crate::warned::Warned,
     /// Which reconcilers applied what, for the sweep of leftovers (see [`crate::leftovers`]).
     pub sweeps: crate::leftovers::Sweeps,
+    /// Since when GPU candidates wait for the node labeller (see [`crate::labeller_wait`]).
+    pub labeller_wait: crate::labeller_wait::LabellerWait,
 }
 
 /// Environment variables that provide default operand images, as NVIDIA's operator reads them.
@@ -93,6 +95,7 @@ impl Context {
             status_gate: WriteGate::default(),
             warned: crate::warned::Warned::default(),
             sweeps: crate::leftovers::Sweeps::default(),
+            labeller_wait: crate::labeller_wait::LabellerWait::default(),
         }
     }
 

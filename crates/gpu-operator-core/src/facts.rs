@@ -35,6 +35,9 @@ pub struct ClusterFacts {
     /// separate watches, so one may run a moment behind the other): until it catches up, the
     /// runtime facts are incomplete.
     pub gpu_nodes_without_runtime: usize,
+    /// Nodes whose NFD labels show an NVIDIA GPU but that the node labeller has not labelled
+    /// `nvidia.com/gpu.present=true` yet (see [`crate::labeller_wait`]).
+    pub gpu_candidates_unlabelled: usize,
     /// The (OS, kernel) pairs of the GPU nodes that carry both, for per-kernel driver images.
     pub os_kernels: BTreeSet<(OsRelease, String)>,
     /// GPU nodes without NFD's os-release labels (no driver image can be chosen for them).
@@ -166,6 +169,11 @@ impl ClusterFacts {
                 facts.has_nfd_labels = true;
             }
             if node_labels.get(labels::GPU_PRESENT) != Some("true") {
+                facts.gpu_candidates_unlabelled += usize::from(
+                    labels::NFD_GPU_PRESENT
+                        .iter()
+                        .any(|key| node_labels.get(key) == Some("true")),
+                );
                 continue;
             }
             facts.gpu_nodes += 1;
@@ -250,6 +258,29 @@ mod tests {
 
     fn runtime(version: &str) -> NodeRuntime {
         NodeRuntime::new("gpu", version)
+    }
+
+    #[test]
+    fn nodes_with_an_nvidia_pci_device_but_no_gpu_present_label_are_unlabelled_candidates() {
+        // NFD's label keys written out by hand (PCI vendor 10de: any class, 3D, VGA).
+        let candidates = [
+            meta(&[("feature.node.kubernetes.io/pci-10de.present", "true")]),
+            meta(&[("feature.node.kubernetes.io/pci-0302_10de.present", "true")]),
+            meta(&[
+                ("feature.node.kubernetes.io/pci-0300_10de.present", "true"),
+                (labels::GPU_PRESENT, "false"),
+            ]),
+        ];
+        let others = [
+            meta(&[
+                ("feature.node.kubernetes.io/pci-10de.present", "true"),
+                (labels::GPU_PRESENT, "true"),
+            ]),
+            meta(&[("feature.node.kubernetes.io/pci-10de.present", "false")]),
+            meta(&[("feature.node.kubernetes.io/pci-1af4.present", "true")]),
+        ];
+        let facts = ClusterFacts::from_nodes(candidates.iter().chain(&others), []);
+        assert_eq!((facts.gpu_nodes, facts.gpu_candidates_unlabelled), (1, 3));
     }
 
     #[test]

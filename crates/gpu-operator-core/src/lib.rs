@@ -22,6 +22,7 @@ pub mod facts_memo;
 pub mod fixtures;
 pub mod host_paths;
 pub mod image;
+pub mod labeller_wait;
 pub mod leftovers;
 pub mod meta;
 pub mod metrics;

@@ -105,6 +105,12 @@ pub async fn reconcile(policy: Arc<ClusterPolicy>, ctx: Arc<Context>) -> Result<
         if !active::is_active(&policy, &ctx.stores.policies.state()) {
             return Ok(Action::await_change());
         }
+        if ctx
+            .labeller_wait
+            .should_wait(ctx.facts().gpu_candidates_unlabelled, Instant::now())
+        {
+            return Ok(Action::requeue(crate::labeller_wait::POLL));
+        }
         let summary = summarize(&ctx.stores.nodes.state());
         Ok(
             match status_write::write_gated(&ctx, &policy, NAME, &summary).await? {

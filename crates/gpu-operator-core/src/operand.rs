@@ -31,7 +31,8 @@ use crate::{
 pub const PROBLEM_NODES: usize = 5;
 /// Safety resync of a converged operand.
 const RESYNC: Duration = Duration::from_secs(3600);
-/// How soon a reconcile that found the runtime cache behind the node cache tries again.
+/// How soon a reconcile that found the runtime cache behind the node cache, or GPU candidates
+/// the labeller has not labelled yet, tries again.
 const FACTS_SETTLING: Duration = Duration::from_millis(200);
 
 /// One operand: its names and its pure validate and render steps.
@@ -309,6 +310,19 @@ async fn reconcile_once<O: Operand>(
             operand = O::NAME,
             nodes = facts.gpu_nodes_without_runtime,
             "runtime cache behind the node cache; rendering once it catches up"
+        );
+        return Ok(Action::requeue(FACTS_SETTLING));
+    }
+    if ctx
+        .labeller_wait
+        .should_wait(facts.gpu_candidates_unlabelled, Instant::now())
+    {
+        // The labeller is labelling GPU nodes right now (a ClusterPolicy just created): the
+        // set of GPU nodes is about to change; the labels' watch events wake this reconciler.
+        tracing::debug!(
+            operand = O::NAME,
+            nodes = facts.gpu_candidates_unlabelled,
+            "GPU candidates not labelled yet; rendering once the labeller has labelled them"
         );
         return Ok(Action::requeue(FACTS_SETTLING));
     }

@@ -247,6 +247,7 @@ async fn write(
     {
         return Ok(Some(after));
     }
+    tracing::debug!(state = ?summary.state, message = %summary.ready.message, "writing the status");
     let now = Timestamp::now();
     let merged: Vec<Condition> = wanted
         .iter()

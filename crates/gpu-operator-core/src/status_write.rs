@@ -120,6 +120,13 @@ async fn send(
         "kind": "ClusterPolicy",
         "status": { "conditions": [condition] },
     });
+    tracing::debug!(
+        condition = %desired.type_,
+        status = desired.status,
+        reason = %desired.reason,
+        message = %desired.message,
+        "writing condition"
+    );
     let api: Api<ClusterPolicy> = Api::all(ctx.client.clone());
     let params = PatchParams::apply(&format!("{FIELD_MANAGER_PREFIX}{reconciler}")).force();
     api.patch_status(&policy.name_any(), &params, &Patch::Apply(&patch))

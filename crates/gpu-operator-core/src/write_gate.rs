@@ -19,7 +19,7 @@ use std::{
 /// How long a change that moves no step must hold still before it is written: long enough that
 /// a rollout's stream of count changes (kwok or a slow registry pause it for seconds) is folded
 /// into its steps, short enough that a stuck rollout's nodes are named soon.
-pub const QUIET: Duration = Duration::from_secs(10);
+pub const QUIET: Duration = Duration::from_secs(30);
 
 /// How long a move waits for the rest of its burst: longer than a reconcile's round trip, short
 /// enough that a user watching sees it at once.
@@ -39,10 +39,13 @@ pub enum Move {
 
 /// The progress step of `ready` out of `desired`: 0 below half, 1 from half, 2 when all are
 /// ready. Three steps keep a rollout's writes per condition constant whatever the fleet size.
+/// Nothing desired yet (a DaemonSet the controller has not counted yet) is no progress: a
+/// rollout's first count must not read as finished and then fall back.
 pub fn step(ready: usize, desired: usize) -> u8 {
     match ready.saturating_mul(2).checked_div(desired) {
+        None => 0,
         _ if ready >= desired => 2,
-        Some(0) | None => 0,
+        Some(0) => 0,
         Some(_) => 1,
     }
 }
@@ -148,7 +151,7 @@ mod tests {
             (429, 857, 1),
             (856, 857, 1),
             (857, 857, 2),
-            (0, 0, 2),
+            (0, 0, 0),
             (3, 2, 2),
         ] {
             assert_eq!(step(ready, desired), want, "{ready}/{desired}");
@@ -173,52 +176,57 @@ mod tests {
         gate.written("p/X", Some(0));
         assert_eq!(
             gate.decide("p/X", Move::None, Some(0), "1/9", ms(1000)),
-            Decision::Wait(Duration::from_secs(10))
+            Decision::Wait(Duration::from_secs(30))
         );
         assert_eq!(
             gate.decide("p/X", Move::None, Some(0), "2/9", ms(2000)),
-            Decision::Wait(Duration::from_secs(10)),
+            Decision::Wait(Duration::from_secs(30)),
             "another change starts the quiet time again"
         );
         assert_eq!(
             gate.decide("p/X", Move::None, Some(0), "2/9", ms(5000)),
-            Decision::Wait(Duration::from_secs(7)),
-            "the 10 s quiet time less the 3 s it held still"
+            Decision::Wait(Duration::from_secs(27)),
+            "the 30 s quiet time less the 3 s it held still"
         );
         assert_eq!(
-            gate.decide("p/X", Move::None, Some(0), "2/9", ms(12_000)),
+            gate.decide("p/X", Move::None, Some(0), "2/9", ms(31_999)),
+            Decision::Wait(Duration::from_millis(1)),
+            "not quite"
+        );
+        assert_eq!(
+            gate.decide("p/X", Move::None, Some(0), "2/9", ms(32_000)),
             Decision::Write,
             "held still for the quiet time"
         );
         gate.written("p/X", Some(0));
         // A step crossing and a reason change in one burst: one write, a second after the first.
         assert_eq!(
-            gate.decide("p/X", Move::None, Some(1), "5/9", ms(13_000)),
+            gate.decide("p/X", Move::None, Some(1), "5/9", ms(33_000)),
             Decision::Wait(Duration::from_secs(1)),
             "a step waits for the rest of its burst"
         );
         assert_eq!(
-            gate.decide("p/X", Move::Other, Some(1), "6/9 RollingOut", ms(13_400)),
+            gate.decide("p/X", Move::Other, Some(1), "6/9 RollingOut", ms(33_400)),
             Decision::Wait(Duration::from_millis(600)),
             "a reason change in the same burst keeps the burst's start"
         );
         assert_eq!(
-            gate.decide("p/X", Move::Other, Some(1), "6/9 RollingOut", ms(14_000)),
+            gate.decide("p/X", Move::Other, Some(1), "6/9 RollingOut", ms(34_000)),
             Decision::Write
         );
         gate.written("p/X", Some(1));
         assert_eq!(
-            gate.decide("p/X", Move::Other, Some(1), "7/9", ms(14_100)),
+            gate.decide("p/X", Move::Other, Some(1), "7/9", ms(34_100)),
             Decision::Wait(Duration::from_secs(1)),
             "a write ends the burst: the next move starts its own"
         );
         assert_eq!(
-            gate.decide("p/X", Move::Ready, Some(2), "9/9", ms(14_200)),
+            gate.decide("p/X", Move::Ready, Some(2), "9/9", ms(34_200)),
             Decision::Write,
             "becoming ready is never held back, not even inside a burst"
         );
         assert_eq!(
-            gate.decide("q/X", Move::None, Some(1), "7/9", ms(14_200)),
+            gate.decide("q/X", Move::None, Some(1), "7/9", ms(34_200)),
             Decision::Wait(Duration::from_secs(1)),
             "conditions are told apart by key: q/X was never written"
         );

@@ -216,15 +216,16 @@ pub async fn disabling_deletes_and_enabling_recreates(env: &Env, name: &str) {
 pub async fn a_daemonset_deleted_by_hand_comes_back(env: &Env, name: &str) {
     wait_policy(env, name, "the ClusterPolicy to be ready", is_ready).await;
     // Let every timer of the previous steps run out first: a status change still waiting for its
-    // quiet time requeues its reconciler within QUIET + BURST (11 s); once current, a reconciler
+    // quiet time requeues its reconciler within QUIET + BURST; once current, a reconciler
     // requeues hourly. After this, only a watch event can wake the validator's reconciler.
-    tokio::time::sleep(Duration::from_secs(12)).await;
+    use gpu_operator_core::write_gate::{BURST, QUIET};
+    tokio::time::sleep(QUIET + BURST + Duration::from_secs(1)).await;
     let old = env.daemonsets().get(VALIDATOR).await.unwrap().uid();
     env.daemonsets()
         .delete(VALIDATOR, &DeleteParams::default())
         .await
         .unwrap();
-    // Well below the status's quiet time plus a reconcile (10 s and more): watch-driven only.
+    // Well below the status's quiet time plus a reconcile: watch-driven only.
     wait_until(
         "the deleted DaemonSet recreated",
         Duration::from_secs(8),
