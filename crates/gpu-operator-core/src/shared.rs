@@ -61,13 +61,15 @@ mod tests {
 
     #[test]
     fn takes_the_three_shared_sections_of_the_spec() {
-        let spec: ClusterPolicySpec = serde_json::from_value(serde_json::json!({
-            "operator": {},
-            "daemonsets": {"priorityClassName": "p"},
-            "hostPaths": {"rootFS": "/host"},
-            "validator": {"imagePullPolicy": "Always"},
-        }))
-        .unwrap();
+        let mut spec = ClusterPolicySpec::default();
+        spec.daemonsets.priority_class_name = Some("p".to_owned());
+        spec.host_paths = Some(HostPathsSpec {
+            root_fs: Some("/host".to_owned()),
+            ..HostPathsSpec::default()
+        });
+        let mut validator = ValidatorSpec::default();
+        validator.image.pull_policy = Some("Always".to_owned());
+        spec.validator = Some(validator);
         let shared = Shared::of(&spec);
         assert_eq!(shared.daemonsets.priority_class_name.as_deref(), Some("p"));
         assert_eq!(
