@@ -125,3 +125,17 @@ pub struct ClusterPolicySpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kata_sandbox_device_plugin: Option<KataSandboxDevicePluginSpec>,
 }
+
+impl ClusterPolicySpec {
+    /// Whether GPUDirect Storage is on (`gds.enabled`, default false).
+    #[must_use]
+    pub fn gds_enabled(&self) -> bool {
+        self.gds.as_ref().and_then(|g| g.enabled) == Some(true)
+    }
+
+    /// Whether GDRCopy is on (`gdrcopy.enabled`, default false).
+    #[must_use]
+    pub fn gdrcopy_enabled(&self) -> bool {
+        self.gdrcopy.as_ref().and_then(|g| g.enabled) == Some(true)
+    }
+}
