@@ -9,7 +9,10 @@ use gpu_operator_api::{
     spec::{DaemonsetsSpec, HostPathsSpec, ValidatorSpec},
 };
 
-use crate::pod::{Barrier, HostPaths};
+use crate::{
+    host_paths,
+    pod::{Barrier, HostPaths},
+};
 
 /// The settings every operand pod shares.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -49,6 +52,31 @@ impl Shared {
         }
     }
 
+    /// `hostPaths.rootFS`, or `/` when unset or empty.
+    pub fn root_fs(&self) -> &str {
+        self.host_path(|p| p.root_fs.as_deref(), host_paths::DEFAULT_ROOT_FS)
+    }
+
+    /// `hostPaths.driverInstallDir`, or `/run/nvidia/driver` when unset or empty.
+    pub fn driver_install_dir(&self) -> &str {
+        self.host_path(
+            |p| p.driver_install_dir.as_deref(),
+            host_paths::DEFAULT_DRIVER_INSTALL_DIR,
+        )
+    }
+
+    fn host_path<'a>(
+        &'a self,
+        field: impl Fn(&'a HostPathsSpec) -> Option<&'a str>,
+        default: &'static str,
+    ) -> &'a str {
+        self.host_paths
+            .as_ref()
+            .and_then(field)
+            .filter(|path| !path.is_empty())
+            .unwrap_or(default)
+    }
+
     /// The `hostPaths` rewrite of the pod's host volumes.
     pub fn rewrite_host_paths(&self) -> HostPaths<'_> {
         HostPaths::Rewrite(self.host_paths.as_ref())
@@ -81,6 +109,13 @@ mod tests {
             Barrier::AfterToolkit { validator_image: "v:1", validator: Some(v) }
                 if v.image.pull_policy.as_deref() == Some("Always")
         ));
-        assert_eq!(Shared::of(&ClusterPolicySpec::default()), Shared::default());
+        assert_eq!(shared.root_fs(), "/host");
+        assert_eq!(shared.driver_install_dir(), "/run/nvidia/driver");
+        let empty = Shared::of(&ClusterPolicySpec::default());
+        assert_eq!(empty, Shared::default());
+        assert_eq!(
+            (empty.root_fs(), empty.driver_install_dir()),
+            ("/", "/run/nvidia/driver")
+        );
     }
 }
