@@ -111,7 +111,7 @@ pub fn cdi_enabled(spec: &ClusterPolicySpec) -> bool {
 /// the hook the toolkit installs under `toolkit.installDir`, when CDI is enabled and the operator
 /// deploys the toolkit; `None` otherwise.
 pub fn cdi_hook_path(spec: &ClusterPolicySpec) -> Option<String> {
-    (cdi_enabled(spec) && spec.toolkit.enabled != Some(false)).then(|| {
+    (cdi_enabled(spec) && spec.toolkit_enabled()).then(|| {
         format!(
             "{}/toolkit/nvidia-cdi-hook",
             spec.toolkit.install_dir().trim_end_matches('/')

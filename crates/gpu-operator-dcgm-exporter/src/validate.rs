@@ -48,7 +48,7 @@ impl Input {
             namespace,
             exporter: spec.dcgm_exporter.clone(),
             remote_engine: spec.dcgm.enabled != Some(false),
-            device_plugin_enabled: spec.device_plugin.enabled != Some(false),
+            device_plugin_enabled: spec.device_plugin_enabled(),
             shared: Shared::of(spec),
         }
     }

@@ -53,7 +53,7 @@ pub struct Input {
 
 /// `Ok(None)` when `devicePlugin.enabled` is false (it defaults to true).
 pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
-    if spec.device_plugin.enabled == Some(false) {
+    if !spec.device_plugin_enabled() {
         return Ok(None);
     }
     Ok(Some(Input {

@@ -41,7 +41,7 @@ pub struct Input {
 /// `Ok(None)` when `driver.enabled` is false (it defaults to true).
 pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
     let driver = &spec.driver;
-    if driver.enabled == Some(false) {
+    if !spec.driver_enabled() {
         return Ok(None);
     }
     if driver.use_nvidia_driver_crd == Some(true) {

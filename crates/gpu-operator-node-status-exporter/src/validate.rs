@@ -36,7 +36,7 @@ impl Input {
             namespace,
             service_monitor,
             section: spec.node_status_exporter.clone(),
-            device_plugin_enabled: spec.device_plugin.enabled != Some(false),
+            device_plugin_enabled: spec.device_plugin_enabled(),
             shared: Shared::of(spec),
         }
     }

@@ -57,7 +57,7 @@ impl Input {
 
 /// `Ok(None)` when `toolkit.enabled` is false (it defaults to true).
 pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
-    if spec.toolkit.enabled == Some(false) {
+    if !spec.toolkit_enabled() {
         return Ok(None);
     }
     if runtime_class::nri_plugin_enabled(spec) && !runtime_class::cdi_enabled(spec) {

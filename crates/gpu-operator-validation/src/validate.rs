@@ -40,8 +40,8 @@ impl Input {
         Self {
             image,
             validator: spec.validator.clone().unwrap_or_default(),
-            driver_managed: spec.driver.enabled != Some(false),
-            plugin_enabled: spec.device_plugin.enabled != Some(false),
+            driver_managed: spec.driver_enabled(),
+            plugin_enabled: spec.device_plugin_enabled(),
             mig_strategy: MigStrategy::of(spec.mig.as_ref()),
             shared: Shared::of(spec),
             gpu_access,
