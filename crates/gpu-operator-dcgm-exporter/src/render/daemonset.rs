@@ -232,5 +232,4 @@ fn set(env: &mut [EnvVar], name: &str, value: &str) {
 }
 
 #[cfg(test)]
-#[path = "daemonset_tests.rs"]
 mod tests;

@@ -123,5 +123,4 @@ fn env(input: &Input) -> Vec<(&'static str, String)> {
 }
 
 #[cfg(test)]
-#[path = "daemonset_tests.rs"]
 mod tests;

@@ -285,5 +285,4 @@ fn volumes(input: &Input) -> Vec<Volume> {
 }
 
 #[cfg(test)]
-#[path = "daemonset_tests.rs"]
 mod tests;

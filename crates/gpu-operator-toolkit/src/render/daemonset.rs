@@ -237,5 +237,4 @@ fn validator_image_settings(shared: &Shared, pod: &mut PodSpec) {
 }
 
 #[cfg(test)]
-#[path = "daemonset_tests.rs"]
 mod tests;

@@ -262,5 +262,4 @@ fn validations_mount() -> VolumeMount {
 }
 
 #[cfg(test)]
-#[path = "daemonset_tests.rs"]
 mod tests;
