@@ -12,9 +12,7 @@
     clippy::large_futures
 )]
 
-#[allow(dead_code)] // shared with the operator scenario, which uses all of it
-#[path = "operator/support.rs"]
-mod support;
+use gpu_operator_e2e::scenario as support;
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -11,9 +11,7 @@
     clippy::large_futures
 )]
 
-#[path = "operator/support.rs"]
-#[allow(dead_code)]
-mod support;
+use gpu_operator_e2e::scenario as support;
 
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, conditions::operand, labels};
 use gpu_operator_e2e::{

@@ -13,9 +13,7 @@
     clippy::large_futures
 )]
 
-#[path = "operator/support.rs"]
-#[allow(dead_code)]
-mod support;
+use gpu_operator_e2e::scenario as support;
 
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, conditions::operand};
 use gpu_operator_e2e::{chart::render, harness::kubectl_ok, unique_name, wait_until};

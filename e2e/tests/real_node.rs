@@ -5,8 +5,7 @@
 #![cfg(feature = "real-node")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-#[path = "real_node/support.rs"]
-mod support;
+use gpu_operator_e2e::real_node_pods as support;
 
 use std::time::Duration;
 

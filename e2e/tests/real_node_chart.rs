@@ -12,9 +12,7 @@
 #![cfg(feature = "real-node")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-#[path = "real_node/support.rs"]
-#[allow(dead_code, reason = "shared with the barrier tests")]
-mod support;
+use gpu_operator_e2e::real_node_pods as support;
 
 use std::time::{Duration, Instant};
 

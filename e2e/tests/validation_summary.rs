@@ -6,12 +6,7 @@
 #![cfg(feature = "e2e")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-#[path = "validator/support.rs"]
-#[allow(
-    dead_code,
-    reason = "shared with the validator tests; this scenario needs only part of it"
-)]
-mod support;
+use gpu_operator_e2e::validator_host as support;
 
 use std::time::Duration;
 

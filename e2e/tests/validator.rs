@@ -8,8 +8,7 @@
 #![cfg(feature = "e2e")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-#[path = "validator/support.rs"]
-mod support;
+use gpu_operator_e2e::validator_host as support;
 
 use std::time::Duration;
 

@@ -125,3 +125,63 @@ pub struct ClusterPolicySpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kata_sandbox_device_plugin: Option<KataSandboxDevicePluginSpec>,
 }
+
+impl ClusterPolicySpec {
+    /// Whether the operator deploys the driver (`driver.enabled`, default true).
+    #[must_use]
+    pub fn driver_enabled(&self) -> bool {
+        self.driver.enabled != Some(false)
+    }
+
+    /// Whether the operator deploys the container toolkit (`toolkit.enabled`, default true).
+    #[must_use]
+    pub fn toolkit_enabled(&self) -> bool {
+        self.toolkit.enabled != Some(false)
+    }
+
+    /// Whether the operator deploys the device plugin (`devicePlugin.enabled`, default true).
+    #[must_use]
+    pub fn device_plugin_enabled(&self) -> bool {
+        self.device_plugin.enabled != Some(false)
+    }
+
+    /// Whether GPUDirect Storage is on (`gds.enabled`, default false).
+    #[must_use]
+    pub fn gds_enabled(&self) -> bool {
+        self.gds.as_ref().and_then(|g| g.enabled) == Some(true)
+    }
+
+    /// Whether GDRCopy is on (`gdrcopy.enabled`, default false).
+    #[must_use]
+    pub fn gdrcopy_enabled(&self) -> bool {
+        self.gdrcopy.as_ref().and_then(|g| g.enabled) == Some(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{GdrCopySpec, GdsSpec};
+
+    #[test]
+    fn operands_default_on_and_gds_gdrcopy_default_off() {
+        // NVIDIA's API: driver, toolkit and device plugin deploy unless disabled; GDS and
+        // GDRCopy only when enabled.
+        let mut spec = ClusterPolicySpec::default();
+        assert!(spec.driver_enabled() && spec.toolkit_enabled() && spec.device_plugin_enabled());
+        assert!(!spec.gds_enabled() && !spec.gdrcopy_enabled());
+        spec.driver.enabled = Some(false);
+        spec.toolkit.enabled = Some(false);
+        spec.device_plugin.enabled = Some(false);
+        assert!(!spec.driver_enabled() && !spec.toolkit_enabled() && !spec.device_plugin_enabled());
+        spec.gds = Some(GdsSpec {
+            enabled: Some(true),
+            ..GdsSpec::default()
+        });
+        spec.gdrcopy = Some(GdrCopySpec {
+            enabled: Some(true),
+            ..GdrCopySpec::default()
+        });
+        assert!(spec.gds_enabled() && spec.gdrcopy_enabled());
+    }
+}

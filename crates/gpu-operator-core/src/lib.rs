@@ -43,6 +43,7 @@ pub mod readiness;
 mod rollout_condition;
 pub mod runtime_class;
 pub mod service_monitor;
+pub mod shared;
 pub mod status_write;
 pub mod stores;
 pub mod takeover;

@@ -107,6 +107,18 @@ pub fn cdi_enabled(spec: &ClusterPolicySpec) -> bool {
     spec.cdi.as_ref().and_then(|c| c.enabled).unwrap_or(true)
 }
 
+/// `NVIDIA_CDI_HOOK_PATH` of the operands that create CDI devices (device plugin, MIG manager):
+/// the hook the toolkit installs under `toolkit.installDir`, when CDI is enabled and the operator
+/// deploys the toolkit; `None` otherwise.
+pub fn cdi_hook_path(spec: &ClusterPolicySpec) -> Option<String> {
+    (cdi_enabled(spec) && spec.toolkit_enabled()).then(|| {
+        format!(
+            "{}/toolkit/nvidia-cdi-hook",
+            spec.toolkit.install_dir().trim_end_matches('/')
+        )
+    })
+}
+
 /// Whether the toolkit's NRI plugin injects GPUs (`cdi.nriPluginEnabled`, default false).
 pub fn nri_plugin_enabled(spec: &ClusterPolicySpec) -> bool {
     spec.cdi
@@ -187,6 +199,33 @@ mod tests {
             runtimes: runtimes.iter().map(|r| (*r).to_owned()).collect(),
             ..ClusterFacts::default()
         }
+    }
+
+    #[test]
+    fn the_cdi_hook_lives_under_the_toolkit_install_dir_when_cdi_and_the_toolkit_are_on() {
+        let mut spec = ClusterPolicySpec::default();
+        assert_eq!(
+            cdi_hook_path(&spec).as_deref(),
+            Some("/usr/local/nvidia/toolkit/nvidia-cdi-hook")
+        );
+        spec.toolkit.install_dir = Some(String::new());
+        assert_eq!(
+            cdi_hook_path(&spec).as_deref(),
+            Some("/usr/local/nvidia/toolkit/nvidia-cdi-hook")
+        );
+        spec.toolkit.install_dir = Some("/opt/nvidia/".into());
+        assert_eq!(
+            cdi_hook_path(&spec).as_deref(),
+            Some("/opt/nvidia/toolkit/nvidia-cdi-hook")
+        );
+        spec.toolkit.enabled = Some(false);
+        assert_eq!(cdi_hook_path(&spec), None);
+        spec.toolkit.enabled = None;
+        spec.cdi = Some(gpu_operator_api::spec::CdiSpec {
+            enabled: Some(false),
+            ..Default::default()
+        });
+        assert_eq!(cdi_hook_path(&spec), None);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Checks the ClusterPolicy for the DCGM exporter and resolves its images. Pure.
 
 use gpu_operator_api::{ClusterPolicySpec, spec::DcgmExporterSpec};
-use gpu_operator_core::{Error, operand::Cluster, runtime_class::GpuAccess};
+use gpu_operator_core::{Error, operand::Cluster, runtime_class::GpuAccess, shared::Shared};
 
 /// Env of the exporter that turns on pod-label enrichment.
 pub const POD_LABELS_ENV: &str = "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS";
@@ -21,15 +21,42 @@ pub struct Input {
     pub gpu_access: GpuAccess,
     /// The operator namespace (role-binding subjects, ServiceMonitor namespace selector).
     pub namespace: String,
-    /// The ClusterPolicy spec it was validated from.
-    pub spec: ClusterPolicySpec,
+    /// `spec.dcgmExporter`.
+    pub exporter: DcgmExporterSpec,
+    /// Whether the standalone host engine (`nvidia-dcgm`) runs: `dcgm.enabled` unset or true.
+    pub remote_engine: bool,
+    /// Whether the device plugin is deployed (`devicePlugin.enabled` unset or true), which the
+    /// shipped alerts depend on.
+    pub device_plugin_enabled: bool,
+    /// The settings every operand pod shares.
+    pub shared: Shared,
 }
 
 impl Input {
+    /// What rendering needs from `spec`, with the images, GPU access and namespace resolved.
+    pub fn new(
+        spec: &ClusterPolicySpec,
+        image: String,
+        validator_image: String,
+        gpu_access: GpuAccess,
+        namespace: String,
+    ) -> Self {
+        Self {
+            image,
+            validator_image,
+            gpu_access,
+            namespace,
+            exporter: spec.dcgm_exporter.clone(),
+            remote_engine: spec.dcgm.enabled != Some(false),
+            device_plugin_enabled: spec.device_plugin_enabled(),
+            shared: Shared::of(spec),
+        }
+    }
+
     /// Whether metrics carry pod labels or UIDs, so the exporter reads pods (NVIDIA's rule: the
     /// `enablePodLabels`/`enablePodUID` switches or the same env set to true).
     pub fn reads_pods(&self) -> bool {
-        let exporter = &self.spec.dcgm_exporter;
+        let exporter = &self.exporter;
         exporter.enable_pod_labels == Some(true)
             || exporter.enable_pod_uid == Some(true)
             || user_env(exporter, POD_LABELS_ENV).is_some_and(|v| v.eq_ignore_ascii_case("true"))
@@ -40,28 +67,20 @@ impl Input {
     /// by `DCGM_EXPORTER_CONFIGMAP_DATA` (`none` and empty read nothing).
     pub fn uses_api(&self) -> bool {
         self.reads_pods()
-            || user_env(&self.spec.dcgm_exporter, CONFIGMAP_DATA_ENV)
+            || user_env(&self.exporter, CONFIGMAP_DATA_ENV)
                 .is_some_and(|v| !v.is_empty() && v != "none")
     }
 
     /// The settings of the shipped alerts and dashboards.
     pub fn observability(&self) -> crate::observability::Settings {
-        crate::observability::Settings::of(
-            &self.spec.dcgm_exporter,
-            self.spec.device_plugin.enabled != Some(false),
-        )
+        crate::observability::Settings::of(&self.exporter, self.device_plugin_enabled)
     }
 
     /// Whether the shipped alerts or dashboards are on.
     pub fn observability_enabled(&self) -> bool {
-        let exporter = &self.spec.dcgm_exporter;
+        let exporter = &self.exporter;
         exporter.prometheus_rule.as_ref().and_then(|r| r.enabled) == Some(true)
             || exporter.grafana_dashboards.as_ref().and_then(|d| d.enabled) == Some(true)
-    }
-
-    /// Whether the standalone host engine (`nvidia-dcgm`) runs: `dcgm.enabled` unset or true.
-    pub fn remote_engine(&self) -> bool {
-        self.spec.dcgm.enabled != Some(false)
     }
 }
 
@@ -84,13 +103,13 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
     }
     let image = cluster.image("dcgmExporter", &exporter.image, "DCGM_EXPORTER_IMAGE")?;
     let validator_image = cluster.validator_image(spec)?;
-    Ok(Some(Input {
+    Ok(Some(Input::new(
+        spec,
         image,
         validator_image,
-        gpu_access: GpuAccess::of(spec, cluster.facts),
-        namespace: cluster.namespace.to_owned(),
-        spec: spec.clone(),
-    }))
+        GpuAccess::of(spec, cluster.facts),
+        cluster.namespace.to_owned(),
+    )))
 }
 
 #[cfg(test)]

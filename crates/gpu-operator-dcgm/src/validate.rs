@@ -1,7 +1,7 @@
 //! Checks the ClusterPolicy for DCGM and resolves its images. Pure.
 
-use gpu_operator_api::ClusterPolicySpec;
-use gpu_operator_core::{Error, operand::Cluster, runtime_class::GpuAccess};
+use gpu_operator_api::{ClusterPolicySpec, spec::DcgmSpec};
+use gpu_operator_core::{Error, operand::Cluster, runtime_class::GpuAccess, shared::Shared};
 
 /// What rendering DCGM needs.
 #[derive(Clone, Debug)]
@@ -12,8 +12,10 @@ pub struct Input {
     pub validator_image: String,
     /// How the pods reach the GPUs (RuntimeClass or NRI annotation).
     pub gpu_access: GpuAccess,
-    /// The ClusterPolicy spec it was validated from.
-    pub spec: ClusterPolicySpec,
+    /// `spec.dcgm`: env, args, resources, pull settings, host network.
+    pub dcgm: DcgmSpec,
+    /// The settings every operand pod shares.
+    pub shared: Shared,
 }
 
 /// `Ok(None)` when `dcgm.enabled` is false. Unset means true, as in NVIDIA's API (its Helm chart
@@ -28,7 +30,8 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
         image,
         validator_image,
         gpu_access: GpuAccess::of(spec, cluster.facts),
-        spec: spec.clone(),
+        dcgm: spec.dcgm.clone(),
+        shared: Shared::of(spec),
     }))
 }
 

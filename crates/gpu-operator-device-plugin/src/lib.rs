@@ -8,7 +8,9 @@
 mod render;
 mod validate;
 
-use gpu_operator_api::{ClusterPolicySpec, conditions::operand::DEVICE_PLUGIN_READY};
+use gpu_operator_api::{
+    ClusterPolicySpec, conditions::operand::DEVICE_PLUGIN_READY, spec::DevicePluginSpec,
+};
 use gpu_operator_core::{
     Error,
     facts::NodeSample,
@@ -50,16 +52,15 @@ impl Operand for DevicePlugin {
     fn warnings(input: &Input) -> Vec<Warning> {
         let mut warnings = config_warnings(input.configs.as_ref());
         if let Some(nodes) = &input.unconfigured_nodes {
-            warnings.push(unconfigured(&input.spec, nodes));
+            warnings.push(unconfigured(&input.section, nodes));
         }
         warnings
     }
 }
 
 /// GPU nodes that silently run the plugin's built-in settings instead of the named config.
-fn unconfigured(spec: &ClusterPolicySpec, nodes: &NodeSample) -> Warning {
-    let name = spec
-        .device_plugin
+fn unconfigured(section: &DevicePluginSpec, nodes: &NodeSample) -> Warning {
+    let name = section
         .config
         .as_ref()
         .and_then(|c| c.name.as_deref())

@@ -1,12 +1,17 @@
 //! Checks the ClusterPolicy for the device plugin and resolves its image and the validator image
 //! (its `toolkit-validation` init container waits on the validator). Pure.
 
-use gpu_operator_api::ClusterPolicySpec;
+use gpu_operator_api::{ClusterPolicySpec, spec::DevicePluginSpec};
 use gpu_operator_core::{
-    Error, facts::NodeSample, operand::Cluster, runtime_class::GpuAccess, user_config::Checked,
+    Error,
+    facts::NodeSample,
+    operand::Cluster,
+    runtime_class::{self, GpuAccess},
+    shared::Shared,
+    user_config::Checked,
 };
 
-use gpu_operator_plugin_config::config_manager;
+use gpu_operator_plugin_config::{config_manager, mig};
 
 use crate::CONFIGS;
 
@@ -26,13 +31,29 @@ pub struct Input {
     pub unconfigured_nodes: Option<NodeSample>,
     /// The operator namespace (subject of the role bindings).
     pub namespace: String,
-    /// The ClusterPolicy spec it was validated from.
-    pub spec: ClusterPolicySpec,
+    /// `spec.devicePlugin`.
+    pub section: DevicePluginSpec,
+    /// `devicePlugin.config.default`, empty when unset.
+    pub config_default: String,
+    /// `devicePlugin.mps.root`, by default `/run/nvidia/mps`.
+    pub mps_root: String,
+    /// The MIG strategy env of the plugin and the MPS daemon (`spec.mig`).
+    pub mig_env: Vec<(&'static str, String)>,
+    /// Whether GPUDirect Storage is on (`gds.enabled`).
+    pub gds_enabled: bool,
+    /// Whether GDRCopy is on (`gdrcopy.enabled`).
+    pub gdrcopy_enabled: bool,
+    /// Whether CDI is enabled (`cdi.enabled`, default true).
+    pub cdi_enabled: bool,
+    /// The toolkit's CDI hook, when CDI is on and the operator deploys the toolkit.
+    pub cdi_hook_path: Option<String>,
+    /// The settings every operand pod shares.
+    pub shared: Shared,
 }
 
 /// `Ok(None)` when `devicePlugin.enabled` is false (it defaults to true).
 pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
-    if spec.device_plugin.enabled == Some(false) {
+    if !spec.device_plugin_enabled() {
         return Ok(None);
     }
     Ok(Some(Input {
@@ -49,8 +70,26 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
             &cluster.facts.gpu_nodes_without_plugin_config,
         ),
         namespace: cluster.namespace.to_owned(),
-        spec: spec.clone(),
+        section: spec.device_plugin.clone(),
+        config_default: config_manager::default_config(spec),
+        mps_root: mps_root(&spec.device_plugin),
+        mig_env: mig::strategy_env(spec.mig.as_ref()),
+        gds_enabled: spec.gds_enabled(),
+        gdrcopy_enabled: spec.gdrcopy_enabled(),
+        cdi_enabled: runtime_class::cdi_enabled(spec),
+        cdi_hook_path: runtime_class::cdi_hook_path(spec),
+        shared: Shared::of(spec),
     }))
+}
+
+/// `devicePlugin.mps.root`, by default `/run/nvidia/mps`.
+fn mps_root(section: &DevicePluginSpec) -> String {
+    section
+        .mps
+        .as_ref()
+        .and_then(|m| m.root.clone())
+        .filter(|r| !r.is_empty())
+        .unwrap_or_else(|| "/run/nvidia/mps".to_owned())
 }
 
 /// `unlabelled` when a configuration is named without a default and some GPU nodes have no

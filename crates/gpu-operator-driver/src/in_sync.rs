@@ -166,5 +166,4 @@ pub fn pod_in_sync(ds: &DaemonSet, pod: &Pod) -> bool {
 }
 
 #[cfg(test)]
-#[path = "in_sync_tests.rs"]
 mod tests;

@@ -3,16 +3,31 @@
 //! k8s-driver-manager image (`DRIVER_MANAGER_IMAGE`), and the GDS and GDRCopy sidecar images
 //! (`GDS_IMAGE`, `GDRCOPY_IMAGE`). Pure.
 
-use gpu_operator_api::{ClusterPolicySpec, spec::ImageSpec};
-use gpu_operator_core::{Error, image, operand::Cluster, runtime_class};
+use gpu_operator_api::{
+    ClusterPolicySpec,
+    spec::{DriverSpec, GdrCopySpec, GdsSpec, ImageSpec},
+};
+use gpu_operator_core::{Error, image, operand::Cluster, runtime_class, shared::Shared};
 
 use crate::pools::{self, Pool, os_tag};
 
 /// What rendering the driver needs.
 #[derive(Clone, Debug)]
 pub struct Input {
-    /// The ClusterPolicy spec it was validated from.
-    pub spec: ClusterPolicySpec,
+    /// `spec.driver`.
+    pub driver: DriverSpec,
+    /// `spec.gds` (its sidecar's env and image settings).
+    pub gds: Option<GdsSpec>,
+    /// `spec.gdrcopy` (its sidecar's env and image settings).
+    pub gdrcopy: Option<GdrCopySpec>,
+    /// Whether GPUDirect Storage is on (`gds.enabled`).
+    pub gds_enabled: bool,
+    /// Whether GDRCopy is on (`gdrcopy.enabled`).
+    pub gdrcopy_enabled: bool,
+    /// GPUDirect RDMA (`driver.rdma`).
+    pub rdma: Rdma,
+    /// The settings every operand pod shares.
+    pub shared: Shared,
     /// The operator namespace (subject of the role bindings).
     pub namespace: String,
     /// The k8s-driver-manager init container image.
@@ -26,7 +41,7 @@ pub struct Input {
 /// `Ok(None)` when `driver.enabled` is false (it defaults to true).
 pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
     let driver = &spec.driver;
-    if driver.enabled == Some(false) {
+    if !spec.driver_enabled() {
         return Ok(None);
     }
     if driver.use_nvidia_driver_crd == Some(true) {
@@ -37,8 +52,8 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
         ));
     }
     let precompiled = driver.use_precompiled == Some(true);
-    let gds = spec.gds.as_ref().filter(|g| g.enabled == Some(true));
-    let gdrcopy = spec.gdrcopy.as_ref().filter(|g| g.enabled == Some(true));
+    let gds = spec.gds.as_ref().filter(|_| spec.gds_enabled());
+    let gdrcopy = spec.gdrcopy.as_ref().filter(|_| spec.gdrcopy_enabled());
     if precompiled && (gds.is_some() || gdrcopy.is_some()) {
         return Err(Error::InvalidSpec(
             "driver.usePrecompiled cannot be combined with gds.enabled or gdrcopy.enabled: \
@@ -100,12 +115,54 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
         });
     }
     Ok(Some(Input {
-        spec: spec.clone(),
+        driver: driver.clone(),
+        gds: spec.gds.clone(),
+        gdrcopy: spec.gdrcopy.clone(),
+        gds_enabled: spec.gds_enabled(),
+        gdrcopy_enabled: spec.gdrcopy_enabled(),
+        rdma: Rdma::of(driver),
+        shared: Shared::of(spec),
         namespace: cluster.namespace.to_owned(),
         manager_image,
         pools: resolved,
         unserved: pools::unserved(facts, precompiled),
     }))
+}
+
+/// GPUDirect RDMA, as `driver.rdma` asks for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rdma {
+    /// `driver.rdma.enabled` unset or false.
+    Off,
+    /// On, with the MOFED driver of the network operator's container.
+    On,
+    /// On, with the host's MOFED (`driver.rdma.useHostMofed`).
+    OnHostMofed,
+}
+
+impl Rdma {
+    /// The RDMA setting of `driver`.
+    pub fn of(driver: &DriverSpec) -> Self {
+        let rdma = driver.rdma.as_ref();
+        match (
+            rdma.and_then(|r| r.enabled),
+            rdma.and_then(|r| r.use_host_mofed),
+        ) {
+            (Some(true), Some(true)) => Self::OnHostMofed,
+            (Some(true), _) => Self::On,
+            _ => Self::Off,
+        }
+    }
+
+    /// Whether RDMA is on: the peermem sidecar runs.
+    pub fn enabled(self) -> bool {
+        self != Self::Off
+    }
+
+    /// Whether RDMA is on with the host's MOFED.
+    pub fn host_mofed(self) -> bool {
+        self == Self::OnHostMofed
+    }
 }
 
 /// `<image>-<os tag>`, unless the image is pinned by digest.

@@ -1,10 +1,12 @@
 //! Checks the ClusterPolicy for GPU Feature Discovery and resolves its image, the validator image
 //! (barrier) and, with `devicePlugin.config`, the device plugin image (the config manager). Pure.
 
-use gpu_operator_api::ClusterPolicySpec;
-use gpu_operator_core::{Error, operand::Cluster, runtime_class::GpuAccess, user_config::Checked};
+use gpu_operator_api::{ClusterPolicySpec, spec::GfdSpec};
+use gpu_operator_core::{
+    Error, operand::Cluster, runtime_class::GpuAccess, shared::Shared, user_config::Checked,
+};
 
-use gpu_operator_plugin_config::config_manager;
+use gpu_operator_plugin_config::{config_manager, mig};
 
 use crate::CONFIGS;
 
@@ -23,8 +25,14 @@ pub struct Input {
     pub configs: Option<Checked>,
     /// The operator namespace (subject of the role bindings).
     pub namespace: String,
-    /// The ClusterPolicy spec it was validated from.
-    pub spec: ClusterPolicySpec,
+    /// `spec.gfd`.
+    pub section: GfdSpec,
+    /// `devicePlugin.config.default`, empty when unset.
+    pub config_default: String,
+    /// The MIG strategy env (`spec.mig`).
+    pub mig_env: Vec<(&'static str, String)>,
+    /// The settings every operand pod shares.
+    pub shared: Shared,
 }
 
 /// `Ok(None)` when `gfd.enabled` is false (it defaults to true).
@@ -49,7 +57,10 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
         gpu_access: GpuAccess::of(spec, cluster.facts),
         configs,
         namespace: cluster.namespace.to_owned(),
-        spec: spec.clone(),
+        section: spec.gfd.clone(),
+        config_default: config_manager::default_config(spec),
+        mig_env: mig::strategy_env(spec.mig.as_ref()),
+        shared: Shared::of(spec),
     }))
 }
 

@@ -5,7 +5,8 @@ use gpu_operator_api::{ClusterPolicySpec, spec::MigManagerSpec};
 use gpu_operator_core::{
     Error,
     operand::{Cluster, Warning},
-    runtime_class::GpuAccess,
+    runtime_class::{self, GpuAccess},
+    shared::Shared,
     user_config::{self, Checked, Source},
 };
 
@@ -30,29 +31,32 @@ pub struct Input {
     pub custom: Option<Checked>,
     /// The operator namespace (role-binding subjects).
     pub namespace: String,
-    /// The ClusterPolicy spec it was validated from.
-    pub spec: ClusterPolicySpec,
+    /// `spec.migManager` (its defaults when unset).
+    pub section: MigManagerSpec,
+    /// Whether CDI is enabled (`cdi.enabled`, default true).
+    pub cdi_enabled: bool,
+    /// The toolkit's CDI hook, when CDI is on and the operator deploys the toolkit.
+    pub cdi_hook_path: Option<String>,
+    /// The settings every operand pod shares.
+    pub shared: Shared,
 }
 
 impl Input {
-    /// The MIG manager section.
-    pub fn section(&self) -> MigManagerSpec {
-        self.spec.mig_manager.clone().unwrap_or_default()
-    }
-
     /// The user's layouts ConfigMap (`migManager.config.name`), if any.
     pub fn custom_config(&self) -> Option<String> {
-        self.section()
+        self.section
             .config
-            .and_then(|c| c.name)
+            .as_ref()
+            .and_then(|c| c.name.clone())
             .filter(|n| !n.is_empty())
     }
 
     /// The user's GPU clients ConfigMap (`migManager.gpuClientsConfig.name`), if any.
     pub fn custom_gpu_clients(&self) -> Option<String> {
-        self.section()
+        self.section
             .gpu_clients_config
-            .and_then(|c| c.name)
+            .as_ref()
+            .and_then(|c| c.name.clone())
             .filter(|n| !n.is_empty())
     }
 }
@@ -75,7 +79,10 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
         gpu_access: GpuAccess::of(spec, cluster.facts),
         custom,
         namespace: cluster.namespace.to_owned(),
-        spec: spec.clone(),
+        section,
+        cdi_enabled: runtime_class::cdi_enabled(spec),
+        cdi_hook_path: runtime_class::cdi_hook_path(spec),
+        shared: Shared::of(spec),
     }))
 }
 
@@ -106,9 +113,10 @@ fn check_custom(cluster: &Cluster<'_>, name: &str) -> Result<Checked, Error> {
 /// user's, else the default ones): every node seeded with it would fail to partition.
 pub fn warnings(input: &Input) -> Vec<Warning> {
     let seeded = input
-        .section()
+        .section
         .config
-        .and_then(|c| c.default)
+        .as_ref()
+        .and_then(|c| c.default.clone())
         .unwrap_or_else(|| SEEDED_BY_DEFAULT.to_owned());
     if seeded.is_empty() {
         return Vec::new();

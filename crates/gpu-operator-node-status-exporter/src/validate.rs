@@ -1,8 +1,8 @@
 //! Checks the ClusterPolicy for the node status exporter and resolves its image (NVIDIA ships it
 //! in the validator image, so `VALIDATOR_IMAGE` is the fallback). Pure.
 
-use gpu_operator_api::ClusterPolicySpec;
-use gpu_operator_core::{Error, image, operand::Cluster};
+use gpu_operator_api::{ClusterPolicySpec, spec::NodeStatusExporterSpec};
+use gpu_operator_core::{Error, image, operand::Cluster, shared::Shared};
 
 /// What rendering the node status exporter needs.
 #[derive(Clone, Debug)]
@@ -14,8 +14,32 @@ pub struct Input {
     /// Whether the ServiceMonitor CRD is installed: NVIDIA creates the ServiceMonitor whenever
     /// it can, without a switch.
     pub service_monitor: bool,
-    /// The ClusterPolicy spec it was validated from.
-    pub spec: ClusterPolicySpec,
+    /// `spec.nodeStatusExporter`.
+    pub section: NodeStatusExporterSpec,
+    /// Whether the device plugin is deployed (`devicePlugin.enabled` unset or true).
+    pub device_plugin_enabled: bool,
+    /// The settings every operand pod shares.
+    pub shared: Shared,
+}
+
+impl Input {
+    /// What rendering needs from `spec`, with the image, namespace and ServiceMonitor CRD
+    /// resolved.
+    pub fn new(
+        spec: &ClusterPolicySpec,
+        image: String,
+        namespace: String,
+        service_monitor: bool,
+    ) -> Self {
+        Self {
+            image,
+            namespace,
+            service_monitor,
+            section: spec.node_status_exporter.clone(),
+            device_plugin_enabled: spec.device_plugin_enabled(),
+            shared: Shared::of(spec),
+        }
+    }
 }
 
 /// `Ok(None)` unless `nodeStatusExporter.enabled` is true (it defaults to false).
@@ -31,12 +55,12 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
         env,
         (cluster.image_env)(env).as_deref(),
     )?;
-    Ok(Some(Input {
+    Ok(Some(Input::new(
+        spec,
         image,
-        namespace: cluster.namespace.to_owned(),
-        service_monitor: cluster.facts.service_monitor_crd,
-        spec: spec.clone(),
-    }))
+        cluster.namespace.to_owned(),
+        cluster.facts.service_monitor_crd,
+    )))
 }
 
 #[cfg(test)]

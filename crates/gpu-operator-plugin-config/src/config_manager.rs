@@ -65,17 +65,14 @@ pub struct Configs<'a> {
     pub default: &'a str,
 }
 
-impl<'a> Configs<'a> {
-    /// The copy named `copy`, with the default of `spec`'s `devicePlugin.config`.
-    pub fn new(spec: &'a ClusterPolicySpec, copy: &'a str) -> Self {
-        let default = spec.device_plugin.config.as_ref();
-        Self {
-            config_map: copy,
-            default: default
-                .and_then(|c| c.default.as_deref())
-                .unwrap_or_default(),
-        }
-    }
+/// `devicePlugin.config.default` of `spec`, empty when unset: the configuration of nodes
+/// without the config label.
+pub fn default_config(spec: &ClusterPolicySpec) -> String {
+    spec.device_plugin
+        .config
+        .as_ref()
+        .and_then(|c| c.default.clone())
+        .unwrap_or_default()
 }
 
 /// Checks the ConfigMap `devicePlugin.config.name` names, each key as a device plugin

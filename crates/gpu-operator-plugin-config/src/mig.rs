@@ -1,14 +1,15 @@
 //! The MIG strategy env of the operands that see MIG devices (device plugin, MPS control daemon,
 //! GPU Feature Discovery), by NVIDIA's rule: without `mig.strategy` only
 //! `NVIDIA_MIG_MONITOR_DEVICES=all` (each node decides); with it `MIG_STRATEGY=<strategy>`, plus
-//! `NVIDIA_MIG_MONITOR_DEVICES=all` unless the strategy is `none`.
+//! `NVIDIA_MIG_MONITOR_DEVICES=all` unless the strategy is `none`. (Without `MIG_STRATEGY` the
+//! components use `single`, the default of [`MigStrategy`].)
 
-use gpu_operator_api::{ClusterPolicySpec, spec::MigStrategy};
+use gpu_operator_api::spec::{MigSpec, MigStrategy};
 
-/// The env for `spec.mig.strategy`, as (name, value) pairs for [`gpu_operator_core::daemonset::merge_env`].
-pub fn strategy_env(spec: &ClusterPolicySpec) -> Vec<(&'static str, String)> {
+/// The env for `spec.mig`, as (name, value) pairs for [`gpu_operator_core::daemonset::merge_env`].
+pub fn strategy_env(mig: Option<&MigSpec>) -> Vec<(&'static str, String)> {
     let monitor = ("NVIDIA_MIG_MONITOR_DEVICES", "all".to_owned());
-    match spec.mig.as_ref().and_then(|m| m.strategy) {
+    match mig.and_then(|m| m.strategy) {
         None => vec![monitor],
         Some(MigStrategy::None) => vec![("MIG_STRATEGY", "none".to_owned())],
         Some(strategy) => vec![("MIG_STRATEGY", strategy.as_str().to_owned()), monitor],
@@ -17,24 +18,19 @@ pub fn strategy_env(spec: &ClusterPolicySpec) -> Vec<(&'static str, String)> {
 
 #[cfg(test)]
 mod tests {
-    use gpu_operator_api::spec::MigSpec;
-
     use super::*;
 
     fn with(strategy: Option<MigStrategy>) -> Vec<(&'static str, String)> {
-        strategy_env(&ClusterPolicySpec {
-            mig: Some(MigSpec { strategy }),
-            ..ClusterPolicySpec::default()
-        })
+        strategy_env(Some(&MigSpec { strategy }))
     }
 
     #[test]
     fn no_strategy_only_monitors_none_only_sets_the_strategy_others_do_both() {
         assert_eq!(
-            strategy_env(&ClusterPolicySpec::default()),
+            strategy_env(None),
             [("NVIDIA_MIG_MONITOR_DEVICES", "all".to_owned())]
         );
-        assert_eq!(with(None), strategy_env(&ClusterPolicySpec::default()));
+        assert_eq!(with(None), strategy_env(None));
         assert_eq!(
             with(Some(MigStrategy::None)),
             [("MIG_STRATEGY", "none".to_owned())]

@@ -193,5 +193,4 @@ fn hostname() -> String {
 }
 
 #[cfg(test)]
-#[path = "config_tests.rs"]
 mod tests;

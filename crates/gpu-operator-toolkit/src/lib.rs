@@ -43,7 +43,7 @@ impl Operand for Toolkit {
 
     fn render_disabled(spec: &ClusterPolicySpec) -> Children {
         Children {
-            runtime_classes: render::runtime_classes(spec),
+            runtime_classes: render::runtime_classes(&render::RuntimeSettings::of(spec)),
             ..Children::default()
         }
     }

@@ -2,18 +2,27 @@
 //! fallback) and the validator image of its `driver-validation` init container
 //! (`VALIDATOR_IMAGE`), and picks the container runtime to configure. Pure.
 
-use gpu_operator_api::ClusterPolicySpec;
+use gpu_operator_api::{ClusterPolicySpec, spec::ToolkitSpec};
 use gpu_operator_core::{
     Error,
     operand::Cluster,
     runtime_class::{self, ContainerRuntime},
+    shared::Shared,
 };
+
+use crate::render::RuntimeSettings;
 
 /// What rendering the toolkit needs.
 #[derive(Clone, Debug)]
 pub struct Input {
-    /// The ClusterPolicy spec it was validated from.
-    pub spec: ClusterPolicySpec,
+    /// `spec.toolkit`.
+    pub section: ToolkitSpec,
+    /// `toolkit.installDir`, `/usr/local/nvidia` when unset or empty.
+    pub install_dir: String,
+    /// The RuntimeClass name and the CDI and NRI switches.
+    pub runtime_settings: RuntimeSettings,
+    /// The settings every operand pod shares.
+    pub shared: Shared,
     /// The operator namespace (subject of the role binding).
     pub namespace: String,
     /// The toolkit image.
@@ -24,9 +33,31 @@ pub struct Input {
     pub runtime: ContainerRuntime,
 }
 
+impl Input {
+    /// What rendering needs from `spec`, with the namespace, images and runtime resolved.
+    pub fn new(
+        spec: &ClusterPolicySpec,
+        namespace: String,
+        image: String,
+        validator_image: String,
+        runtime: ContainerRuntime,
+    ) -> Self {
+        Self {
+            section: spec.toolkit.clone(),
+            install_dir: spec.toolkit.install_dir().to_owned(),
+            runtime_settings: RuntimeSettings::of(spec),
+            shared: Shared::of(spec),
+            namespace,
+            image,
+            validator_image,
+            runtime,
+        }
+    }
+}
+
 /// `Ok(None)` when `toolkit.enabled` is false (it defaults to true).
 pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
-    if spec.toolkit.enabled == Some(false) {
+    if !spec.toolkit_enabled() {
         return Ok(None);
     }
     if runtime_class::nri_plugin_enabled(spec) && !runtime_class::cdi_enabled(spec) {
@@ -54,11 +85,11 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
             ))
         })?,
     };
-    Ok(Some(Input {
-        spec: spec.clone(),
-        namespace: cluster.namespace.to_owned(),
+    Ok(Some(Input::new(
+        spec,
+        cluster.namespace.to_owned(),
         image,
         validator_image,
         runtime,
-    }))
+    )))
 }

@@ -1,15 +1,27 @@
 //! Resolves the validator image (the validator always runs, as NVIDIA's does). Pure.
 
-use gpu_operator_api::ClusterPolicySpec;
-use gpu_operator_core::{Error, operand::Cluster, runtime_class::GpuAccess};
+use gpu_operator_api::{
+    ClusterPolicySpec,
+    spec::{MigStrategy, ValidatorSpec},
+};
+use gpu_operator_core::{Error, operand::Cluster, runtime_class::GpuAccess, shared::Shared};
 
 /// What rendering the validator needs.
 #[derive(Clone, Debug)]
 pub struct Input {
     /// The resolved image reference.
     pub image: String,
-    /// The ClusterPolicy spec it was validated from.
-    pub spec: ClusterPolicySpec,
+    /// `spec.validator` (its checks' env, the component settings of the pod).
+    pub validator: ValidatorSpec,
+    /// Whether the operator deploys the driver (`driver.enabled` unset or true).
+    pub driver_managed: bool,
+    /// Whether the device plugin is deployed (`devicePlugin.enabled` unset or true), so the
+    /// `plugin` check runs.
+    pub plugin_enabled: bool,
+    /// The MIG strategy the device plugin runs with, which the `plugin` check expects.
+    pub mig_strategy: MigStrategy,
+    /// The settings every operand pod shares.
+    pub shared: Shared,
     /// How the pods reach the GPUs, and the RuntimeClass of the workload pods the `cuda` and
     /// `plugin` checks start.
     pub gpu_access: GpuAccess,
@@ -17,14 +29,35 @@ pub struct Input {
     pub namespace: String,
 }
 
+impl Input {
+    /// What rendering needs from `spec`, with the image, GPU access and namespace resolved.
+    pub fn new(
+        spec: &ClusterPolicySpec,
+        image: String,
+        gpu_access: GpuAccess,
+        namespace: String,
+    ) -> Self {
+        Self {
+            image,
+            validator: spec.validator.clone().unwrap_or_default(),
+            driver_managed: spec.driver_enabled(),
+            plugin_enabled: spec.device_plugin_enabled(),
+            mig_strategy: MigStrategy::of(spec.mig.as_ref()),
+            shared: Shared::of(spec),
+            gpu_access,
+            namespace,
+        }
+    }
+}
+
 /// The validator has no `enabled` switch; only its image must resolve.
 pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Input, Error> {
-    Ok(Input {
-        image: cluster.validator_image(spec)?,
-        gpu_access: GpuAccess::of(spec, cluster.facts),
-        spec: spec.clone(),
-        namespace: cluster.namespace.to_owned(),
-    })
+    Ok(Input::new(
+        spec,
+        cluster.validator_image(spec)?,
+        GpuAccess::of(spec, cluster.facts),
+        cluster.namespace.to_owned(),
+    ))
 }
 
 #[cfg(test)]

@@ -94,27 +94,9 @@ impl FromStr for Component {
     }
 }
 
-/// The device plugin's MIG strategy, which decides the resource names the node must advertise.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MigStrategy {
-    /// Every GPU is `nvidia.com/gpu`; MIG devices are ignored.
-    None,
-    /// MIG devices (or whole GPUs) are advertised as `nvidia.com/gpu`.
-    Single,
-    /// MIG devices are advertised as `nvidia.com/mig-<profile>`.
-    Mixed,
-}
-
-impl MigStrategy {
-    /// The name as in `MIG_STRATEGY` and GFD's `nvidia.com/mig.strategy` label.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::None => "none",
-            Self::Single => "single",
-            Self::Mixed => "mixed",
-        }
-    }
-}
+/// The device plugin's MIG strategy, which decides the resource names the node must advertise
+/// (the API's type: its default is the one rule for an unset strategy).
+pub use gpu_operator_api::spec::MigStrategy;
 
 /// Settings of the workload pods of the `cuda` and `plugin` checks.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -312,11 +294,9 @@ where
     } else {
         requested.parse()?
     };
-    let mig_strategy = match text(env::MIG_STRATEGY).as_deref() {
-        None | Some("single") => MigStrategy::Single,
-        Some("none") => MigStrategy::None,
-        Some("mixed") => MigStrategy::Mixed,
-        Some(other) => return Err(ConfigError::InvalidMigStrategy(other.to_owned())),
+    let mig_strategy = match text(env::MIG_STRATEGY) {
+        None => MigStrategy::default(),
+        Some(value) => value.parse().map_err(ConfigError::InvalidMigStrategy)?,
     };
     let validator_image = text(env::VALIDATOR_IMAGE);
     let workload = WorkloadSettings {
@@ -438,5 +418,4 @@ impl Config {
 }
 
 #[cfg(test)]
-#[path = "config_tests.rs"]
 mod tests;

@@ -275,5 +275,4 @@ pub async fn report(
 }
 
 #[cfg(test)]
-#[path = "node_conditions_tests.rs"]
 mod tests;

@@ -1,5 +1,5 @@
 //! The steps of the converged-writes scenario: converge on a policy, and the node status
-//! exporter's DaemonSet (the quiet window and the positive control are in `operator/quiet.rs`).
+//! exporter's DaemonSet (the quiet window and the positive control are in the library's `quiet`).
 
 use std::time::Duration;
 

@@ -192,8 +192,13 @@ pub async fn wait_pods_running(env: &Env, fixture: &Fixture) {
         .collect();
     wait_until("NVIDIA's operand pods to run", TIMEOUT, || async {
         for name in &names {
-            let status = env.daemonsets().get(name).await?.status.unwrap_or_default();
-            if status.number_ready != status.desired_number_scheduled {
+            let ds = env.daemonsets().get(name).await?;
+            let generation = ds.metadata.generation;
+            let status = ds.status.unwrap_or_default();
+            // A status the DaemonSet controller has not written yet reads 0 ready of 0 desired.
+            if status.observed_generation < generation
+                || status.number_ready != status.desired_number_scheduled
+            {
                 return Ok(None);
             }
         }

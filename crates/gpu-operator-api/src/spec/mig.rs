@@ -12,26 +12,34 @@ pub struct MigSpec {
     /// MIG strategy of the device plugin and GPU Feature Discovery: `none` (MIG devices are not
     /// advertised), `single` (all MIG devices of a node have the same profile and appear as
     /// `nvidia.com/gpu`) or `mixed` (each profile is its own resource, such as
-    /// `nvidia.com/mig-1g.10gb`). Unset leaves the strategy to the components (NVIDIA's chart
-    /// sets `single`).
+    /// `nvidia.com/mig-1g.10gb`). Unset leaves the strategy to the components, which use
+    /// `single` (as NVIDIA's chart sets).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub strategy: Option<MigStrategy>,
 }
 
-/// MIG strategy.
+/// MIG strategy. Its `Default` is the one rule for an unset `mig.strategy`: `single`, what the
+/// device plugin and GFD use without `MIG_STRATEGY` and what the validator's plugin check
+/// expects (see [`MigStrategy::of`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum MigStrategy {
     /// MIG devices are not advertised.
-    #[default]
     None,
-    /// All MIG devices of a node share one profile and appear as `nvidia.com/gpu`.
+    /// All MIG devices of a node share one profile and appear as `nvidia.com/gpu`. The default.
+    #[default]
     Single,
     /// Each MIG profile is its own resource, such as `nvidia.com/mig-1g.10gb`.
     Mixed,
 }
 
 impl MigStrategy {
+    /// The strategy the components run with for `spec.mig`: the one set, else the default.
+    #[must_use]
+    pub fn of(mig: Option<&MigSpec>) -> Self {
+        mig.and_then(|m| m.strategy).unwrap_or_default()
+    }
+
     /// The value as written in the ClusterPolicy and in the `MIG_STRATEGY` env variable.
     #[must_use]
     pub fn as_str(self) -> &'static str {
@@ -40,6 +48,19 @@ impl MigStrategy {
             Self::Single => "single",
             Self::Mixed => "mixed",
         }
+    }
+}
+
+impl std::str::FromStr for MigStrategy {
+    type Err = String;
+
+    /// Parses the value of `MIG_STRATEGY` (`none`, `single`, `mixed`; case matters, as for the
+    /// device plugin); the error is the value refused.
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        [Self::None, Self::Single, Self::Mixed]
+            .into_iter()
+            .find(|s| s.as_str() == value)
+            .ok_or_else(|| value.to_owned())
     }
 }
 
@@ -96,4 +117,31 @@ pub struct MigGpuClientsConfigSpec {
     /// during a MIG change. Defaults to `default-gpu-clients`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unset_strategy_is_single_and_the_env_values_parse_back() {
+        // NVIDIA's chart sets `mig.strategy: single`; the device plugin's own default is the same.
+        assert_eq!(MigStrategy::of(None), MigStrategy::Single);
+        assert_eq!(
+            MigStrategy::of(Some(&MigSpec::default())),
+            MigStrategy::Single
+        );
+        let mixed = MigSpec {
+            strategy: Some(MigStrategy::Mixed),
+        };
+        assert_eq!(MigStrategy::of(Some(&mixed)), MigStrategy::Mixed);
+        for (text, strategy) in [
+            ("none", MigStrategy::None),
+            ("single", MigStrategy::Single),
+            ("mixed", MigStrategy::Mixed),
+        ] {
+            assert_eq!(text.parse(), Ok(strategy));
+        }
+        assert_eq!("MIXED".parse::<MigStrategy>(), Err("MIXED".to_owned()));
+    }
 }

@@ -30,6 +30,21 @@ pub struct ToolkitSpec {
     pub install_dir: Option<String>,
 }
 
+impl ToolkitSpec {
+    /// Where the toolkit is installed on the host when `installDir` is unset or empty.
+    pub const DEFAULT_INSTALL_DIR: &'static str = "/usr/local/nvidia";
+
+    /// `installDir`, or [`Self::DEFAULT_INSTALL_DIR`] when it is unset or empty: the one rule the
+    /// toolkit and the operands that run its CDI hook follow.
+    #[must_use]
+    pub fn install_dir(&self) -> &str {
+        self.install_dir
+            .as_deref()
+            .filter(|dir| !dir.is_empty())
+            .unwrap_or(Self::DEFAULT_INSTALL_DIR)
+    }
+}
+
 /// Container Device Interface (CDI) settings.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -8,7 +8,7 @@ use gpu_operator_api::labels::operand;
 use gpu_operator_core::{
     daemonset::{self, Identity},
     operand::Operand as _,
-    pod::{self, Barrier, Component, Finish, Gpus, HostPaths, Wrap, host_path, read_only_mount},
+    pod::{self, Component, Finish, Gpus, Wrap, host_path, read_only_mount},
 };
 use k8s_openapi::{
     api::{
@@ -48,7 +48,7 @@ struct Parts {
 }
 
 fn parts(input: &Input) -> Parts {
-    let exporter = &input.spec.dcgm_exporter;
+    let exporter = &input.exporter;
     let mut volumes = vec![host_path(
         "pod-gpu-resources",
         "/var/lib/kubelet/pod-resources",
@@ -64,7 +64,7 @@ fn parts(input: &Input) -> Parts {
         literal("DCGM_EXPORTER_COLLECTORS", DEFAULT_COLLECTORS),
         daemonset::field_env("NODE_NAME", "spec.nodeName"),
     ];
-    if input.remote_engine() {
+    if input.remote_engine {
         env.push(literal(
             REMOTE_ENGINE_ENV,
             &format!("{DCGM_SERVICE}:{DCGM_PORT}"),
@@ -129,8 +129,7 @@ fn parts(input: &Input) -> Parts {
 
 /// The DaemonSet.
 pub fn build(input: &Input) -> DaemonSet {
-    let spec = &input.spec;
-    let exporter = &spec.dcgm_exporter;
+    let exporter = &input.exporter;
     let Parts {
         env,
         mounts,
@@ -170,7 +169,7 @@ pub fn build(input: &Input) -> DaemonSet {
     };
     // An engine the user runs on the host (`localhost:…`) is only reachable from the host's
     // network namespace.
-    let host_engine = !input.remote_engine()
+    let host_engine = !input.remote_engine
         && user_env(exporter, REMOTE_ENGINE_ENV).is_some_and(|v| v.starts_with("localhost"));
     let host_network = (host_engine || exporter.host_network == Some(true)).then_some(true);
     let steps = Finish {
@@ -179,11 +178,8 @@ pub fn build(input: &Input) -> DaemonSet {
             container: &exporter.container,
             host_network,
         },
-        barrier: Barrier::AfterToolkit {
-            validator_image: &input.validator_image,
-            validator: spec.validator.as_ref(),
-        },
-        host_paths: HostPaths::Rewrite(spec.host_paths.as_ref()),
+        barrier: input.shared.after_toolkit(&input.validator_image),
+        host_paths: input.shared.rewrite_host_paths(),
         args: Some(NAME),
     };
     let mut ds = pod::finish(pod, steps).into_daemonset(Wrap {
@@ -193,7 +189,7 @@ pub fn build(input: &Input) -> DaemonSet {
             deploy_label: operand::DCGM_EXPORTER,
             always_on_delete: false,
         },
-        daemonsets: &spec.daemonsets,
+        daemonsets: &input.shared.daemonsets,
         gpus: Some(Gpus {
             access: &input.gpu_access,
             container: NAME,
@@ -211,7 +207,7 @@ pub fn build(input: &Input) -> DaemonSet {
 }
 
 fn job_mapping_dir(input: &Input) -> Option<String> {
-    let mapping = input.spec.dcgm_exporter.hpc_job_mapping.as_ref()?;
+    let mapping = input.exporter.hpc_job_mapping.as_ref()?;
     (mapping.enabled == Some(true)).then(|| {
         mapping
             .directory
@@ -236,5 +232,4 @@ fn set(env: &mut [EnvVar], name: &str, value: &str) {
 }
 
 #[cfg(test)]
-#[path = "daemonset_tests.rs"]
 mod tests;

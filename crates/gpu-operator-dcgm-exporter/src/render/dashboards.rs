@@ -16,8 +16,7 @@ pub const SIDECAR_LABEL: (&str, &str) = ("grafana_dashboard", "1");
 /// The dashboard ConfigMaps (none unless enabled).
 pub fn build(input: &Input) -> Vec<ConfigMap> {
     let Some(config) = input
-        .spec
-        .dcgm_exporter
+        .exporter
         .grafana_dashboards
         .as_ref()
         .filter(|c| c.enabled == Some(true))

@@ -15,7 +15,7 @@ pub const RULE_NAME: &str = "nvidia-gpu-alerts";
 
 /// The PrometheusRule, or `None` when it is not enabled.
 pub fn build(input: &Input) -> Option<DynamicObject> {
-    let config = input.spec.dcgm_exporter.prometheus_rule.as_ref()?;
+    let config = input.exporter.prometheus_rule.as_ref()?;
     if config.enabled != Some(true) {
         return None;
     }

@@ -15,7 +15,7 @@ use crate::{DcgmExporter, Input, NAME, render::service::PORT_NAME};
 
 /// The ServiceMonitor, or `None` when it is not enabled.
 pub fn build(input: &Input) -> Option<DynamicObject> {
-    let config = input.spec.dcgm_exporter.service_monitor.as_ref()?;
+    let config = input.exporter.service_monitor.as_ref()?;
     if config.enabled != Some(true) {
         return None;
     }

@@ -5,7 +5,7 @@ use gpu_operator_api::labels::operand;
 use gpu_operator_core::{
     daemonset::{self, Identity},
     operand::Operand as _,
-    pod::{self, Barrier, Component, Finish, Gpus, HostPaths, Wrap},
+    pod::{self, Component, Finish, Gpus, Wrap},
 };
 use k8s_openapi::{
     api::{
@@ -22,8 +22,7 @@ const CONTAINER: &str = "nvidia-dcgm-ctr";
 
 /// The DaemonSet.
 pub fn build(input: &Input) -> DaemonSet {
-    let spec = &input.spec;
-    let dcgm = &spec.dcgm;
+    let dcgm = &input.dcgm;
     let probe = || Probe {
         tcp_socket: Some(TCPSocketAction {
             port: IntOrString::Int(PORT),
@@ -56,11 +55,8 @@ pub fn build(input: &Input) -> DaemonSet {
             container: &dcgm.container,
             host_network: dcgm.host_network,
         },
-        barrier: Barrier::AfterToolkit {
-            validator_image: &input.validator_image,
-            validator: spec.validator.as_ref(),
-        },
-        host_paths: HostPaths::Rewrite(spec.host_paths.as_ref()),
+        barrier: input.shared.after_toolkit(&input.validator_image),
+        host_paths: input.shared.rewrite_host_paths(),
         args: Some(CONTAINER),
     };
     pod::finish(pod, steps).into_daemonset(Wrap {
@@ -70,7 +66,7 @@ pub fn build(input: &Input) -> DaemonSet {
             deploy_label: operand::DCGM,
             always_on_delete: false,
         },
-        daemonsets: &spec.daemonsets,
+        daemonsets: &input.shared.daemonsets,
         gpus: Some(Gpus {
             access: &input.gpu_access,
             container: CONTAINER,
@@ -81,7 +77,7 @@ pub fn build(input: &Input) -> DaemonSet {
 #[cfg(test)]
 mod tests {
     use gpu_operator_api::{ClusterPolicySpec, spec::EnvVar};
-    use gpu_operator_core::runtime_class::GpuAccess;
+    use gpu_operator_core::{runtime_class::GpuAccess, shared::Shared};
 
     use super::*;
 
@@ -90,7 +86,8 @@ mod tests {
             image: "nvcr.io/nvidia/cloud-native/dcgm:4".into(),
             validator_image: "v:1".into(),
             gpu_access: GpuAccess::RuntimeClass("nvidia".into()),
-            spec,
+            shared: Shared::of(&spec),
+            dcgm: spec.dcgm,
         });
         ds.spec.unwrap().template.spec.unwrap()
     }

@@ -6,13 +6,12 @@ use gpu_operator_core::{
     barrier, daemonset,
     pod::{host_path, mount, privileged},
 };
-use gpu_operator_plugin_config::mig;
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
     core::v1::{ConfigMapVolumeSource, Container, PodSpec, Volume, VolumeMount},
 };
 
-use super::{Plugin, config_map, finish, mps_root, mps_volumes};
+use super::{Plugin, config_map, finish, mps_volumes};
 use crate::{DAEMONSET, ENTRYPOINT_CONFIG_MAP, Input, SERVICE_ACCOUNT};
 
 /// The plugin container, also the process the config manager signals.
@@ -20,8 +19,7 @@ const CONTAINER: &str = "nvidia-device-plugin";
 
 /// The DaemonSet.
 pub fn build(input: &Input) -> DaemonSet {
-    let spec = &input.spec;
-    let plugin = &spec.device_plugin;
+    let plugin = &input.section;
     let entrypoint = VolumeMount {
         read_only: Some(true),
         sub_path: Some(config_map::KEY.to_owned()),
@@ -73,7 +71,7 @@ pub fn build(input: &Input) -> DaemonSet {
         host_path("host-root", "/", None),
         host_path("cdi-root", "/var/run/cdi", Some("DirectoryOrCreate")),
     ];
-    volumes.extend(mps_volumes(&mps_root(input)));
+    volumes.extend(mps_volumes(&input.mps_root));
     let pod = PodSpec {
         service_account_name: Some(SERVICE_ACCOUNT.to_owned()),
         init_containers: Some(vec![barrier::wait_for("toolkit", &input.validator_image)]),
@@ -92,7 +90,6 @@ pub fn build(input: &Input) -> DaemonSet {
 
 /// The operator's env of the plugin container (the user's env is merged over it).
 fn env(input: &Input) -> Vec<(&'static str, String)> {
-    let spec = &input.spec;
     let on = || "true".to_owned();
     let mut env = vec![
         ("PASS_DEVICE_SPECS", on()),
@@ -101,16 +98,16 @@ fn env(input: &Input) -> Vec<(&'static str, String)> {
         ("DEVICE_ID_STRATEGY", "uuid".to_owned()),
         ("NVIDIA_VISIBLE_DEVICES", "all".to_owned()),
         ("NVIDIA_DRIVER_CAPABILITIES", "all".to_owned()),
-        ("MPS_ROOT", mps_root(input)),
+        ("MPS_ROOT", input.mps_root.clone()),
     ];
-    if spec.gds.as_ref().and_then(|g| g.enabled) == Some(true) {
+    if input.gds_enabled {
         env.extend([("GDS_ENABLED", on()), ("MOFED_ENABLED", on())]);
     }
-    if spec.gdrcopy.as_ref().and_then(|g| g.enabled) == Some(true) {
+    if input.gdrcopy_enabled {
         env.push(("GDRCOPY_ENABLED", on()));
     }
-    env.extend(mig::strategy_env(spec));
-    if spec.cdi.as_ref().and_then(|c| c.enabled).unwrap_or(true) {
+    env.extend(input.mig_env.iter().cloned());
+    if input.cdi_enabled {
         if let Some(strategy) = env.iter_mut().find(|(n, _)| *n == "DEVICE_LIST_STRATEGY") {
             "cdi-annotations,cdi-cri".clone_into(&mut strategy.1);
         }
@@ -118,25 +115,12 @@ fn env(input: &Input) -> Vec<(&'static str, String)> {
             ("CDI_ENABLED", on()),
             ("CDI_ANNOTATION_PREFIX", "cdi.k8s.io/".to_owned()),
         ]);
-        if spec.toolkit.enabled != Some(false) {
-            let install_dir = spec
-                .toolkit
-                .install_dir
-                .clone()
-                .filter(|d| !d.is_empty())
-                .unwrap_or_else(|| "/usr/local/nvidia".to_owned());
-            env.push((
-                "NVIDIA_CDI_HOOK_PATH",
-                format!(
-                    "{}/toolkit/nvidia-cdi-hook",
-                    install_dir.trim_end_matches('/')
-                ),
-            ));
+        if let Some(hook) = &input.cdi_hook_path {
+            env.push(("NVIDIA_CDI_HOOK_PATH", hook.clone()));
         }
     }
     env
 }
 
 #[cfg(test)]
-#[path = "daemonset_tests.rs"]
 mod tests;

@@ -9,7 +9,7 @@ use gpu_operator_api::labels::operand;
 use gpu_operator_core::{
     daemonset::Identity,
     operand::{Children, Operand as _},
-    pod::{self, Barrier, Component, Finish, Gpus, HostPaths, Wrap, host_path},
+    pod::{self, Component, Finish, Gpus, Wrap, host_path},
 };
 use gpu_operator_plugin_config::config_manager;
 use k8s_openapi::api::{
@@ -52,17 +52,16 @@ struct Plugin<'a> {
 
 /// The DaemonSet of `pod`, finished as `plugin` says.
 fn finish(mut pod: PodSpec, input: &Input, plugin: &Plugin<'_>) -> DaemonSet {
-    let spec = &input.spec;
-    let section = &spec.device_plugin;
+    let section = &input.section;
     let wiring = config_manager::Wiring {
         main_container: plugin.main,
         process_to_signal: plugin.process,
         image: &input.image,
     };
-    let configs = input
-        .configs
-        .as_ref()
-        .map(|_| config_manager::Configs::new(spec, CONFIGS));
+    let configs = input.configs.as_ref().map(|_| config_manager::Configs {
+        config_map: CONFIGS,
+        default: &input.config_default,
+    });
     config_manager::apply(&mut pod, wiring, configs);
     let steps = Finish {
         component: Component {
@@ -70,10 +69,8 @@ fn finish(mut pod: PodSpec, input: &Input, plugin: &Plugin<'_>) -> DaemonSet {
             container: &section.container,
             host_network: section.host_network,
         },
-        barrier: Barrier::InPod {
-            validator: spec.validator.as_ref(),
-        },
-        host_paths: HostPaths::Rewrite(spec.host_paths.as_ref()),
+        barrier: input.shared.in_pod(),
+        host_paths: input.shared.rewrite_host_paths(),
         args: plugin.args_to_main.then_some(plugin.main),
     };
     pod::finish(pod, steps).into_daemonset(Wrap {
@@ -83,24 +80,12 @@ fn finish(mut pod: PodSpec, input: &Input, plugin: &Plugin<'_>) -> DaemonSet {
             deploy_label: operand::DEVICE_PLUGIN,
             always_on_delete: false,
         },
-        daemonsets: &spec.daemonsets,
+        daemonsets: &input.shared.daemonsets,
         gpus: Some(Gpus {
             access: &input.gpu_access,
             container: plugin.main,
         }),
     })
-}
-
-/// `devicePlugin.mps.root`, by default `/run/nvidia/mps`.
-fn mps_root(input: &Input) -> String {
-    input
-        .spec
-        .device_plugin
-        .mps
-        .as_ref()
-        .and_then(|m| m.root.clone())
-        .filter(|r| !r.is_empty())
-        .unwrap_or_else(|| "/run/nvidia/mps".to_owned())
 }
 
 /// The `mps-root` and `mps-shm` host volumes under `root`.

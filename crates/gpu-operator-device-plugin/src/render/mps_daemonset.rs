@@ -8,13 +8,12 @@ use gpu_operator_core::{
     barrier, daemonset,
     pod::{mount, privileged},
 };
-use gpu_operator_plugin_config::mig;
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
     core::v1::{Container, PodSpec, VolumeMount},
 };
 
-use super::{Plugin, finish, mps_root, mps_volumes};
+use super::{Plugin, finish, mps_volumes};
 use crate::{Input, MPS_DAEMONSET, SERVICE_ACCOUNT};
 
 /// The daemon container.
@@ -22,12 +21,11 @@ const CONTAINER: &str = "mps-control-daemon-ctr";
 
 /// The DaemonSet.
 pub fn build(input: &Input) -> DaemonSet {
-    let spec = &input.spec;
     let mut defaults = vec![
         ("NVIDIA_VISIBLE_DEVICES", "all".to_owned()),
         ("NVIDIA_DRIVER_CAPABILITIES", "compute,utility".to_owned()),
     ];
-    defaults.extend(mig::strategy_env(spec));
+    defaults.extend(input.mig_env.iter().cloned());
     let mut env = daemonset::merge_env(&defaults, &[]);
     env.insert(0, daemonset::field_env("NODE_NAME", "spec.nodeName"));
     let mounts = Container {
@@ -57,7 +55,7 @@ pub fn build(input: &Input) -> DaemonSet {
         ..Container::default()
     };
     let mut volumes = vec![barrier::volume()];
-    volumes.extend(mps_volumes(&mps_root(input)));
+    volumes.extend(mps_volumes(&input.mps_root));
     let pod = PodSpec {
         // NVIDIA's daemon runs under the device plugin's ServiceAccount.
         service_account_name: Some(SERVICE_ACCOUNT.to_owned()),

@@ -14,7 +14,7 @@
 //! render does not read ConfigMaps, so those two are mounted as whole directories (the
 //! ConfigMap's files replace the directory's defaults in the container).
 
-use gpu_operator_api::ClusterPolicySpec;
+use gpu_operator_api::spec::DriverSpec;
 use gpu_operator_core::runtime_class::ContainerRuntime;
 use k8s_openapi::api::core::v1::{
     ConfigMapVolumeSource, EnvFromSource, KeyToPath, SecretEnvSource, SecretVolumeSource, Volume,
@@ -101,8 +101,7 @@ fn file_mount(volume: &str, dir: &str, file: &str) -> VolumeMount {
 }
 
 /// Everything the spec asks the driver pod of `pool` to mount.
-pub fn build(spec: &ClusterPolicySpec, pool: &Pool) -> Mounts {
-    let driver = &spec.driver;
+pub fn build(driver: &DriverSpec, pool: &Pool) -> Mounts {
     let mut m = Mounts::default();
     let precompiled = driver.use_precompiled == Some(true);
     let os_id = pool.os.id.as_str();
@@ -125,7 +124,7 @@ pub fn build(spec: &ClusterPolicySpec, pool: &Pool) -> Mounts {
             }
         }
     }
-    licensing(spec, &mut m);
+    licensing(driver, &mut m);
     if let Some(config) = non_empty(
         driver
             .virtual_topology
@@ -171,8 +170,8 @@ pub fn build(spec: &ClusterPolicySpec, pool: &Pool) -> Mounts {
     m
 }
 
-fn licensing(spec: &ClusterPolicySpec, m: &mut Mounts) {
-    let Some(licensing) = &spec.driver.licensing_config else {
+fn licensing(driver: &DriverSpec, m: &mut Mounts) {
+    let Some(licensing) = &driver.licensing_config else {
         return;
     };
     let secret = non_empty(licensing.secret_name.as_ref());

@@ -2,10 +2,7 @@
 //! node safe for a driver (re)load (evicting GPU pods, pausing operands, unloading an old driver),
 //! and `nvidia-driver-ctr`, which installs and loads the driver and keeps it loaded.
 
-use gpu_operator_api::{
-    ClusterPolicySpec,
-    spec::{ContainerProbeSpec, KernelModuleType},
-};
+use gpu_operator_api::spec::{ContainerProbeSpec, KernelModuleType};
 use gpu_operator_core::{
     daemonset::{field_env, merge_env},
     pod::mount,
@@ -15,6 +12,7 @@ use k8s_openapi::api::core::v1::{
 };
 
 use super::{
+    super::Input,
     config_map::SCRIPT_KEY,
     parts::{exec_probe, privileged, propagated, read_only},
 };
@@ -26,18 +24,9 @@ pub const MANAGER_CONTAINER: &str = "k8s-driver-manager";
 /// Where the startup probe script is mounted.
 const PROBE_SCRIPT: &str = "/usr/local/bin/startup-probe.sh";
 
-fn rdma(spec: &ClusterPolicySpec) -> (bool, bool) {
-    let rdma = spec.driver.rdma.as_ref();
-    let enabled = rdma.and_then(|r| r.enabled) == Some(true);
-    (
-        enabled,
-        enabled && rdma.and_then(|r| r.use_host_mofed) == Some(true),
-    )
-}
-
 /// The `k8s-driver-manager` init container: NVIDIA's defaults (evict GPU pods, no drain), the
 /// RDMA flags, then `driver.manager.env`, which wins by name.
-pub fn manager(spec: &ClusterPolicySpec, image: &str) -> Container {
+pub fn manager(input: &Input, image: &str) -> Container {
     let mut defaults = vec![
         ("NVIDIA_VISIBLE_DEVICES", "void".to_owned()),
         ("ENABLE_GPU_POD_EVICTION", "true".to_owned()),
@@ -47,14 +36,14 @@ pub fn manager(spec: &ClusterPolicySpec, image: &str) -> Container {
         ("DRAIN_TIMEOUT_SECONDS", "0s".to_owned()),
         ("DRAIN_DELETE_EMPTYDIR_DATA", "false".to_owned()),
     ];
-    let (rdma, host_mofed) = rdma(spec);
+    let (rdma, host_mofed) = (input.rdma.enabled(), input.rdma.host_mofed());
     if rdma {
         defaults.push(("GPU_DIRECT_RDMA_ENABLED", "true".to_owned()));
     }
     if host_mofed {
         defaults.push(("USE_HOST_MOFED", "true".to_owned()));
     }
-    let user = spec
+    let user = input
         .driver
         .manager
         .as_ref()
@@ -84,8 +73,8 @@ pub fn manager(spec: &ClusterPolicySpec, image: &str) -> Container {
 }
 
 /// The operator's env of the driver container, before `driver.env`.
-fn driver_env(spec: &ClusterPolicySpec) -> Vec<(&'static str, String)> {
-    let module_type = spec.driver.kernel_module_type.unwrap_or_default();
+fn driver_env(input: &Input) -> Vec<(&'static str, String)> {
+    let module_type = input.driver.kernel_module_type.unwrap_or_default();
     let mut env = vec![(
         "KERNEL_MODULE_TYPE",
         match module_type {
@@ -98,14 +87,13 @@ fn driver_env(spec: &ClusterPolicySpec) -> Vec<(&'static str, String)> {
     if module_type == KernelModuleType::Open {
         env.push(("OPEN_KERNEL_MODULES_ENABLED", "true".to_owned()));
     }
-    let enabled = |flag: Option<bool>| flag == Some(true);
-    if enabled(spec.gdrcopy.as_ref().and_then(|g| g.enabled)) {
+    if input.gdrcopy_enabled {
         env.push(("GDRCOPY_ENABLED", "true".to_owned()));
     }
-    if enabled(spec.gds.as_ref().and_then(|g| g.enabled)) {
+    if input.gds_enabled {
         env.push(("GDS_ENABLED", "true".to_owned()));
     }
-    let (rdma, host_mofed) = rdma(spec);
+    let (rdma, host_mofed) = (input.rdma.enabled(), input.rdma.host_mofed());
     if rdma {
         env.push(("GPU_DIRECT_RDMA_ENABLED", "true".to_owned()));
     }
@@ -116,13 +104,13 @@ fn driver_env(spec: &ClusterPolicySpec) -> Vec<(&'static str, String)> {
 }
 
 /// The driver container with `extra_mounts` (user configuration) after its own.
-pub fn driver(spec: &ClusterPolicySpec, image: &str, extra_mounts: Vec<VolumeMount>) -> Container {
-    let driver = &spec.driver;
+pub fn driver(input: &Input, image: &str, extra_mounts: Vec<VolumeMount>) -> Container {
+    let driver = &input.driver;
     let mut env = vec![
         field_env("NODE_NAME", "spec.nodeName"),
         field_env("NODE_IP", "status.hostIP"),
     ];
-    env.extend(merge_env(&driver_env(spec), driver.container.env()));
+    env.extend(merge_env(&driver_env(input), driver.container.env()));
     let mut mounts = vec![
         propagated(mount("run-nvidia", "/run/nvidia"), "Bidirectional"),
         mount("run-nvidia-fabricmanager", "/run/nvidia-fabricmanager"),

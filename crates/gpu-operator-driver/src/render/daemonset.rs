@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use gpu_operator_api::labels::operand;
 use gpu_operator_core::{
     daemonset::Identity,
-    meta,
+    host_paths, meta,
     operand::Operand as _,
     pod::{self, Barrier, Component, Finish, HostPaths, Wrap, host_path},
 };
@@ -35,11 +35,10 @@ pub const PRECOMPILED_LABEL: &str = "nvidia.com/precompiled";
 
 /// The DaemonSet of `pool`.
 pub fn build(input: &Input, pool: &Pool) -> DaemonSet {
-    let spec = &input.spec;
-    let driver = &spec.driver;
-    let mounts = config_mounts::build(spec, pool);
+    let driver = &input.driver;
+    let mounts = config_mounts::build(driver, pool);
     let pod_containers = pod_containers(input, pool, &mounts);
-    let mut volumes = volumes(spec);
+    let mut volumes = volumes(input);
     for volume in mounts.volumes {
         if !volumes.iter().any(|v| v.name == volume.name) {
             volumes.push(volume);
@@ -50,7 +49,7 @@ pub fn build(input: &Input, pool: &Pool) -> DaemonSet {
         host_pid: Some(true),
         node_selector: Some(pool.node_selector.clone()),
         affinity: Some(one_driver_per_node()),
-        init_containers: Some(vec![containers::manager(spec, &input.manager_image)]),
+        init_containers: Some(vec![containers::manager(input, &input.manager_image)]),
         containers: pod_containers,
         volumes: Some(volumes),
         ..PodSpec::default()
@@ -71,8 +70,8 @@ pub fn build(input: &Input, pool: &Pool) -> DaemonSet {
     let mut finished = pod::finish(pod, steps);
     let pod = finished.pod_mut();
     apply_other_images(input, pod);
-    let root_fs = spec.host_paths.as_ref().and_then(|h| h.root_fs.as_deref());
-    if let Some(root) = root_fs.filter(|r| !r.is_empty() && *r != "/") {
+    let root = input.shared.root_fs();
+    if root != host_paths::DEFAULT_ROOT_FS {
         for c in pod
             .init_containers
             .iter_mut()
@@ -100,7 +99,7 @@ pub fn build(input: &Input, pool: &Pool) -> DaemonSet {
             deploy_label: operand::DRIVER,
             always_on_delete: true,
         },
-        daemonsets: &spec.daemonsets,
+        daemonsets: &input.shared.daemonsets,
         gpus: None,
     });
     name_and_label(&mut ds, pool);
@@ -136,14 +135,12 @@ fn name_and_label(ds: &mut DaemonSet, pool: &Pool) {
 
 /// The driver container and the sidecars the spec enables.
 fn pod_containers(input: &Input, pool: &Pool, mounts: &config_mounts::Mounts) -> Vec<Container> {
-    let spec = &input.spec;
-    let driver = &spec.driver;
-    let mut main = containers::driver(spec, &pool.driver_image, mounts.driver.clone());
+    let mut main = containers::driver(input, &pool.driver_image, mounts.driver.clone());
     main.env_from = Some(mounts.env_from.clone()).filter(|e| !e.is_empty());
     let mut pod_containers = vec![main];
-    if driver.rdma.as_ref().and_then(|r| r.enabled) == Some(true) {
+    if input.rdma.enabled() {
         pod_containers.push(sidecars::peermem(
-            spec,
+            input.rdma.host_mofed(),
             &pool.driver_image,
             mounts.peermem.clone(),
         ));
@@ -154,14 +151,14 @@ fn pod_containers(input: &Input, pool: &Pool, mounts: &config_mounts::Mounts) ->
             "nvidia-gds-driver",
             "nvidia_fs",
             pool.gds_image.as_deref(),
-            spec.gds.as_ref().and_then(|g| g.env.as_deref()),
+            input.gds.as_ref().and_then(|g| g.env.as_deref()),
         ),
         (
             "nvidia-gdrcopy-ctr",
             "nvidia-gdrcopy-driver",
             "gdrdrv",
             pool.gdrcopy_image.as_deref(),
-            spec.gdrcopy.as_ref().and_then(|g| g.env.as_deref()),
+            input.gdrcopy.as_ref().and_then(|g| g.env.as_deref()),
         ),
     ];
     for (name, installer, module, image, env) in modules {
@@ -184,14 +181,13 @@ fn pod_containers(input: &Input, pool: &Pool, mounts: &config_mounts::Mounts) ->
 /// Pull policies and pull secrets of the images that are not the driver's: the manager's, GDS's
 /// and GDRCopy's own settings where given.
 fn apply_other_images(input: &Input, pod: &mut PodSpec) {
-    let spec = &input.spec;
-    let manager = spec.driver.manager.clone().unwrap_or_default();
+    let manager = input.driver.manager.clone().unwrap_or_default();
     let others = [
         (MANAGER_CONTAINER, Some(&manager.image)),
-        ("nvidia-fs-ctr", spec.gds.as_ref().map(|g| &g.image)),
+        ("nvidia-fs-ctr", input.gds.as_ref().map(|g| &g.image)),
         (
             "nvidia-gdrcopy-ctr",
-            spec.gdrcopy.as_ref().map(|g| &g.image),
+            input.gdrcopy.as_ref().map(|g| &g.image),
         ),
     ];
     for (name, image) in others {
@@ -245,20 +241,10 @@ fn one_driver_per_node() -> Affinity {
 
 /// The host paths the driver pod always mounts (with `hostPaths.rootFS` and the host MOFED
 /// sources applied) and the startup probe script.
-fn volumes(spec: &gpu_operator_api::ClusterPolicySpec) -> Vec<Volume> {
+fn volumes(input: &Input) -> Vec<Volume> {
     let doc = Some("DirectoryOrCreate");
-    let root = spec
-        .host_paths
-        .as_ref()
-        .and_then(|h| h.root_fs.as_deref())
-        .filter(|r| !r.is_empty())
-        .unwrap_or("/");
-    let host_mofed = spec
-        .driver
-        .rdma
-        .as_ref()
-        .is_some_and(|r| r.enabled == Some(true) && r.use_host_mofed == Some(true));
-    let ofed_src = if host_mofed {
+    let root = input.shared.root_fs();
+    let ofed_src = if input.rdma.host_mofed() {
         "/usr/src"
     } else {
         "/run/mellanox/drivers/usr/src"
@@ -299,5 +285,4 @@ fn volumes(spec: &gpu_operator_api::ClusterPolicySpec) -> Vec<Volume> {
 }
 
 #[cfg(test)]
-#[path = "daemonset_tests.rs"]
 mod tests;

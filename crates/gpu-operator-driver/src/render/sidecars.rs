@@ -3,7 +3,7 @@
 //! Storage) and `nvidia-gdrcopy-ctr` (GDRCopy), each waiting for the driver before installing its
 //! module.
 
-use gpu_operator_api::{ClusterPolicySpec, spec::EnvVar as SpecEnvVar};
+use gpu_operator_api::spec::EnvVar as SpecEnvVar;
 use gpu_operator_core::daemonset::merge_env;
 use k8s_openapi::api::core::v1::{Container, VolumeMount};
 
@@ -18,8 +18,7 @@ fn logs() -> Vec<VolumeMount> {
 }
 
 /// `nvidia-peermem-ctr`, when `driver.rdma.enabled`.
-pub fn peermem(spec: &ClusterPolicySpec, image: &str, extra: Vec<VolumeMount>) -> Container {
-    let host_mofed = spec.driver.rdma.as_ref().and_then(|r| r.use_host_mofed) == Some(true);
+pub fn peermem(host_mofed: bool, image: &str, extra: Vec<VolumeMount>) -> Container {
     let defaults = if host_mofed {
         vec![("USE_HOST_MOFED", "true".to_owned())]
     } else {

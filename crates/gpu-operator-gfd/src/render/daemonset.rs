@@ -8,11 +8,9 @@ use gpu_operator_core::{
     barrier,
     daemonset::{self, Identity, field_env},
     operand::Operand as _,
-    pod::{
-        self, Barrier, Component, Finish, Gpus, HostPaths, Wrap, host_path, mount, read_only_mount,
-    },
+    pod::{self, Component, Finish, Gpus, Wrap, host_path, mount, read_only_mount},
 };
-use gpu_operator_plugin_config::{config_manager, mig};
+use gpu_operator_plugin_config::config_manager;
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
     core::v1::{Container, PodSpec},
@@ -29,13 +27,12 @@ const FEATURES_DIR: &str = "/etc/kubernetes/node-feature-discovery/features.d";
 
 /// The DaemonSet.
 pub fn build(input: &Input) -> DaemonSet {
-    let spec = &input.spec;
-    let gfd = &spec.gfd;
+    let gfd = &input.section;
     let mut defaults = vec![
         ("GFD_SLEEP_INTERVAL", "60s".to_owned()),
         ("GFD_FAIL_ON_INIT_ERROR", "true".to_owned()),
     ];
-    defaults.extend(mig::strategy_env(spec));
+    defaults.extend(input.mig_env.iter().cloned());
     let mut env = vec![
         field_env("NAMESPACE", "metadata.namespace"),
         field_env("NODE_NAME", "spec.nodeName"),
@@ -71,7 +68,10 @@ pub fn build(input: &Input) -> DaemonSet {
             process_to_signal: CONTAINER,
             image,
         };
-        let configs = config_manager::Configs::new(spec, CONFIGS);
+        let configs = config_manager::Configs {
+            config_map: CONFIGS,
+            default: &input.config_default,
+        };
         config_manager::apply(&mut pod, wiring, Some(configs));
     }
     let steps = Finish {
@@ -80,10 +80,8 @@ pub fn build(input: &Input) -> DaemonSet {
             container: &gfd.container,
             host_network: gfd.host_network,
         },
-        barrier: Barrier::InPod {
-            validator: spec.validator.as_ref(),
-        },
-        host_paths: HostPaths::Rewrite(spec.host_paths.as_ref()),
+        barrier: input.shared.in_pod(),
+        host_paths: input.shared.rewrite_host_paths(),
         args: Some(CONTAINER),
     };
     let mut ds = pod::finish(pod, steps).into_daemonset(Wrap {
@@ -93,7 +91,7 @@ pub fn build(input: &Input) -> DaemonSet {
             deploy_label: operand::GPU_FEATURE_DISCOVERY,
             always_on_delete: false,
         },
-        daemonsets: &spec.daemonsets,
+        daemonsets: &input.shared.daemonsets,
         gpus: Some(Gpus {
             access: &input.gpu_access,
             container: CONTAINER,

@@ -8,7 +8,7 @@ use gpu_operator_api::labels::operand;
 use gpu_operator_core::{
     daemonset::{self, Identity},
     operand::Operand as _,
-    pod::{self, Barrier, Component, Finish, Gpus, HostPaths, Wrap, host_path, mount},
+    pod::{self, Component, Finish, Gpus, Wrap, host_path, mount},
 };
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
@@ -24,8 +24,7 @@ const CONFIG_DIR: &str = "/mig-parted-config";
 
 /// The DaemonSet.
 pub fn build(input: &Input) -> DaemonSet {
-    let spec = &input.spec;
-    let section = input.section();
+    let section = &input.section;
     let pod = PodSpec {
         service_account_name: Some(NAME.to_owned()),
         host_pid: Some(true),
@@ -52,11 +51,8 @@ pub fn build(input: &Input) -> DaemonSet {
             container: &section.container,
             host_network: section.host_network,
         },
-        barrier: Barrier::AfterToolkit {
-            validator_image: &input.validator_image,
-            validator: spec.validator.as_ref(),
-        },
-        host_paths: HostPaths::Rewrite(spec.host_paths.as_ref()),
+        barrier: input.shared.after_toolkit(&input.validator_image),
+        host_paths: input.shared.rewrite_host_paths(),
         // The args replace the entrypoint above, which is the default when none are set.
         args: None,
     };
@@ -67,7 +63,7 @@ pub fn build(input: &Input) -> DaemonSet {
             deploy_label: operand::MIG_MANAGER,
             always_on_delete: false,
         },
-        daemonsets: &spec.daemonsets,
+        daemonsets: &input.shared.daemonsets,
         gpus: Some(Gpus {
             access: &input.gpu_access,
             container: NAME,
@@ -77,7 +73,6 @@ pub fn build(input: &Input) -> DaemonSet {
 
 /// The operator's env of the container (the user's is merged over it).
 fn env(input: &Input) -> Vec<EnvVar> {
-    let spec = &input.spec;
     let mut env = vec![
         daemonset::field_env("NODE_NAME", "spec.nodeName"),
         daemonset::field_env("POD_NAME", "metadata.name"),
@@ -93,22 +88,11 @@ fn env(input: &Input) -> Vec<EnvVar> {
             &format!("{CONFIG_DIR}/config-default.yaml"),
         ));
     }
-    if spec.cdi.as_ref().and_then(|c| c.enabled).unwrap_or(true) {
+    if input.cdi_enabled {
         env.push(literal("CDI_ENABLED", "true"));
-        if spec.toolkit.enabled != Some(false) {
-            let install_dir = spec
-                .toolkit
-                .install_dir
-                .as_deref()
-                .unwrap_or("/usr/local/nvidia");
-            env.push(literal(
-                "NVIDIA_CDI_HOOK_PATH",
-                &format!(
-                    "{}/toolkit/nvidia-cdi-hook",
-                    install_dir.trim_end_matches('/')
-                ),
-            ));
-        }
+    }
+    if let Some(hook) = &input.cdi_hook_path {
+        env.push(literal("NVIDIA_CDI_HOOK_PATH", hook));
     }
     env
 }

@@ -9,7 +9,7 @@ use gpu_operator_api::{
 use gpu_operator_core::{
     daemonset::{self, Identity},
     operand::Operand as _,
-    pod::{self, Barrier, Component, Finish, HostPaths, Wrap, host_path},
+    pod::{self, Barrier, Component, Finish, Wrap, host_path},
 };
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
@@ -20,8 +20,7 @@ use crate::{Input, NAME, NodeStatusExporter, PORT};
 
 /// The DaemonSet.
 pub fn build(input: &Input) -> DaemonSet {
-    let spec = &input.spec;
-    let section = &spec.node_status_exporter;
+    let section = &input.section;
     let literal = |name: &str, value: &str| EnvVar {
         name: name.to_owned(),
         value: Some(value.to_owned()),
@@ -35,10 +34,10 @@ pub fn build(input: &Input) -> DaemonSet {
         // "no GPU devices" alert does not fire.
         literal(
             env::DEVICE_PLUGIN_ENABLED,
-            if spec.device_plugin.enabled == Some(false) {
-                "false"
-            } else {
+            if input.device_plugin_enabled {
                 "true"
+            } else {
+                "false"
             },
         ),
         daemonset::field_env("NODE_NAME", "spec.nodeName"),
@@ -87,7 +86,7 @@ pub fn build(input: &Input) -> DaemonSet {
         },
         // It reads the status files whenever they are there; it waits on nothing.
         barrier: Barrier::None,
-        host_paths: HostPaths::Rewrite(spec.host_paths.as_ref()),
+        host_paths: input.shared.rewrite_host_paths(),
         args: Some(NAME),
     };
     pod::finish(pod, steps).into_daemonset(Wrap {
@@ -97,7 +96,7 @@ pub fn build(input: &Input) -> DaemonSet {
             deploy_label: operand::NODE_STATUS_EXPORTER,
             always_on_delete: false,
         },
-        daemonsets: &spec.daemonsets,
+        daemonsets: &input.shared.daemonsets,
         gpus: None,
     })
 }
@@ -122,12 +121,12 @@ mod tests {
     fn a_disabled_device_plugin_is_passed_on() {
         let mut spec = ClusterPolicySpec::default();
         spec.device_plugin.enabled = Some(false);
-        let ds = build(&Input {
-            image: "nvcr.io/nvidia/gpu-operator:v26".into(),
-            namespace: "gpu-operator".into(),
-            service_monitor: false,
-            spec,
-        });
+        let ds = build(&Input::new(
+            &spec,
+            "nvcr.io/nvidia/gpu-operator:v26".into(),
+            "gpu-operator".into(),
+            false,
+        ));
         let pod = ds.spec.unwrap().template.spec.unwrap();
         assert_eq!(
             env_value(&pod.containers[0], "DEVICE_PLUGIN_ENABLED"),
@@ -137,12 +136,12 @@ mod tests {
 
     #[test]
     fn the_validators_metrics_component_runs_as_root_on_8000() {
-        let ds = build(&Input {
-            image: "nvcr.io/nvidia/gpu-operator:v26".into(),
-            namespace: "gpu-operator".into(),
-            service_monitor: false,
-            spec: ClusterPolicySpec::default(),
-        });
+        let ds = build(&Input::new(
+            &ClusterPolicySpec::default(),
+            "nvcr.io/nvidia/gpu-operator:v26".into(),
+            "gpu-operator".into(),
+            false,
+        ));
         let pod = ds.spec.unwrap().template.spec.unwrap();
         let main = &pod.containers[0];
         let component = main

@@ -3,14 +3,15 @@
 //! CRI-O hook fallback), the user's `toolkit.env` over it, and the runtime wiring (which reads the
 //! user's host paths). Runs without a RuntimeClass: it installs the runtime the others use.
 
-use gpu_operator_api::{ClusterPolicySpec, labels::operand};
+use gpu_operator_api::labels::operand;
 use gpu_operator_core::{
     barrier,
     daemonset::{self, Identity, merge_env},
     image,
     operand::Operand as _,
     pod::{self, Barrier, Component, Finish, HostPaths, Wrap, mount},
-    runtime_class::{self, ContainerRuntime},
+    runtime_class::ContainerRuntime,
+    shared::Shared,
 };
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
@@ -23,15 +24,13 @@ use k8s_openapi::api::{
 use super::config_map::SCRIPT_KEY;
 use crate::{DAEMONSET, ENTRYPOINT_CONFIG_MAP, Input, SERVICE_ACCOUNT, Toolkit, runtime};
 
-/// Where the toolkit is installed unless `toolkit.installDir` says otherwise.
-pub const DEFAULT_INSTALL_DIR: &str = "/usr/local/nvidia";
 const CONTAINER: &str = "nvidia-container-toolkit-ctr";
 
 /// The operator's env before the user's.
-fn defaults(spec: &ClusterPolicySpec, runtime: ContainerRuntime) -> Vec<(&'static str, String)> {
-    let install_dir = install_dir(spec);
+fn defaults(input: &Input) -> Vec<(&'static str, String)> {
+    let settings = &input.runtime_settings;
     let mut env = vec![
-        ("ROOT", install_dir.to_owned()),
+        ("ROOT", input.install_dir.clone()),
         (
             "NVIDIA_CONTAINER_RUNTIME_MODES_CDI_DEFAULT_KIND",
             "management.nvidia.com/gpu".to_owned(),
@@ -42,39 +41,27 @@ fn defaults(spec: &ClusterPolicySpec, runtime: ContainerRuntime) -> Vec<(&'stati
             "/run/nvidia/toolkit/toolkit.pid".to_owned(),
         ),
     ];
-    if runtime_class::cdi_enabled(spec) {
+    if settings.cdi_enabled {
         env.extend([
             ("CDI_ENABLED", "true".to_owned()),
             ("NVIDIA_RUNTIME_SET_AS_DEFAULT", "false".to_owned()),
             ("NVIDIA_CONTAINER_RUNTIME_MODE", "cdi".to_owned()),
             ("CRIO_CONFIG_MODE", "config".to_owned()),
         ]);
-        if runtime_class::nri_plugin_enabled(spec) {
+        if settings.nri_plugin_enabled {
             env.push(("ENABLE_NRI_PLUGIN", "true".to_owned()));
         }
-    } else if runtime == ContainerRuntime::CriO {
+    } else if input.runtime == ContainerRuntime::CriO {
         // Without CDI, CRI-O gets the OCI prestart hook rather than a runtime handler.
         env.push(("CRIO_CONFIG_MODE", "hook".to_owned()));
     }
     env
 }
 
-fn install_dir(spec: &ClusterPolicySpec) -> &str {
-    spec.toolkit
-        .install_dir
-        .as_deref()
-        .filter(|d| !d.is_empty())
-        .unwrap_or(DEFAULT_INSTALL_DIR)
-}
-
 /// The toolkit container's env: NVIDIA's, the user's over it, then the runtime wiring.
-fn env(
-    spec: &ClusterPolicySpec,
-    wiring: &runtime::Wiring,
-    runtime: ContainerRuntime,
-) -> Vec<EnvVar> {
-    let user = spec.toolkit.container.env();
-    let mut env = merge_env(&defaults(spec, runtime), user);
+fn env(input: &Input, wiring: &runtime::Wiring) -> Vec<EnvVar> {
+    let user = input.section.container.env();
+    let mut env = merge_env(&defaults(input), user);
     for (name, value) in &wiring.env {
         env.retain(|e| e.name != *name);
         env.push(EnvVar {
@@ -94,15 +81,14 @@ fn host_path(name: &str, path: &str, create: bool) -> Volume {
 
 /// The DaemonSet.
 pub fn build(input: &Input) -> DaemonSet {
-    let spec = &input.spec;
-    let toolkit = &spec.toolkit;
+    let toolkit = &input.section;
     let wiring = runtime::wiring(
         input.runtime,
         toolkit.container.env(),
-        runtime_class::configured_name(spec),
-        runtime_class::nri_plugin_enabled(spec),
+        &input.runtime_settings.configured_name,
+        input.runtime_settings.nri_plugin_enabled,
     );
-    let install_dir = install_dir(spec);
+    let install_dir = input.install_dir.as_str();
     let mut mounts = vec![
         VolumeMount {
             read_only: Some(true),
@@ -132,7 +118,7 @@ pub fn build(input: &Input) -> DaemonSet {
         image: Some(input.image.clone()),
         command: Some(vec!["/bin/sh".to_owned(), "-c".to_owned()]),
         args: Some(vec!["/bin/entrypoint.sh".to_owned()]),
-        env: Some(env(spec, &wiring, input.runtime)),
+        env: Some(env(input, &wiring)),
         security_context: Some(SecurityContext {
             se_linux_options: Some(SELinuxOptions {
                 level: Some("s0".to_owned()),
@@ -165,7 +151,7 @@ pub fn build(input: &Input) -> DaemonSet {
         args: None,
     };
     let mut finished = pod::finish(pod, steps);
-    validator_image_settings(spec, finished.pod_mut());
+    validator_image_settings(&input.shared, finished.pod_mut());
     finished.into_daemonset(Wrap {
         identity: Identity {
             name: DAEMONSET,
@@ -173,7 +159,7 @@ pub fn build(input: &Input) -> DaemonSet {
             deploy_label: operand::CONTAINER_TOOLKIT,
             always_on_delete: false,
         },
-        daemonsets: &spec.daemonsets,
+        daemonsets: &input.shared.daemonsets,
         gpus: None,
     })
 }
@@ -181,18 +167,8 @@ pub fn build(input: &Input) -> DaemonSet {
 /// The pod's volumes before the runtime wiring's: host paths with `hostPaths.rootFS`,
 /// `hostPaths.driverInstallDir` and `toolkit.installDir` applied, and the entrypoint.
 fn volumes(input: &Input, install_dir: &str) -> Vec<Volume> {
-    let spec = &input.spec;
-    let host_paths = spec.host_paths.clone().unwrap_or_default();
-    let root = host_paths
-        .root_fs
-        .as_deref()
-        .filter(|r| !r.is_empty())
-        .unwrap_or("/");
-    let driver_dir = host_paths
-        .driver_install_dir
-        .as_deref()
-        .filter(|d| !d.is_empty())
-        .unwrap_or("/run/nvidia/driver");
+    let root = input.shared.root_fs();
+    let driver_dir = input.shared.driver_install_dir();
     let hooks = if input.runtime == ContainerRuntime::CriO {
         "/usr/share/containers/oci/hooks.d"
     } else {
@@ -227,7 +203,7 @@ fn volumes(input: &Input, install_dir: &str) -> Vec<Volume> {
 fn driver_validation(input: &Input) -> Container {
     let mut init = barrier::wait_for("driver", &input.validator_image);
     let user = input
-        .spec
+        .shared
         .validator
         .as_ref()
         .and_then(|v| v.driver.as_ref())
@@ -240,8 +216,8 @@ fn driver_validation(input: &Input) -> Container {
 }
 
 /// The init container runs the validator image: its pull policy and pull secrets apply to it.
-fn validator_image_settings(spec: &ClusterPolicySpec, pod: &mut PodSpec) {
-    let validator = spec.validator.clone().unwrap_or_default();
+fn validator_image_settings(shared: &Shared, pod: &mut PodSpec) {
+    let validator = shared.validator.clone().unwrap_or_default();
     if validator.image.pull_policy().is_some() {
         for init in pod.init_containers.iter_mut().flatten() {
             init.image_pull_policy = Some(image::pull_policy(&validator.image).to_owned());
@@ -261,5 +237,4 @@ fn validator_image_settings(spec: &ClusterPolicySpec, pod: &mut PodSpec) {
 }
 
 #[cfg(test)]
-#[path = "daemonset_tests.rs"]
 mod tests;

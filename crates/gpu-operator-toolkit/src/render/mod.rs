@@ -7,7 +7,7 @@ mod runtime_classes;
 
 use gpu_operator_core::operand::Children;
 
-pub use runtime_classes::runtime_classes;
+pub use runtime_classes::{RuntimeSettings, runtime_classes};
 
 use crate::Input;
 
@@ -18,7 +18,7 @@ pub fn children(input: &Input) -> Children {
         roles: vec![rbac::role()],
         role_bindings: vec![rbac::IDENTITY.role_binding(&input.namespace)],
         config_maps: vec![config_map::entrypoint()],
-        runtime_classes: runtime_classes(&input.spec),
+        runtime_classes: runtime_classes(&input.runtime_settings),
         daemonsets: vec![daemonset::build(input)],
         ..Children::default()
     }

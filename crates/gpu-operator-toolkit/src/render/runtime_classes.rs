@@ -25,13 +25,35 @@ fn runtime_class(name: &str) -> RuntimeClass {
     }
 }
 
-/// The RuntimeClasses `spec` asks for.
-pub fn runtime_classes(spec: &ClusterPolicySpec) -> Vec<RuntimeClass> {
-    if runtime_class::nri_plugin_enabled(spec) {
+/// The settings the RuntimeClasses and the toolkit's runtime wiring follow.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuntimeSettings {
+    /// `operator.runtimeClass`, `nvidia` when unset or empty.
+    pub configured_name: String,
+    /// Whether CDI is enabled (`cdi.enabled`, default true).
+    pub cdi_enabled: bool,
+    /// Whether the NRI plugin injects GPUs (`cdi.nriPluginEnabled`, default false).
+    pub nri_plugin_enabled: bool,
+}
+
+impl RuntimeSettings {
+    /// The settings of `spec`.
+    pub fn of(spec: &ClusterPolicySpec) -> Self {
+        Self {
+            configured_name: runtime_class::configured_name(spec).to_owned(),
+            cdi_enabled: runtime_class::cdi_enabled(spec),
+            nri_plugin_enabled: runtime_class::nri_plugin_enabled(spec),
+        }
+    }
+}
+
+/// The RuntimeClasses `settings` ask for.
+pub fn runtime_classes(settings: &RuntimeSettings) -> Vec<RuntimeClass> {
+    if settings.nri_plugin_enabled {
         return Vec::new();
     }
-    let mut names = vec![runtime_class::configured_name(spec)];
-    if runtime_class::cdi_enabled(spec) {
+    let mut names = vec![settings.configured_name.as_str()];
+    if settings.cdi_enabled {
         for extra in [CDI_RUNTIME_CLASS, LEGACY_RUNTIME_CLASS] {
             if !names.contains(&extra) {
                 names.push(extra);
@@ -48,7 +70,7 @@ mod tests {
     use super::*;
 
     fn names(spec: &ClusterPolicySpec) -> Vec<(String, String)> {
-        runtime_classes(spec)
+        runtime_classes(&RuntimeSettings::of(spec))
             .into_iter()
             .map(|r| (r.metadata.name.unwrap(), r.handler))
             .collect()

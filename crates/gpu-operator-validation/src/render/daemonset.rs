@@ -6,14 +6,14 @@
 
 use gpu_operator_api::{
     labels::operand,
-    spec::{EnvVar as SpecEnvVar, MigStrategy, ValidatorComponentSpec, ValidatorSpec},
+    spec::{EnvVar as SpecEnvVar, ValidatorComponentSpec, ValidatorSpec},
     validator::{component, env as names},
 };
 use gpu_operator_core::{
     daemonset::{self, Identity, field_env},
     host_paths,
     operand::Operand as _,
-    pod::{self, Barrier, Component, Finish, Gpus, HostPaths, Wrap, host_path},
+    pod::{self, Barrier, Component, Finish, Gpus, Wrap, host_path},
 };
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
@@ -37,9 +37,8 @@ const VALIDATIONS: &str = "/run/nvidia/validations";
 
 /// The DaemonSet.
 pub fn build(input: &Input) -> DaemonSet {
-    let spec = &input.spec;
-    let section = spec.validator.clone().unwrap_or_default();
-    let checks = checks(input, &section);
+    let section = &input.validator;
+    let checks = checks(input, section);
     let main = Container {
         name: DAEMONSET.to_owned(),
         image: Some(input.image.clone()),
@@ -84,7 +83,7 @@ pub fn build(input: &Input) -> DaemonSet {
         // This is the validator: its checks are the barrier the other operands wait on, and they
         // already run with the `validator` section's settings as its component.
         barrier: Barrier::None,
-        host_paths: HostPaths::Rewrite(spec.host_paths.as_ref()),
+        host_paths: input.shared.rewrite_host_paths(),
         args: Some(DAEMONSET),
     };
     pod::finish(pod, steps).into_daemonset(Wrap {
@@ -94,7 +93,7 @@ pub fn build(input: &Input) -> DaemonSet {
             deploy_label: operand::OPERATOR_VALIDATOR,
             always_on_delete: false,
         },
-        daemonsets: &spec.daemonsets,
+        daemonsets: &input.shared.daemonsets,
         // The toolkit check runs `nvidia-smi` with the GPUs the runtime injects.
         gpus: Some(Gpus {
             access: &input.gpu_access,
@@ -106,13 +105,6 @@ pub fn build(input: &Input) -> DaemonSet {
 /// The init containers, in NVIDIA's order: driver, toolkit, cuda, and plugin unless the device
 /// plugin is disabled.
 fn checks(input: &Input, section: &ValidatorSpec) -> Vec<Container> {
-    let spec = &input.spec;
-    let plugin_enabled = spec.device_plugin.enabled != Some(false);
-    let mig_strategy = spec
-        .mig
-        .as_ref()
-        .and_then(|m| m.strategy)
-        .unwrap_or(MigStrategy::Single);
     let mut checks = vec![
         check(
             input,
@@ -122,7 +114,7 @@ fn checks(input: &Input, section: &ValidatorSpec) -> Vec<Container> {
                 (names::WITH_WAIT, "true".to_owned()),
                 (
                     names::DRIVER_MANAGED_BY_OPERATOR,
-                    (spec.driver.enabled != Some(false)).to_string(),
+                    input.driver_managed.to_string(),
                 ),
             ],
         ),
@@ -142,7 +134,7 @@ fn checks(input: &Input, section: &ValidatorSpec) -> Vec<Container> {
             &workload_env(input, section, &[(names::WITH_WAIT, "false".to_owned())]),
         ),
     ];
-    if plugin_enabled {
+    if input.plugin_enabled {
         checks.push(check(
             input,
             component::PLUGIN,
@@ -153,7 +145,7 @@ fn checks(input: &Input, section: &ValidatorSpec) -> Vec<Container> {
                 &[
                     (names::WITH_WAIT, "false".to_owned()),
                     (names::WITH_WORKLOAD, "false".to_owned()),
-                    (names::MIG_STRATEGY, mig_strategy.as_str().to_owned()),
+                    (names::MIG_STRATEGY, input.mig_strategy.as_str().to_owned()),
                 ],
             ),
         ));
@@ -214,13 +206,7 @@ fn check(
         value: Some(input.image.clone()),
         value_from: None,
     });
-    let lift = input
-        .spec
-        .validator
-        .as_ref()
-        .and_then(|v| v.lift_startup_taint)
-        .unwrap_or(false);
-    if lift {
+    if input.validator.lift_startup_taint == Some(true) {
         env.push(EnvVar {
             name: names::LIFT_STARTUP_TAINT.to_owned(),
             value: Some("true".to_owned()),
@@ -276,5 +262,4 @@ fn validations_mount() -> VolumeMount {
 }
 
 #[cfg(test)]
-#[path = "daemonset_tests.rs"]
 mod tests;

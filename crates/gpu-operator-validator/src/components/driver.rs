@@ -181,5 +181,4 @@ pub fn check(cfg: &Config, nvml: &dyn Nvml) -> Outcome {
 }
 
 #[cfg(test)]
-#[path = "driver_tests.rs"]
 mod tests;

@@ -55,13 +55,13 @@ pub fn choose_resource(node: &Node, strategy: MigStrategy) -> Result<(String, i6
     let node_labels = node.labels();
     if let Some(gfd) = node_labels.get(GFD_MIG_STRATEGY)
         && strategy != MigStrategy::None
-        && gfd != strategy.name()
+        && gfd != strategy.as_str()
     {
         return Err(Failed::new(
             reason::MIG_STRATEGY_MISMATCH,
             format!(
                 "MIG_STRATEGY is {} but GPU Feature Discovery labels node {name} {GFD_MIG_STRATEGY}={gfd}",
-                strategy.name()
+                strategy.as_str()
             ),
         ));
     }
@@ -84,7 +84,7 @@ pub fn choose_resource(node: &Node, strategy: MigStrategy) -> Result<(String, i6
                     reason::MIG_STRATEGY_MISMATCH,
                     format!(
                         "MIG_STRATEGY is {} (expects {GPU_RESOURCE}) but node {name} advertises only {}: the device plugin runs with strategy mixed",
-                        strategy.name(),
+                        strategy.as_str(),
                         list(&migs)
                     ),
                 ));
@@ -146,7 +146,7 @@ pub async fn check(cfg: &Config, client: &kube::Client) -> Outcome {
     };
     let found = format!(
         "node advertises {resource}={count} (MIG strategy {})",
-        cfg.mig_strategy.name()
+        cfg.mig_strategy.as_str()
     );
     if !cfg.with_workload {
         return passed(reason::DEVICE_PLUGIN_VALIDATED, found);

@@ -149,5 +149,4 @@ pub fn labels(facts: &HostFacts) -> BTreeMap<String, String> {
 }
 
 #[cfg(test)]
-#[path = "facts_tests.rs"]
 mod tests;

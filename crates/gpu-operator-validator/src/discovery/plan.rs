@@ -96,5 +96,4 @@ pub fn plan(
 }
 
 #[cfg(test)]
-#[path = "plan_tests.rs"]
 mod tests;

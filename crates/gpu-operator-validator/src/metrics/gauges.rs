@@ -177,5 +177,4 @@ fn escape_label(value: &str) -> String {
 }
 
 #[cfg(test)]
-#[path = "gauges_tests.rs"]
 mod tests;

@@ -1,6 +1,13 @@
 //! Support of the validator e2e tests: the validator binary (built by `cargo xtask e2e`), a simulated
 //! node of the test's own with a fake host root, condition helpers, and a scraper of the `metrics`
 //! component.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::missing_panics_doc,
+    reason = "test support: a step that cannot be taken fails the test that takes it"
+)]
 
 use std::{
     collections::BTreeMap,
@@ -11,12 +18,14 @@ use std::{
     time::Duration,
 };
 
+use crate::{fleet::Profile, operator::workspace_binary, unique_name, wait_until};
 use gpu_operator_api::validator;
-use gpu_operator_e2e::{fleet::Profile, operator::workspace_binary, unique_name, wait_until};
 use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeSpec, Taint};
 use kube::api::{Api, DeleteParams, PostParams};
 
+/// How long one validator run or wait may take.
 pub const TIMEOUT: Duration = Duration::from_secs(60);
+/// The driver version of the fake host driver.
 pub const DRIVER: &str = "570.172.08";
 
 /// The validator binary that `cargo xtask e2e` builds before it runs the tests.
@@ -36,11 +45,14 @@ pub fn validator_binary() -> &'static Path {
 /// A simulated node of our own (deleted on drop) and its fake filesystem.
 pub struct SimulatedNode {
     client: kube::Client,
+    /// The Node's name.
     pub name: String,
+    /// The node's fake host filesystem and the validator's output directory.
     pub dir: PathBuf,
 }
 
 impl SimulatedNode {
+    /// A new tainted H100 node (the validator's startup taint) and its fake filesystem.
     pub async fn new(client: &kube::Client) -> Self {
         let name = unique_name("validator");
         let mut node = Profile::H100.node(&name);
@@ -84,10 +96,12 @@ impl SimulatedNode {
         this
     }
 
+    /// The Nodes.
     pub fn nodes(&self) -> Api<Node> {
         Api::all(self.client.clone())
     }
 
+    /// The status-file directory (`/run/nvidia/validations` of this node).
     pub fn validations(&self) -> PathBuf {
         self.dir.join("validations")
     }
@@ -98,6 +112,7 @@ impl SimulatedNode {
         self.load_module();
     }
 
+    /// Writes the loaded driver module's version file.
     pub fn load_module(&self) {
         std::fs::write(
             self.dir.join("host/proc/driver/nvidia/version"),
@@ -106,6 +121,7 @@ impl SimulatedNode {
         .unwrap();
     }
 
+    /// Removes the loaded driver module's version file.
     pub fn unload_module(&self) {
         std::fs::remove_file(self.dir.join("host/proc/driver/nvidia/version")).unwrap();
     }
@@ -137,6 +153,7 @@ impl SimulatedNode {
         env
     }
 
+    /// The validator command for `component` on this node, with [`Self::env`].
     pub fn command(&self, component: &str, extra: &[(&str, &str)]) -> tokio::process::Command {
         let mut command = tokio::process::Command::new(validator_binary());
         command
@@ -163,10 +180,12 @@ impl SimulatedNode {
         (output.status.code().unwrap_or(-1), log)
     }
 
+    /// The Node as the API server has it.
     pub async fn get(&self) -> Node {
         self.nodes().get(&self.name).await.unwrap()
     }
 
+    /// The Node's conditions.
     pub async fn conditions(&self) -> Vec<NodeCondition> {
         self.get()
             .await
@@ -176,6 +195,7 @@ impl SimulatedNode {
             .unwrap_or_default()
     }
 
+    /// Waits until `check` accepts the Node's conditions; returns them.
     pub async fn wait_for(
         &self,
         what: &str,
@@ -189,6 +209,7 @@ impl SimulatedNode {
         .unwrap()
     }
 
+    /// The keys of the Node's taints.
     pub async fn taint_keys(&self) -> Vec<String> {
         self.get()
             .await
@@ -200,6 +221,7 @@ impl SimulatedNode {
             .collect()
     }
 
+    /// Deletes the Node and its fake filesystem.
     pub async fn delete(self) {
         self.nodes()
             .delete(&self.name, &DeleteParams::default())
@@ -209,10 +231,12 @@ impl SimulatedNode {
     }
 }
 
+/// Condition `type_` among `conditions`, if there.
 pub fn condition<'a>(conditions: &'a [NodeCondition], type_: &str) -> Option<&'a NodeCondition> {
     conditions.iter().find(|c| c.type_ == type_)
 }
 
+/// Status, reason and message of condition `type_` (which must be there).
 pub fn status_of(conditions: &[NodeCondition], type_: &str) -> (String, String, String) {
     let c = condition(conditions, type_).unwrap_or_else(|| panic!("no {type_} in {conditions:#?}"));
     (
@@ -222,6 +246,7 @@ pub fn status_of(conditions: &[NodeCondition], type_: &str) -> (String, String, 
     )
 }
 
+/// Writes an executable `sh` script `body` at `path`.
 pub fn write_script(path: &Path, body: &str) {
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();

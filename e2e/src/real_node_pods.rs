@@ -1,10 +1,17 @@
 //! Helpers of the real-node tests: a namespace per test whose pods go to the real node (they
 //! tolerate its taint), waiting with the pods' state and events in the failure message, and
 //! container logs through `kubectl logs` (the API server reaching the kubelet).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::missing_panics_doc,
+    reason = "test support: a step that cannot be taken fails the test that takes it"
+)]
 
 use std::time::Duration;
 
-use gpu_operator_e2e::{
+use crate::{
     client, kubectl,
     real_node::{NODE_NAME, TAINT},
     unique_name, wait_until,

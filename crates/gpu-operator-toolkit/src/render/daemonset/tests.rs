@@ -1,17 +1,20 @@
 //! Rules of the toolkit DaemonSet: runtime wiring, user env wins, CDI env, install dir, barrier.
 
-use gpu_operator_api::spec::{CdiSpec, EnvVar as SpecEnvVar};
+use gpu_operator_api::{
+    ClusterPolicySpec,
+    spec::{CdiSpec, EnvVar as SpecEnvVar},
+};
 
 use super::*;
 
-fn render(spec: ClusterPolicySpec, runtime: ContainerRuntime) -> PodSpec {
-    let ds = build(&Input {
+fn render(spec: &ClusterPolicySpec, runtime: ContainerRuntime) -> PodSpec {
+    let ds = build(&Input::new(
         spec,
-        namespace: "gpu-operator".into(),
-        image: "nvcr.io/nvidia/k8s/container-toolkit:v1.20.0".into(),
-        validator_image: "ghcr.io/example/gpu-operator:1".into(),
+        "gpu-operator".into(),
+        "nvcr.io/nvidia/k8s/container-toolkit:v1.20.0".into(),
+        "ghcr.io/example/gpu-operator:1".into(),
         runtime,
-    });
+    ));
     assert_eq!(
         ds.metadata.name.as_deref(),
         Some("nvidia-container-toolkit-daemonset")
@@ -30,7 +33,7 @@ fn value(pod: &PodSpec, name: &str) -> Option<String> {
 
 #[test]
 fn the_driver_barrier_runs_first_and_no_runtime_class_is_set() {
-    let pod = render(ClusterPolicySpec::default(), ContainerRuntime::Containerd);
+    let pod = render(&ClusterPolicySpec::default(), ContainerRuntime::Containerd);
     let init = &pod.init_containers.clone().unwrap()[0];
     assert_eq!(init.name, "driver-validation");
     assert_eq!(init.command.clone().unwrap(), ["sh", "-c"]);
@@ -56,7 +59,7 @@ fn the_driver_barrier_runs_first_and_no_runtime_class_is_set() {
 
 #[test]
 fn cdi_env_is_on_by_default_and_crio_without_cdi_uses_the_hook() {
-    let pod = render(ClusterPolicySpec::default(), ContainerRuntime::CriO);
+    let pod = render(&ClusterPolicySpec::default(), ContainerRuntime::CriO);
     assert_eq!(value(&pod, "CDI_ENABLED").as_deref(), Some("true"));
     assert_eq!(
         value(&pod, "NVIDIA_CONTAINER_RUNTIME_MODE").as_deref(),
@@ -71,7 +74,7 @@ fn cdi_env_is_on_by_default_and_crio_without_cdi_uses_the_hook() {
         }),
         ..ClusterPolicySpec::default()
     };
-    let pod = render(no_cdi.clone(), ContainerRuntime::CriO);
+    let pod = render(&no_cdi, ContainerRuntime::CriO);
     assert_eq!(value(&pod, "CRIO_CONFIG_MODE").as_deref(), Some("hook"));
     assert_eq!(value(&pod, "CDI_ENABLED"), None);
     let hooks = pod
@@ -85,7 +88,7 @@ fn cdi_env_is_on_by_default_and_crio_without_cdi_uses_the_hook() {
     );
     assert_eq!(
         value(
-            &render(no_cdi, ContainerRuntime::Containerd),
+            &render(&no_cdi, ContainerRuntime::Containerd),
             "CRIO_CONFIG_MODE"
         ),
         None
@@ -101,7 +104,7 @@ fn user_env_wins_by_name_and_host_paths_are_translated() {
         SpecEnvVar::new("CONTAINERD_CONFIG", "/etc/k3s/containerd/config.toml"),
         SpecEnvVar::new("EXTRA", "1"),
     ]);
-    let pod = render(spec, ContainerRuntime::Containerd);
+    let pod = render(&spec, ContainerRuntime::Containerd);
     assert_eq!(
         value(&pod, "NVIDIA_RUNTIME_SET_AS_DEFAULT").as_deref(),
         Some("true")
@@ -130,11 +133,11 @@ fn user_env_wins_by_name_and_host_paths_are_translated() {
 fn install_dir_sets_root_and_the_host_path() {
     let mut spec = ClusterPolicySpec::default();
     assert_eq!(
-        value(&render(spec.clone(), ContainerRuntime::Containerd), "ROOT").as_deref(),
-        Some(DEFAULT_INSTALL_DIR)
+        value(&render(&spec, ContainerRuntime::Containerd), "ROOT").as_deref(),
+        Some("/usr/local/nvidia")
     );
     spec.toolkit.install_dir = Some("/opt/nvidia".into());
-    let pod = render(spec, ContainerRuntime::Containerd);
+    let pod = render(&spec, ContainerRuntime::Containerd);
     assert_eq!(value(&pod, "ROOT").as_deref(), Some("/opt/nvidia"));
     let dir = pod
         .volumes

@@ -1,17 +1,20 @@
 //! Unit tests of `nvidia-operator-validator`, one per NVIDIA rule.
 
-use gpu_operator_api::{ClusterPolicySpec, spec::MigSpec};
+use gpu_operator_api::{
+    ClusterPolicySpec,
+    spec::{MigSpec, MigStrategy},
+};
 use gpu_operator_core::runtime_class::GpuAccess;
 
 use super::*;
 
-fn render(spec: ClusterPolicySpec) -> PodSpec {
-    let ds = build(&Input {
-        image: "ghcr.io/x/gpu-operator:1".into(),
-        gpu_access: GpuAccess::RuntimeClass("nvidia".into()),
+fn render(spec: &ClusterPolicySpec) -> PodSpec {
+    let ds = build(&Input::new(
         spec,
-        namespace: "gpu-operator".into(),
-    });
+        "ghcr.io/x/gpu-operator:1".into(),
+        GpuAccess::RuntimeClass("nvidia".into()),
+        "gpu-operator".into(),
+    ));
     assert_eq!(
         ds.metadata.name.as_deref(),
         Some("nvidia-operator-validator")
@@ -40,7 +43,7 @@ fn env(container: &Container, name: &str) -> Option<String> {
 
 #[test]
 fn checks_run_in_nvidias_order_and_plugin_only_with_the_plugin() {
-    let pod = render(ClusterPolicySpec::default());
+    let pod = render(&ClusterPolicySpec::default());
     assert_eq!(
         init_names(&pod),
         [
@@ -57,14 +60,14 @@ fn checks_run_in_nvidias_order_and_plugin_only_with_the_plugin() {
     let mut spec = ClusterPolicySpec::default();
     spec.device_plugin.enabled = Some(false);
     assert_eq!(
-        init_names(&render(spec)),
+        init_names(&render(&spec)),
         ["driver-validation", "toolkit-validation", "cuda-validation"]
     );
 }
 
 #[test]
 fn workload_checks_start_their_pods_with_the_runtime_class_or_nri_asks_for_the_toolkit_check() {
-    let pod = render(ClusterPolicySpec::default());
+    let pod = render(&ClusterPolicySpec::default());
     assert_eq!(pod.runtime_class_name.as_deref(), Some("nvidia"));
     let checks = pod.init_containers.unwrap();
     let class = |i: usize| env(&checks[i], "VALIDATOR_RUNTIME_CLASS");
@@ -72,12 +75,12 @@ fn workload_checks_start_their_pods_with_the_runtime_class_or_nri_asks_for_the_t
     assert_eq!(class(2).as_deref(), Some("nvidia"));
     assert_eq!(class(3).as_deref(), Some("nvidia"));
 
-    let ds = build(&Input {
-        image: "ghcr.io/x/gpu-operator:1".into(),
-        gpu_access: GpuAccess::NriAnnotation,
-        spec: ClusterPolicySpec::default(),
-        namespace: "gpu-operator".into(),
-    });
+    let ds = build(&Input::new(
+        &ClusterPolicySpec::default(),
+        "ghcr.io/x/gpu-operator:1".into(),
+        GpuAccess::NriAnnotation,
+        "gpu-operator".into(),
+    ));
     let template = ds.spec.unwrap().template;
     let annotations = template.metadata.unwrap().annotations.unwrap();
     assert_eq!(
@@ -108,7 +111,7 @@ fn the_plugin_check_gets_the_mig_strategy_and_component_env_wins() {
         }),
         ..ValidatorSpec::default()
     });
-    let pod = render(spec);
+    let pod = render(&spec);
     let plugin = &pod.init_containers.unwrap()[3];
     assert_eq!(env(plugin, "MIG_STRATEGY").as_deref(), Some("mixed"));
     assert_eq!(env(plugin, "WITH_WORKLOAD").as_deref(), Some("true"));
@@ -128,7 +131,7 @@ fn workload_checks_get_the_pull_settings_and_the_driver_check_the_dev_char_link_
         }),
         ..ClusterPolicySpec::default()
     };
-    let pod = render(spec);
+    let pod = render(&spec);
     let inits = pod.init_containers.unwrap();
     for workload in &inits[2..] {
         assert_eq!(
@@ -163,7 +166,7 @@ fn root_fs_and_driver_install_dir_are_rewritten() {
         }),
         ..ClusterPolicySpec::default()
     };
-    let pod = render(spec);
+    let pod = render(&spec);
     let driver = &pod.init_containers.as_ref().unwrap()[0];
     assert_eq!(env(driver, "HOST_ROOT").as_deref(), Some("/hostfs"));
     assert_eq!(
@@ -184,7 +187,7 @@ fn root_fs_and_driver_install_dir_are_rewritten() {
 
 #[test]
 fn the_startup_taint_is_lifted_only_when_asked() {
-    let pod = render(ClusterPolicySpec::default());
+    let pod = render(&ClusterPolicySpec::default());
     assert!(
         pod.init_containers
             .unwrap()
@@ -198,7 +201,7 @@ fn the_startup_taint_is_lifted_only_when_asked() {
         }),
         ..ClusterPolicySpec::default()
     };
-    let pod = render(spec);
+    let pod = render(&spec);
     assert!(
         pod.init_containers
             .unwrap()
@@ -209,7 +212,7 @@ fn the_startup_taint_is_lifted_only_when_asked() {
 
 #[test]
 fn the_driver_check_waits_and_the_main_container_cleans_up_on_stop() {
-    let pod = render(ClusterPolicySpec::default());
+    let pod = render(&ClusterPolicySpec::default());
     assert_eq!(
         env(&pod.init_containers.clone().unwrap()[0], "WITH_WAIT").as_deref(),
         Some("true")
@@ -246,7 +249,7 @@ fn the_driver_check_waits_and_the_main_container_cleans_up_on_stop() {
 
 #[test]
 fn the_main_container_idles_until_terminated_and_exits_at_once_on_term() {
-    let pod = render(ClusterPolicySpec::default());
+    let pod = render(&ClusterPolicySpec::default());
     let main = &pod.containers[0];
     assert_eq!(main.command.clone().unwrap(), ["sh", "-c"]);
     let script = main.args.clone().unwrap().remove(0);
@@ -276,7 +279,7 @@ fn the_main_container_idles_until_terminated_and_exits_at_once_on_term() {
 
 #[test]
 fn the_driver_check_waits_for_the_driver_container_only_when_the_operator_deploys_it() {
-    let pod = render(ClusterPolicySpec::default());
+    let pod = render(&ClusterPolicySpec::default());
     let driver = &pod.init_containers.clone().unwrap()[0];
     assert_eq!(
         env(driver, "DRIVER_MANAGED_BY_OPERATOR").as_deref(),
@@ -284,7 +287,7 @@ fn the_driver_check_waits_for_the_driver_container_only_when_the_operator_deploy
     );
     let mut spec = ClusterPolicySpec::default();
     spec.driver.enabled = Some(false);
-    let pod = render(spec);
+    let pod = render(&spec);
     let driver = &pod.init_containers.clone().unwrap()[0];
     assert_eq!(
         env(driver, "DRIVER_MANAGED_BY_OPERATOR").as_deref(),

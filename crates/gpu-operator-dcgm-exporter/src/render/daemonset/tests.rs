@@ -8,14 +8,14 @@ use gpu_operator_core::runtime_class::GpuAccess;
 
 use super::*;
 
-fn render(spec: ClusterPolicySpec) -> PodSpec {
-    let ds = build(&Input {
-        image: "nvcr.io/nvidia/k8s/dcgm-exporter:4".into(),
-        validator_image: "v:1".into(),
-        gpu_access: GpuAccess::RuntimeClass("nvidia".into()),
-        namespace: "gpu-operator".into(),
+fn render(spec: &ClusterPolicySpec) -> PodSpec {
+    let ds = build(&Input::new(
         spec,
-    });
+        "nvcr.io/nvidia/k8s/dcgm-exporter:4".into(),
+        "v:1".into(),
+        GpuAccess::RuntimeClass("nvidia".into()),
+        "gpu-operator".into(),
+    ));
     ds.spec.unwrap().template.spec.unwrap()
 }
 
@@ -31,7 +31,7 @@ fn env(pod: &PodSpec, name: &str) -> Option<String> {
 
 #[test]
 fn defaults_listen_on_9400_with_the_images_metrics_behind_the_toolkit_barrier() {
-    let pod = render(ClusterPolicySpec::default());
+    let pod = render(&ClusterPolicySpec::default());
     assert_eq!(env(&pod, "DCGM_EXPORTER_LISTEN").as_deref(), Some(":9400"));
     assert_eq!(
         env(&pod, "DCGM_EXPORTER_COLLECTORS").as_deref(),
@@ -48,14 +48,14 @@ fn defaults_listen_on_9400_with_the_images_metrics_behind_the_toolkit_barrier() 
 
 #[test]
 fn the_remote_host_engine_is_used_only_while_dcgm_runs() {
-    let pod = render(ClusterPolicySpec::default());
+    let pod = render(&ClusterPolicySpec::default());
     assert_eq!(
         env(&pod, REMOTE_ENGINE_ENV).as_deref(),
         Some("nvidia-dcgm:5555")
     );
     let mut spec = ClusterPolicySpec::default();
     spec.dcgm.enabled = Some(false);
-    assert_eq!(env(&render(spec), REMOTE_ENGINE_ENV), None);
+    assert_eq!(env(&render(&spec), REMOTE_ENGINE_ENV), None);
 }
 
 #[test]
@@ -63,7 +63,7 @@ fn a_localhost_engine_forces_host_networking() {
     let mut spec = ClusterPolicySpec::default();
     spec.dcgm.enabled = Some(false);
     spec.dcgm_exporter.container.env = Some(vec![EnvVar::new(REMOTE_ENGINE_ENV, "localhost:5555")]);
-    let pod = render(spec);
+    let pod = render(&spec);
     assert_eq!(pod.host_network, Some(true));
     assert_eq!(pod.dns_policy.as_deref(), Some("ClusterFirstWithHostNet"));
 }
@@ -73,7 +73,7 @@ fn host_pid_and_host_network_switches() {
     let mut spec = ClusterPolicySpec::default();
     spec.dcgm_exporter.host_pid = Some(true);
     spec.dcgm_exporter.host_network = Some(true);
-    let pod = render(spec);
+    let pod = render(&spec);
     assert_eq!((pod.host_pid, pod.host_network), (Some(true), Some(true)));
 }
 
@@ -83,7 +83,7 @@ fn a_custom_metrics_config_map_is_mounted_and_collected() {
     spec.dcgm_exporter.config = Some(DcgmExporterConfig {
         name: Some("my-metrics".into()),
     });
-    let pod = render(spec);
+    let pod = render(&spec);
     assert_eq!(
         env(&pod, "DCGM_EXPORTER_COLLECTORS").as_deref(),
         Some(METRICS_PATH)
@@ -113,7 +113,7 @@ fn pod_enrichment_sets_env_and_mounts_the_token() {
     let mut spec = ClusterPolicySpec::default();
     spec.dcgm_exporter.enable_pod_labels = Some(true);
     spec.dcgm_exporter.pod_label_allowlist_regex = Some(vec!["^team$".into(), "^app".into()]);
-    let pod = render(spec);
+    let pod = render(&spec);
     assert_eq!(env(&pod, POD_LABELS_ENV).as_deref(), Some("true"));
     assert_eq!(
         env(&pod, "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX").as_deref(),
@@ -133,7 +133,7 @@ fn hpc_job_mapping_and_kubelet_root_move_host_paths() {
         kubelet_root_dir: Some("/data/kubelet".into()),
         ..HostPathsSpec::default()
     });
-    let pod = render(spec);
+    let pod = render(&spec);
     assert_eq!(
         env(&pod, "DCGM_HPC_JOB_MAPPING_DIR").as_deref(),
         Some(JOB_MAPPING_DIR)
@@ -156,7 +156,7 @@ fn user_env_wins_by_name_and_args_replace() {
     let mut spec = ClusterPolicySpec::default();
     spec.dcgm_exporter.container.env = Some(vec![EnvVar::new("DCGM_EXPORTER_LISTEN", ":9500")]);
     spec.dcgm_exporter.container.args = Some(vec!["-f".into()]);
-    let pod = render(spec);
+    let pod = render(&spec);
     assert_eq!(env(&pod, "DCGM_EXPORTER_LISTEN").as_deref(), Some(":9500"));
     assert_eq!(
         pod.containers[0].args.as_deref(),

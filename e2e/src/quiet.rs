@@ -5,14 +5,21 @@
 //! here waits until every such reconciler has finished a reconcile after it (their counters on
 //! the operator's `/metrics`), so "nothing was written" is read after the operator has handled
 //! the last change, not after a sleep.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::missing_panics_doc,
+    reason = "test support: a step that cannot be taken fails the test that takes it"
+)]
 
 use std::{collections::BTreeMap, time::Duration};
 
-use gpu_operator_core::exposition;
-use gpu_operator_e2e::{
+use crate::{
     operator::{Operator, Write, writes_by},
     wait_until,
 };
+use gpu_operator_core::exposition;
 use k8s_openapi::{
     api::core::v1::{ConfigMap, Event, Node},
     jiff::Timestamp,
@@ -23,7 +30,7 @@ use kube::{
 };
 use serde_json::json;
 
-use super::support::{Env, TIMEOUT, get};
+use crate::scenario::{Env, TIMEOUT, get};
 
 /// A label no operand reads (not NVIDIA's, not NFD's): what an autoscaler or a team's own tooling
 /// changes on nodes.

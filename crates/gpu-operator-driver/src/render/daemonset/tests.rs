@@ -8,7 +8,7 @@ use gpu_operator_api::{
         KernelModuleConfigSpec, RollingUpdateSpec, UpdateStrategy,
     },
 };
-use gpu_operator_core::{facts::OsRelease, runtime_class::ContainerRuntime};
+use gpu_operator_core::{facts::OsRelease, runtime_class::ContainerRuntime, shared::Shared};
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 
 use super::*;
@@ -31,7 +31,13 @@ fn pool() -> Pool {
 
 fn render_pool(spec: ClusterPolicySpec, pool: &Pool) -> DaemonSet {
     let input = Input {
-        spec,
+        gds_enabled: spec.gds_enabled(),
+        gdrcopy_enabled: spec.gdrcopy_enabled(),
+        rdma: crate::validate::Rdma::of(&spec.driver),
+        shared: Shared::of(&spec),
+        driver: spec.driver,
+        gds: spec.gds,
+        gdrcopy: spec.gdrcopy,
         namespace: "gpu-operator".into(),
         manager_image: "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0".into(),
         pools: vec![pool.clone()],

@@ -10,12 +10,9 @@
     clippy::large_futures
 )]
 
-#[path = "operator/quiet.rs"]
-mod quiet;
-#[path = "operator/steps.rs"]
+use gpu_operator_e2e::quiet;
 mod steps;
-#[path = "operator/support.rs"]
-mod support;
+use gpu_operator_e2e::scenario as support;
 
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
 use gpu_operator_e2e::unique_name;

@@ -15,10 +15,7 @@
     clippy::large_futures
 )]
 
-#[allow(dead_code)] // shared with the operator scenario, which uses all of it
-#[path = "operator/support.rs"]
-mod support;
-#[path = "driver_upgrade/world.rs"]
+use gpu_operator_e2e::scenario as support;
 mod world;
 
 use std::time::Duration;

@@ -19,13 +19,9 @@
     clippy::large_futures
 )]
 
-#[path = "operator/quiet.rs"]
-mod quiet;
-#[path = "converged/steps.rs"]
+use gpu_operator_e2e::quiet;
 mod steps;
-#[path = "operator/support.rs"]
-#[allow(dead_code)]
-mod support;
+use gpu_operator_e2e::scenario as support;
 
 use std::time::Duration;
 

@@ -12,13 +12,9 @@
     clippy::large_futures
 )]
 
-#[path = "plugins/config.rs"]
 mod config;
-#[path = "plugins/steps.rs"]
 mod steps;
-#[allow(dead_code)]
-#[path = "operator/support.rs"]
-mod support;
+use gpu_operator_e2e::scenario as support;
 
 use gpu_operator_api::ClusterPolicy;
 use gpu_operator_e2e::unique_name;

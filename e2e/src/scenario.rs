@@ -1,10 +1,16 @@
 //! Helpers of the operator's end-to-end scenario: its environment (namespace, ServiceAccount
 //! kubeconfig, the operator process) and waits on ClusterPolicies, DaemonSets and pods.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::missing_panics_doc,
+    reason = "test support: a step that cannot be taken fails the test that takes it"
+)]
 
 use std::{collections::BTreeMap, time::Duration};
 
-use gpu_operator_api::{ClusterPolicy, State, conditions};
-use gpu_operator_e2e::{
+use crate::{
     chart::{operator_kubeconfig, remove_operator_rbac},
     client,
     crd::ensure_crd,
@@ -13,6 +19,7 @@ use gpu_operator_e2e::{
     operator::Operator,
     unique_name, wait_until,
 };
+use gpu_operator_api::{ClusterPolicy, State, conditions};
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
     core::v1::{Namespace, Node, Pod},
@@ -24,22 +31,31 @@ use kube::{
 use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
+/// How long a scenario waits for one step.
 pub const TIMEOUT: Duration = Duration::from_secs(120);
+/// The device plugin's DaemonSet.
 pub const PLUGIN: &str = "nvidia-device-plugin-daemonset";
+/// The validator's DaemonSet.
 pub const VALIDATOR: &str = "nvidia-operator-validator";
 /// The operator's image environment (shared with the bench).
-#[allow(unused_imports)] // not every test binary that includes this module starts the operator
-pub use gpu_operator_e2e::operator::IMAGES;
+pub use crate::operator::IMAGES;
 
+/// One scenario's environment: its namespace, and the chart's RBAC for the operator in it.
 pub struct Env {
+    /// A client with the test's (admin) credentials.
     pub client: kube::Client,
+    /// The scenario's operator namespace.
     pub namespace: String,
+    /// The kubeconfig of the operator's ServiceAccount token.
     pub kubeconfig: std::path::PathBuf,
+    /// The operator's user name, as the audit log names it.
     pub user: String,
+    /// The scenario's scratch directory (operator log, kubeconfig).
     pub dir: std::path::PathBuf,
 }
 
 impl Env {
+    /// Starts the operator as a host process in this environment with `env`.
     pub fn start(&self, env: &[(&str, &str)]) -> Operator {
         Operator::start(
             &self.kubeconfig,
@@ -49,17 +65,21 @@ impl Env {
         )
         .unwrap()
     }
+    /// The DaemonSets of the namespace.
     pub fn daemonsets(&self) -> Api<DaemonSet> {
         Api::namespaced(self.client.clone(), &self.namespace)
     }
+    /// The pods of the namespace.
     pub fn pods(&self) -> Api<Pod> {
         Api::namespaced(self.client.clone(), &self.namespace)
     }
+    /// The ClusterPolicies.
     pub fn policies(&self) -> Api<ClusterPolicy> {
         Api::all(self.client.clone())
     }
 }
 
+/// The names of the GPU nodes (NFD's NVIDIA PCI label) among `nodes`.
 pub fn gpu_nodes(nodes: &[Node]) -> Vec<String> {
     nodes
         .iter()
@@ -68,6 +88,7 @@ pub fn gpu_nodes(nodes: &[Node]) -> Vec<String> {
         .collect()
 }
 
+/// The kwok nodes of the simulated fleet.
 pub async fn simulated_nodes(client: &kube::Client) -> Vec<Node> {
     let selector = format!("{}={}", KWOK_LABEL.0, KWOK_LABEL.1);
     Api::<Node>::all(client.clone())
@@ -77,6 +98,7 @@ pub async fn simulated_nodes(client: &kube::Client) -> Vec<Node> {
         .items
 }
 
+/// Condition `type_` of `policy`, if it has one.
 pub fn condition<'a>(
     policy: &'a ClusterPolicy,
     type_: &str,
@@ -111,6 +133,7 @@ pub async fn wait_policy(
     }
 }
 
+/// Whether `policy` is `ready` with its `Ready` condition reconciled.
 pub fn is_ready(policy: &ClusterPolicy) -> bool {
     policy
         .status
@@ -169,6 +192,8 @@ pub fn ensure_runtime_class() {
     }
 }
 
+/// A new scenario environment: the CRD, RuntimeClass `nvidia`, a fresh namespace and the
+/// operator's kubeconfig with exactly the chart's RBAC.
 pub async fn setup() -> Env {
     let client = client().await.unwrap();
     ensure_crd().await.unwrap();

@@ -15,11 +15,8 @@
     clippy::large_futures
 )]
 
-#[path = "migration/load.rs"]
 mod load;
-#[allow(dead_code)] // shared with the operator scenario, which uses all of it
-#[path = "operator/support.rs"]
-mod support;
+use gpu_operator_e2e::scenario as support;
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -6,9 +6,7 @@
 //! Dockerfile and against our validator's real argument parser).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-#[path = "validator_images/contract.rs"]
 mod contract;
-#[path = "validator_images/shell.rs"]
 mod shell;
 
 use std::{collections::BTreeSet, path::Path};

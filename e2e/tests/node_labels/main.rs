@@ -12,7 +12,6 @@
 #![cfg(feature = "e2e")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-#[path = "node_labels/table.rs"]
 mod table;
 
 use std::{collections::BTreeMap, future, sync::Arc, time::Duration};

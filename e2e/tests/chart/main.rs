@@ -17,14 +17,9 @@
     clippy::large_futures
 )]
 
-#[path = "operator/quiet.rs"]
-#[allow(dead_code, reason = "shared with the operator scenario")]
-mod quiet;
-#[path = "chart/steps.rs"]
+use gpu_operator_e2e::quiet;
 mod steps;
-#[path = "operator/support.rs"]
-#[allow(dead_code, reason = "shared with the operator scenario")]
-mod support;
+use gpu_operator_e2e::scenario as support;
 
 use std::collections::BTreeMap;
 
