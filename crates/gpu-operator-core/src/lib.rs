@@ -32,6 +32,7 @@ pub mod node_validation;
 pub mod operand;
 pub mod placement;
 pub mod pod;
+pub mod pod_install;
 pub mod pod_security;
 pub mod pod_summary;
 pub mod policy_status;

@@ -9,6 +9,7 @@ use crate::{
     Context, Error,
     children::Children,
     operand::{Operand, PROBLEM_NODES},
+    pod_install::PodInstall,
     pod_summary::PodSummary,
     problems,
     readiness::{self, TEMPLATE_GENERATION_LABEL},
@@ -142,7 +143,7 @@ async fn out_of_sync(
     ds: &DaemonSet,
     in_sync: fn(&DaemonSet, &Pod) -> bool,
 ) -> Result<i32, Error> {
-    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let pods: Api<PodInstall> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
     let mut params = ListParams::default()
         .labels(&older_pods_selector(ds))
         .limit(PAGE);
@@ -154,7 +155,8 @@ async fn out_of_sync(
         )))?;
         count += page
             .items
-            .iter()
+            .into_iter()
+            .map(Pod::from)
             .filter(|p| {
                 p.metadata.deletion_timestamp.is_none() && owned_by(p, ds) && !in_sync(ds, p)
             })
@@ -177,9 +179,9 @@ fn owned_by(pod: &Pod, ds: &DaemonSet) -> bool {
         .any(|o| o.controller == Some(true) && Some(&o.uid) == ds.metadata.uid.as_ref())
 }
 
-/// Pods per list request when counting out-of-sync pods: full driver pods, tens of KiB each once
-/// parsed, so a page stays a few MiB (the allocator keeps a process's peak heap as resident
-/// memory).
+/// Pods per list request when counting out-of-sync pods: each parsed down to what it installs
+/// ([`PodInstall`]), so a page stays about a MiB (the allocator keeps a process's peak heap as
+/// resident memory).
 const PAGE: u32 = 100;
 
 /// What an OnDelete DaemonSet with `count` pods of an older template says: they run until deleted.

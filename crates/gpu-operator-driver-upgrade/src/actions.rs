@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 use crate::{
     facts::{NodeFacts, Workload},
     plan::{self, StateLabel, Step},
-    view,
+    workload_pod::WorkloadPod,
 };
 
 /// How long one eviction may take before it counts as refused for now.
@@ -55,12 +55,12 @@ pub async fn evict(ctx: &Context, namespace: &str, name: &str) -> Result<Option<
 
 /// The pods on node `node`, from a list filtered by the API server.
 pub async fn pods_on(ctx: &Context, node: &str) -> Result<Vec<Workload>, Error> {
-    let pods: Api<Pod> = Api::all(ctx.client.clone());
+    let pods: Api<WorkloadPod> = Api::all(ctx.client.clone());
     let list = pods
         .list(&ListParams::default().fields(&format!("spec.nodeName={node}")))
         .await
         .map_err(Error::kube(format!("listing the pods on node {node}")))?;
-    Ok(list.items.iter().map(view::workload).collect())
+    Ok(list.items.into_iter().map(|p| p.workload).collect())
 }
 
 /// The JSON merge patch of `step`, `None` when it changes nothing on the node.

@@ -23,5 +23,6 @@ mod triggers;
 pub mod view;
 #[cfg(test)]
 mod view_tests;
+mod workload_pod;
 
 pub use reconcile::{NAME, controller};

@@ -214,7 +214,15 @@ pub fn step(
         }
         UpgradeState::Required => required(node, admitted, &mut step, now),
         UpgradeState::CordonRequired => {
-            move_to(&mut step, UpgradeState::WaitForJobsRequired, now);
+            // Without `waitForCompletion.podSelector` there are no jobs to wait for: the node
+            // goes past `wait-for-jobs-required` in the patch that cordons it, as it goes past
+            // `drain-required` with drain off (one node patch less; it would never wait there).
+            let next = if policy.wait_selector.is_some() {
+                UpgradeState::WaitForJobsRequired
+            } else {
+                UpgradeState::PodDeletionRequired
+            };
+            move_to(&mut step, next, now);
             step.patch.unschedulable = (!node.unschedulable).then_some(true);
         }
         UpgradeState::WaitForJobsRequired => {

@@ -230,29 +230,41 @@ async fn pass(policy: &ClusterPolicy, up: &Upgrades) -> Result<Action, Error> {
     let admitted: BTreeSet<String> = plan::admit(&facts, &policy_ok).into_iter().collect();
     let available = plan::available(&facts, &policy_ok).saturating_sub(admitted.len());
     let now = Timestamp::now();
-    let work: Vec<_> = facts
-        .iter()
-        .map(|node| async {
+    // By index: rustc cannot prove `Send` a pass that holds an iterator whose closure takes a
+    // borrowed node (a higher-ranked lifetime), across an await.
+    let (policy_ok, admitted, in_flight) = (&policy_ok, &admitted, &in_flight);
+    let work = (0..facts.len()).map(|i| {
+        let node = &facts[i];
+        async move {
             if in_flight.contains(&node.name) {
                 return Ok(Step {
                     node: node.name.clone(),
                     ..Step::default()
                 });
             }
-            let step = run_node(ctx, node, &policy_ok, admitted.contains(&node.name), now).await?;
+            let step = run_node(ctx, node, policy_ok, admitted.contains(&node.name), now).await?;
             up.written.wrote(&node.name, &step);
             Ok::<_, Error>(step)
-        })
-        .collect();
-    let steps: Vec<Step> = stream::iter(work)
-        .buffered(CONCURRENCY)
-        .try_collect()
-        .await?;
+        }
+    });
+    let steps: Vec<Step> = bounded(work, CONCURRENCY).try_collect().await?;
     let mut summary = Summary::of(&facts, &steps, available);
     summary.total = summary.total.max(view::driver_nodes(&nodes, &facts));
     ctx.metrics.set_driver_upgrades(&summary.gauges(true));
     let recheck = steps.iter().filter_map(|s| s.wait.as_ref()?.recheck).min();
     write_condition(ctx, policy, &summary.condition(now), recheck).await
+}
+
+/// Runs the futures `work` yields, in order, at most `limit` at once. `work` is an iterator that
+/// makes each future when asked, and a future is asked for only when a slot is free, so no more
+/// than `limit` of them (each holding the state of its requests, kilobytes apiece) are alive at
+/// once, whatever the fleet's size.
+fn bounded<I>(work: I, limit: usize) -> impl futures::Stream<Item = <I::Item as Future>::Output>
+where
+    I: IntoIterator,
+    I::Item: Future,
+{
+    stream::iter(work).buffered(limit)
 }
 
 async fn write_condition(
@@ -352,4 +364,60 @@ async fn run_node(
         tracing::info!(node = node.name, from = ?node.state, to = ?step.patch.state, "driver upgrade step");
     }
     Ok(step)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    };
+
+    use futures::StreamExt as _;
+
+    use super::bounded;
+
+    /// Counts the futures alive: one more when a future is made, one less when it ends.
+    #[derive(Default)]
+    struct Alive {
+        now: AtomicUsize,
+        most: AtomicUsize,
+    }
+
+    struct Guard(Arc<Alive>);
+
+    impl Guard {
+        fn new(alive: &Arc<Alive>) -> Self {
+            let now = alive.now.fetch_add(1, Ordering::SeqCst) + 1;
+            alive.most.fetch_max(now, Ordering::SeqCst);
+            Self(alive.clone())
+        }
+    }
+
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            self.0.now.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_pass_over_a_large_fleet_holds_only_a_few_node_futures_at_once() {
+        let nodes: Vec<usize> = (0..1000).collect();
+        let alive = Arc::new(Alive::default());
+        let work = nodes.iter().map(|n| {
+            let guard = Guard::new(&alive);
+            async move {
+                tokio::task::yield_now().await;
+                drop(guard);
+                *n
+            }
+        });
+        let done: Vec<usize> = bounded(work, 16).collect().await;
+        assert_eq!(done, nodes, "every node, in order");
+        let most = alive.most.load(Ordering::SeqCst);
+        assert!(
+            (2..=16).contains(&most),
+            "{most} node futures alive at once (positive control: more than one ran at a time)"
+        );
+    }
 }

@@ -1,9 +1,9 @@
 //! The state machine's facts from the cluster: a GPU node cache that keeps only what upgrades
 //! read ([`UpgradeNode`]: the upgrade labels and annotations, the driver's deploy label, the
-//! cordon, the Ready condition), a
+//! cordon, the Ready condition), and a
 //! cache of the driver and validator pods of the operator namespace ([`OperandPod`], each driver
-//! pod reduced to its install fingerprint), and, for nodes that evict or wait on pods, a list of
-//! the pods on that node.
+//! pod reduced to its install fingerprint). The pods on a node that evicts or waits are read by
+//! `workload_pod`.
 
 use std::{borrow::Cow, collections::BTreeMap};
 
@@ -20,7 +20,7 @@ use kube::api::ObjectMeta;
 use serde::Deserialize;
 
 use crate::{
-    facts::{NodeFacts, PodFacts, Workload},
+    facts::{NodeFacts, PodFacts},
     state::{FAILURE_REASON, RESTART_POD, STATE_SINCE, UPGRADE_REQUESTED, UpgradeState},
 };
 
@@ -376,56 +376,4 @@ pub fn driver_nodes(nodes: &[std::sync::Arc<UpgradeNode>], facts: &[NodeFacts]) 
         .chain(running)
         .collect::<std::collections::BTreeSet<&str>>()
         .len()
-}
-
-/// Whether any container of `pod` asks for an NVIDIA GPU or MIG device (NVIDIA's filter).
-fn requests_gpu(pod: &Pod) -> bool {
-    let Some(spec) = &pod.spec else { return false };
-    spec.containers
-        .iter()
-        .chain(spec.init_containers.iter().flatten())
-        .any(|c| {
-            let resources = c.resources.as_ref();
-            let named = |map: Option<
-                &BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
-            >| {
-                map.is_some_and(|m| {
-                    m.keys().any(|k| {
-                        k.starts_with("nvidia.com/gpu") || k.starts_with("nvidia.com/mig-")
-                    })
-                })
-            };
-            named(resources.and_then(|r| r.limits.as_ref()))
-                || named(resources.and_then(|r| r.requests.as_ref()))
-        })
-}
-
-/// What the state machine reads of a pod on a node being upgraded.
-pub fn workload(pod: &Pod) -> Workload {
-    let meta = &pod.metadata;
-    let controller = meta
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|o| o.controller == Some(true));
-    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-    Workload {
-        namespace: meta.namespace.clone().unwrap_or_default(),
-        name: meta.name.clone().unwrap_or_default(),
-        labels: meta.labels.clone().unwrap_or_default(),
-        gpu: requests_gpu(pod),
-        finished: matches!(phase, Some("Succeeded" | "Failed")),
-        terminating: meta.deletion_timestamp.is_some(),
-        daemonset: controller.is_some_and(|o| o.kind == "DaemonSet"),
-        controlled: controller.is_some(),
-        empty_dir: pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.volumes.as_ref())
-            .is_some_and(|v| v.iter().any(|v| v.empty_dir.is_some())),
-        mirror: meta
-            .annotations
-            .as_ref()
-            .is_some_and(|a| a.contains_key("kubernetes.io/config.mirror")),
-    }
 }

@@ -251,10 +251,13 @@ impl Report {
                 run.patch_latencies_s.len(),
                 list(&run.patch_writes),
             );
+            let upgrade_writes = run.upgrade.as_ref().map(|u| &u.writes);
             for (when, writes) in [
-                ("rollout", &run.rollout_writes),
-                ("patches", &run.patch_writes),
+                ("rollout", Some(&run.rollout_writes)),
+                ("patches", Some(&run.patch_writes)),
+                ("driver upgrade", upgrade_writes),
             ] {
+                let Some(writes) = writes else { continue };
                 if !writes.status_by_manager.is_empty() {
                     let by: Vec<String> = writes
                         .status_by_manager

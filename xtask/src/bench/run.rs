@@ -393,6 +393,11 @@ fn count_writes(
         {
             if resource != "leases" {
                 upgrade.writes.add(&write.verb, resource, write.code);
+                if resource == super::report::STATUS_WRITES {
+                    upgrade
+                        .writes
+                        .add_status_writer(write.field_manager.as_deref());
+                }
             }
             continue;
         } else {

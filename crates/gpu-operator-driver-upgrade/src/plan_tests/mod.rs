@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use gpu_operator_api::spec::{DrainSpec, DriverUpgradePolicySpec};
+use gpu_operator_api::spec::{DrainSpec, DriverUpgradePolicySpec, WaitForCompletionSpec};
 use k8s_openapi::{apimachinery::pkg::util::intstr::IntOrString, jiff::Timestamp};
 
 use super::*;
@@ -134,7 +134,14 @@ fn walk(
 #[test]
 fn a_node_goes_through_nvidias_states_in_order() {
     use UpgradeState::*;
-    let (states, after) = walk(node("a"), &policy(DriverUpgradePolicySpec::default()), &[]);
+    let jobs = policy(DriverUpgradePolicySpec {
+        wait_for_completion: Some(WaitForCompletionSpec {
+            pod_selector: Some("app=training".into()),
+            timeout_seconds: None,
+        }),
+        ..DriverUpgradePolicySpec::default()
+    });
+    let (states, after) = walk(node("a"), &jobs, &[]);
     // reference §1.7, drain disabled (NVIDIA's default), so no drain-required.
     assert_eq!(
         states,
@@ -151,6 +158,29 @@ fn a_node_goes_through_nvidias_states_in_order() {
     );
     assert!(!after.unschedulable, "uncordoned at the end");
     assert!(after.driver.unwrap().in_sync);
+    // Without waitForCompletion.podSelector there is no job to wait for: no wait-for-jobs-required,
+    // and the patch that leaves cordon-required cordons the node.
+    let plain = policy(DriverUpgradePolicySpec::default());
+    let (states, after) = walk(node("a"), &plain, &[]);
+    assert_eq!(
+        states,
+        [
+            Required,
+            CordonRequired,
+            PodDeletionRequired,
+            PodRestartRequired,
+            ValidationRequired,
+            UncordonRequired,
+            Done
+        ]
+    );
+    assert!(!after.unschedulable, "uncordoned at the end");
+    let s = step(&in_state("a", CordonRequired), &plain, false, &[], t(200));
+    assert_eq!(
+        (s.patch.state, s.patch.unschedulable),
+        (StateLabel::Set(PodDeletionRequired), Some(true)),
+        "the cordon goes with the move past wait-for-jobs-required"
+    );
     let drain = policy(DriverUpgradePolicySpec {
         drain: Some(DrainSpec {
             enable: Some(true),
@@ -159,8 +189,8 @@ fn a_node_goes_through_nvidias_states_in_order() {
         ..DriverUpgradePolicySpec::default()
     });
     let (states, _) = walk(node("a"), &drain, &[]);
-    assert_eq!(states[4], DrainRequired);
-    assert_eq!(states[5], PodRestartRequired);
+    assert_eq!(states[3], DrainRequired);
+    assert_eq!(states[4], PodRestartRequired);
 }
 
 #[test]
