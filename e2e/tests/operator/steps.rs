@@ -3,6 +3,7 @@
 use std::{collections::BTreeMap, time::Duration};
 
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, State, conditions};
+use gpu_operator_core::write_gate;
 use gpu_operator_e2e::{
     fleet::Profile,
     operator::{Operator, writes_by},
@@ -218,8 +219,7 @@ pub async fn a_daemonset_deleted_by_hand_comes_back(env: &Env, name: &str) {
     // Let every timer of the previous steps run out first: a status change still waiting for its
     // quiet time requeues its reconciler within QUIET + BURST; once current, a reconciler
     // requeues hourly. After this, only a watch event can wake the validator's reconciler.
-    use gpu_operator_core::write_gate::{BURST, QUIET};
-    tokio::time::sleep(QUIET + BURST + Duration::from_secs(1)).await;
+    tokio::time::sleep(write_gate::QUIET + write_gate::BURST + Duration::from_secs(1)).await;
     let old = env.daemonsets().get(VALIDATOR).await.unwrap().uid();
     env.daemonsets()
         .delete(VALIDATOR, &DeleteParams::default())
