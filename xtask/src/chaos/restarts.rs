@@ -5,9 +5,10 @@
 //! then); its watches must resume rather than relist in a storm (its LISTs from the restart until
 //! converged, from the audit log, may not exceed what a fresh start needs per process, measured
 //! first as the positive control); and once converged it writes nothing.
-//! Whether the operator stayed up or exited is reported: with `--leader-elect` it exits when it
-//! cannot renew its Lease within the renew deadline (8 s here), as it must rather than risk a
-//! second writer, and is started again as its Deployment would.
+//! The operator must also stay up: with `--leader-elect` an outage longer than its renew deadline
+//! (8 s here) costs it the Lease — it stops writing and its reconcilers at once — and it takes the
+//! Lease back in place as soon as the API answers (the Lease still names it). A process that
+//! exited anyway is started again, as its Deployment would, and the round fails.
 
 use std::{
     fmt::Write as _,
@@ -77,6 +78,7 @@ impl Restart {
     /// Whether every figure of the round is as it must be.
     pub fn passed(&self) -> bool {
         self.error.is_none()
+            && !self.operator_exited
             && self.acted_s.is_some_and(|s| s <= ACT_WITHIN.as_secs_f64())
             && self.converged_s.is_some()
             && self.lists <= self.start_lists * (1 + usize::from(self.operator_exited))
@@ -294,7 +296,7 @@ pub fn markdown(rounds: &[Restart], out: &mut String) {
             r.during,
             r.down_s,
             if r.operator_exited {
-                "exited (lost its Lease), restarted"
+                "**exited**, restarted"
             } else {
                 "stayed up"
             },
@@ -307,8 +309,8 @@ pub fn markdown(rounds: &[Restart], out: &mut String) {
     }
     let _ = writeln!(
         out,
-        "\n**{} of {} restarts passed** (a change acted on within {} s, no relist beyond a fresh \
-         start's LISTs, no write once converged).",
+        "\n**{} of {} restarts passed** (the operator stayed up, a change acted on within {} s, no \
+         relist beyond a fresh start's LISTs, no write once converged).",
         rounds.iter().filter(|r| r.passed()).count(),
         rounds.len(),
         ACT_WITHIN.as_secs(),
