@@ -2,7 +2,8 @@
 //! cluster, with a figure for each scenario: the operator SIGKILLed at random moments of rollouts
 //! and ClusterPolicy changes ([`kills`]), the leader of two candidates killed mid-rollout
 //! ([`failover`]), and kube-apiserver and etcd restarted while idle and mid-rollout
-//! ([`restarts`]). The short profile (5 kills, 1 failover) runs inside `cargo xtask ci`; `--full`
+//! ([`restarts`]), and (`--only throttled`, two 1,000-node rollouts) API Priority and Fairness
+//! limiting the operator ([`throttled`]). The short profile (5 kills, 1 failover) runs inside `cargo xtask ci`; `--full`
 //! kills 50 times, fails over 5 times and restarts the control plane 4 times. Prints
 //! the tables and writes them to `target/chaos/latest.md`; fails when any figure is off.
 
@@ -12,6 +13,7 @@ mod report;
 mod restarts;
 mod snapshot;
 mod steps;
+mod throttled;
 
 use std::{path::PathBuf, process::Command, time::Instant};
 
@@ -64,6 +66,9 @@ pub enum Scenario {
     Failover,
     /// kube-apiserver and etcd restarted.
     Restarts,
+    /// A 1,000-node rollout with API Priority and Fairness limiting the operator, and one
+    /// without (only with `--only`: two 1,000-node clusters are too long for the full profile).
+    Throttled,
 }
 
 impl Args {
@@ -72,7 +77,11 @@ impl Args {
     fn runs(&self, scenario: Scenario) -> bool {
         match self.only {
             Some(only) => only == scenario,
-            None => scenario != Scenario::Restarts || self.full,
+            None => match scenario {
+                Scenario::Kills | Scenario::Failover => true,
+                Scenario::Restarts => self.full,
+                Scenario::Throttled => false,
+            },
         }
     }
 
@@ -81,6 +90,7 @@ impl Args {
             (Some(Scenario::Kills), _) => "kills only",
             (Some(Scenario::Failover), _) => "failover only",
             (Some(Scenario::Restarts), _) => "restarts only",
+            (Some(Scenario::Throttled), _) => "throttled only",
             (None, true) => "full",
             (None, false) => "short",
         }
@@ -112,6 +122,23 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let out = bench::target_dir().join("chaos");
     std::fs::create_dir_all(&out)?;
     let started = Instant::now();
+    if args.runs(Scenario::Throttled) {
+        let throttled = throttled::run(&layout, &binary, &out)?;
+        return finish(
+            &report::Report {
+                profile: args.profile(),
+                seed,
+                revision: bench::revision(),
+                fleet: Fleet::default().scaled_to(1000)?.to_string(),
+                minutes: started.elapsed().as_secs_f64() / 60.0,
+                cycles: Vec::new(),
+                failovers: Vec::new(),
+                restarts: Vec::new(),
+                throttled,
+            },
+            &out,
+        );
+    }
     cluster::run(cluster::Action::Up(UpArgs::default()))?;
     let runtime = tokio::runtime::Runtime::new()?;
     let result = runtime.block_on(async {
@@ -147,7 +174,13 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         cycles,
         failovers,
         restarts,
+        throttled: Vec::new(),
     };
+    finish(&report, &out)
+}
+
+/// Prints the report, writes it to `out/latest.md`, and fails when any figure is off.
+fn finish(report: &report::Report, out: &std::path::Path) -> anyhow::Result<()> {
     let markdown = report.markdown();
     std::fs::write(out.join("latest.md"), &markdown)?;
     println!("\n{markdown}");
