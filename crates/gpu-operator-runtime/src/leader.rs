@@ -206,6 +206,19 @@ pub async fn acquire(
     params: LeaseParams,
     fence: Fence,
 ) -> Result<Leadership, Error> {
+    acquire_as(client, (namespace, name, identity), params, fence, false).await
+}
+
+/// [`acquire`]; with `led_before`, permission errors are retried too: the process held this
+/// Lease before, and an API server that has just restarted refuses (403) until its authorizer's
+/// caches are filled again.
+pub(crate) async fn acquire_as(
+    client: kube::Client,
+    (namespace, name, identity): (&str, &str, &str),
+    params: LeaseParams,
+    fence: Fence,
+    led_before: bool,
+) -> Result<Leadership, Error> {
     params.validate()?;
     let api = Api::<Lease>::namespaced(client, namespace);
     let refused = |source| Error::Refused {
@@ -231,7 +244,7 @@ pub async fn acquire(
                     }
                 }
             }
-            Err(error) if is_permanent(&error) => return Err(refused(error)),
+            Err(error) if is_permanent(&error) && !led_before => return Err(refused(error)),
             Err(error) => {
                 tracing::warn!(lease = name, namespace, %error, "acquiring the lease failed; retrying");
             }

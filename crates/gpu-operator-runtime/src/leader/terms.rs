@@ -9,7 +9,7 @@
 
 use std::{future::Future, pin::pin};
 
-use super::{Error, Fence, Leadership, LeaseParams, acquire};
+use super::{Error, Fence, Leadership, LeaseParams, acquire_as};
 
 /// One candidate for one Lease, with the fence its leadership opens and closes.
 #[derive(Clone)]
@@ -65,15 +65,15 @@ impl Elector {
         &self.identity
     }
 
-    /// Waits until this candidate holds the Lease (see [`acquire`]).
-    pub async fn acquire(&self) -> Result<Leadership, Error> {
-        acquire(
+    /// Waits until this candidate holds the Lease (see [`super::acquire`]); with `led_before`
+    /// (it held the Lease in an earlier term) permission errors are retried, not fatal.
+    pub async fn acquire(&self, led_before: bool) -> Result<Leadership, Error> {
+        acquire_as(
             self.client.clone(),
-            &self.namespace,
-            &self.name,
-            &self.identity,
+            (&self.namespace, &self.name, &self.identity),
             self.params,
             self.fence.clone(),
+            led_before,
         )
         .await
     }
@@ -82,7 +82,8 @@ impl Elector {
 /// Runs `lead(term)` (terms count from 1) each time `elector` holds the Lease, dropping it the
 /// moment leadership is lost and trying again, until a term's future finishes (then the Lease is
 /// released for a standby) or `stop` resolves while not leading. `lead` must finish when the
-/// process shuts down. Fails only when the Lease cannot be used at all (permissions).
+/// process shuts down. Fails only when the Lease cannot be used at all (permissions) before the
+/// first term; after one, a refusal is an API server that restarted and is retried.
 pub async fn run_terms<F, Fut>(
     elector: &Elector,
     stop: impl Future<Output = ()>,
@@ -96,7 +97,7 @@ where
     let mut term = 0_u64;
     loop {
         let leadership = tokio::select! {
-            leadership = elector.acquire() => leadership?,
+            leadership = elector.acquire(term > 0) => leadership?,
             () = &mut stop => return Ok(()),
         };
         term += 1;

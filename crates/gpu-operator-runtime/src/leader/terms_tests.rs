@@ -37,6 +37,8 @@ struct State {
     version: u64,
     /// Lease requests fail (a connection error) while set.
     leases_down: bool,
+    /// Lease requests are refused (403, as by an API server whose authorizer is not synced yet).
+    leases_forbidden: bool,
     /// When each non-Lease write reached the server.
     writes: Vec<Duration>,
 }
@@ -117,6 +119,9 @@ impl FakeApi {
                 "message": reason, "reason": reason, "code": code.as_u16()});
             Ok((code, status.to_string()))
         };
+        if state.leases_forbidden {
+            return status(StatusCode::FORBIDDEN, "Forbidden");
+        }
         match *method {
             Method::GET => match &state.lease {
                 Some(lease) => Ok((StatusCode::OK, serde_json::to_string(lease).unwrap())),
@@ -249,11 +254,17 @@ async fn a_leader_that_cannot_renew_stops_writing_and_takes_its_lease_back_at_on
         "stopped {lost:?} after its last renewal, past the renew deadline"
     );
     assert!(!fence.is_open(), "the fence is closed while not leading");
-    api.with(|s| s.leases_down = false);
+    // The API server is back, but refuses for a second (its authorizer's caches fill).
+    api.with(|s| {
+        s.leases_down = false;
+        s.leases_forbidden = true;
+    });
+    until(&api, 13).await;
+    api.with(|s| s.leases_forbidden = false);
     until(&api, 20).await;
     let again = journal.at("term 2 started").expect("term 2 started");
     assert!(
-        again <= Duration::from_secs(12) + params().retry_period,
+        again <= Duration::from_secs(13) + params().retry_period,
         "took its own Lease back at {again:?}, not at the first attempt after the API returned"
     );
     assert!(fence.is_open());
@@ -318,6 +329,22 @@ async fn a_finished_term_releases_the_lease_and_ends() {
     assert_eq!(terms, 1);
     assert_eq!(api.holder(), None, "released for a standby");
     assert!(!fence.is_open());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refusal_before_the_first_term_is_an_error() {
+    let api = FakeApi::new();
+    api.with(|s| s.leases_forbidden = true);
+    let elector = Elector::new(api.client(None), NAMESPACE, NAME, "me", params()).unwrap();
+    let error = run_terms(&elector, std::future::pending(), |_| async {
+        panic!("led without the Lease")
+    })
+    .await
+    .unwrap_err();
+    assert!(
+        error.to_string().contains("get, create and update"),
+        "{error}"
+    );
 }
 
 #[tokio::test(start_paused = true)]
