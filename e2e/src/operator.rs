@@ -315,6 +315,17 @@ pub fn lists_in(
     requests_in(log, user, since, |verb| verb == "list")
 }
 
+/// Every request by `user` in the audit log at `log` that completed after `since`, whatever its
+/// verb, with its status (a 429 is one API Priority and Fairness refused). The harness records
+/// every request only of the throttled chaos scenario's ServiceAccount.
+pub fn requests_of(
+    log: &Path,
+    user: &str,
+    since: Timestamp,
+) -> anyhow::Result<Vec<(Timestamp, Write)>> {
+    requests_in(log, user, since, |_| true)
+}
+
 /// The verbs that change objects.
 const MUTATING: [&str; 5] = ["create", "update", "patch", "delete", "deletecollection"];
 

@@ -83,9 +83,16 @@ fn candidate(
         identity.to_owned(),
     );
     tokio::spawn(async move {
-        leader::acquire(client, &namespace, &lease, &identity, PARAMS)
-            .await
-            .unwrap()
+        leader::acquire(
+            client,
+            &namespace,
+            &lease,
+            &identity,
+            PARAMS,
+            leader::Fence::closed(),
+        )
+        .await
+        .unwrap()
     })
 }
 
@@ -226,7 +233,14 @@ async fn an_abandoned_lease_is_taken_over_once_it_expires() {
             let client = client.clone();
             let namespace = namespace.0.clone();
             async move {
-                let attempt = leader::acquire(client, &namespace, lease, "heir", PARAMS);
+                let attempt = leader::acquire(
+                    client,
+                    &namespace,
+                    lease,
+                    "heir",
+                    PARAMS,
+                    leader::Fence::closed(),
+                );
                 Ok(tokio::time::timeout(Duration::from_secs(10), attempt)
                     .await
                     .ok()

@@ -8,7 +8,7 @@
 mod compare;
 pub(crate) mod patches;
 mod proc_stats;
-mod report;
+pub(crate) mod report;
 pub(crate) mod run;
 mod upgrade;
 
@@ -120,7 +120,7 @@ fn parse_env(text: &str) -> Result<(String, String), String> {
 
 /// How long to wait for `ready` at `nodes`: kwok readies about 45 pods a second on an idle
 /// 2-core machine, and every GPU node runs seven or eight operand pods (much slower when loaded).
-fn ready_timeout(nodes: u32) -> Duration {
+pub(crate) fn ready_timeout(nodes: u32) -> Duration {
     Duration::from_secs(300 + u64::from(nodes))
 }
 
@@ -323,7 +323,7 @@ fn synthetic(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn gpu_nodes(fleet: &Fleet) -> u32 {
+pub(crate) fn gpu_nodes(fleet: &Fleet) -> u32 {
     gpu_operator_e2e::fleet::Profile::ALL
         .iter()
         .filter(|p| p.gpu_count() > 0)

@@ -9,6 +9,7 @@
 //! version had none), so a filter such as [`crate::controller::changes`] tells it from an update.
 
 use std::{
+    collections::VecDeque,
     pin::Pin,
     sync::Arc,
     task::{Context, Poll},
@@ -39,6 +40,39 @@ pub struct Dispatcher<K> {
 #[derive(Clone)]
 pub struct Changes<K> {
     receiver: Receiver<Arc<K>>,
+    /// Objects handed out before the channel's changes (see [`Standby::resume`]).
+    replay: VecDeque<Arc<K>>,
+}
+
+/// A subscription kept while nobody consumes it (between two leadership terms): it holds no
+/// change back, and [`Self::resume`] makes a live one again.
+pub struct Standby<K> {
+    receiver: InactiveReceiver<Arc<K>>,
+}
+
+impl<K> Changes<K> {
+    /// A standby of this channel.
+    pub fn standby(&self) -> Standby<K> {
+        Standby {
+            receiver: self.receiver.clone().deactivate(),
+        }
+    }
+}
+
+impl<K: Resource + Clone> Standby<K>
+where
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    /// A live subscription that first hands out every object of `cache` (as at the end of a
+    /// list), then every change from now on: what a reconciler started now needs to see the
+    /// world as its first start did. An object changed meanwhile may come twice; never missed.
+    pub fn resume(&self, cache: &Store<K>) -> Changes<K> {
+        let receiver = self.receiver.activate_cloned();
+        Changes {
+            receiver,
+            replay: cache.state().into(),
+        }
+    }
 }
 
 /// A dispatcher and the first subscription of a channel holding `capacity` changes.
@@ -52,7 +86,10 @@ pub fn channel<K>(capacity: usize) -> (Dispatcher<K>, Changes<K>) {
             sender,
             _open: open,
         },
-        Changes { receiver },
+        Changes {
+            receiver,
+            replay: VecDeque::new(),
+        },
     )
 }
 
@@ -128,6 +165,9 @@ impl<K> Stream for Changes<K> {
     type Item = Arc<K>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if let Some(object) = self.replay.pop_front() {
+            return Poll::Ready(Some(object));
+        }
         Pin::new(&mut self.receiver).poll_next(cx)
     }
 }
@@ -210,5 +250,47 @@ mod tests {
                 .dispatch(&watcher::Event::Apply(config_map("a", "1")), &cache)
                 .await;
         }
+    }
+
+    #[tokio::test]
+    async fn a_standby_holds_nothing_back_and_resumes_with_the_whole_cache_first() {
+        let (cache, mut writer) = reflector::store::<ConfigMap>();
+        let (dispatcher, changes) = channel(1);
+        let standby = changes.standby();
+        drop(changes);
+        for event in [
+            watcher::Event::Apply(config_map("a", "1")),
+            watcher::Event::Apply(config_map("b", "2")),
+            watcher::Event::Apply(config_map("a", "3")),
+        ] {
+            writer.apply_watcher_event(&event);
+            // A channel of 1: would wait forever if the standby held changes.
+            dispatcher.dispatch(&event, &cache).await;
+        }
+        let mut resumed = standby.resume(&cache);
+        let mut seen: Vec<_> = vec![
+            resumed
+                .next()
+                .await
+                .unwrap()
+                .metadata
+                .resource_version
+                .clone(),
+            resumed
+                .next()
+                .await
+                .unwrap()
+                .metadata
+                .resource_version
+                .clone(),
+        ];
+        seen.sort();
+        assert_eq!(seen, [Some("2".to_owned()), Some("3".to_owned())]);
+        assert!(resumed.next().now_or_never().is_none(), "only the cache");
+        let event = watcher::Event::Apply(config_map("b", "4"));
+        writer.apply_watcher_event(&event);
+        dispatcher.dispatch(&event, &cache).await;
+        let live = resumed.next().await.unwrap();
+        assert_eq!(live.metadata.resource_version.as_deref(), Some("4"));
     }
 }

@@ -34,7 +34,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 
 use crate::{
-    change_stream::{self, Changes},
+    change_stream::{self, Changes, Standby},
     facts_memo::{self, FactsMemo},
     meta,
     node_meta::NodeMeta,
@@ -61,6 +61,27 @@ macro_rules! kinds {
         #[derive(Clone)]
         pub struct Subscriptions {
             $(#[doc = concat!("Changes of `", stringify!($kind), "`.")] pub $field: Changes<$kind>,)*
+        }
+
+        /// The subscriptions kept while no reconciler runs (between two leadership terms),
+        /// holding nothing back.
+        pub struct StandbySubscriptions {
+            $($field: Standby<$kind>,)*
+        }
+
+        impl Subscriptions {
+            /// Standbys of every change stream.
+            pub fn standby(&self) -> StandbySubscriptions {
+                StandbySubscriptions { $($field: self.$field.standby(),)* }
+            }
+        }
+
+        impl StandbySubscriptions {
+            /// Live subscriptions that hand out every cached object first, then every change: a
+            /// reconciler started on them sees the world as one started with the caches does.
+            pub fn resume(&self, stores: &Stores) -> Subscriptions {
+                Subscriptions { $($field: self.$field.resume(&stores.$field),)* }
+            }
         }
 
         impl Stores {

@@ -9,7 +9,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use crate::{
     admin::BindAddress,
-    leader::{self, LeaseParams},
+    leader::{self, Fence, LeaseParams},
     telemetry::{self, LogFormat},
 };
 
@@ -157,10 +157,24 @@ impl RunArgs {
     pub async fn client(&self) -> Result<kube::Client, Error> {
         client(self.kubeconfig.as_deref()).await
     }
+
+    /// The reconcilers' client: as [`Self::client`], but its writes pass only while `fence` is
+    /// open (while this process leads).
+    pub async fn fenced_client(&self, fence: &Fence) -> Result<kube::Client, Error> {
+        let config = client_config(self.kubeconfig.as_deref()).await?;
+        Ok(kube::client::ClientBuilder::try_from(config)
+            .map_err(Error::Client)?
+            .with_layer(&fence.layer())
+            .build())
+    }
 }
 
 /// A client from the kubeconfig at `path`, else `KUBECONFIG`/`~/.kube/config`, else in-cluster.
 pub async fn client(path: Option<&std::path::Path>) -> Result<kube::Client, Error> {
+    kube::Client::try_from(client_config(path).await?).map_err(Error::Client)
+}
+
+async fn client_config(path: Option<&std::path::Path>) -> Result<kube::Config, Error> {
     let config = match path {
         Some(path) => {
             let kubeconfig = Kubeconfig::read_from(path).map_err(|source| Error::Kubeconfig {
@@ -175,7 +189,7 @@ pub async fn client(path: Option<&std::path::Path>) -> Result<kube::Client, Erro
             .await
             .map_err(|error| Error::ClientConfig(error.to_string()))?,
     };
-    kube::Client::try_from(config).map_err(Error::Client)
+    Ok(config)
 }
 
 /// The kernel's hostname (a pod's is its name), else `HOSTNAME`, else a fixed fallback.

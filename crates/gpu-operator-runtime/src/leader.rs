@@ -2,7 +2,8 @@
 //! candidate takes the Lease when it is absent, free, its own, or expired, and every write is a
 //! replace carrying the resourceVersion it read, so two candidates can never both win. The holder
 //! renews every retry period and gives up when it has not renewed for the renew deadline, which is
-//! shorter than the lease duration, so it stops before anybody else may take over.
+//! shorter than the lease duration, so it stops before anybody else may take over: its
+//! [`Fence`] closes, its reconcilers stop, and it tries to lead again in place ([`run_terms`]).
 //!
 //! Expiry is judged on the local monotonic clock — how long the Lease has been seen unchanged —
 //! not on the writer's `renewTime`, so clock skew between candidates does not matter. A new
@@ -19,9 +20,15 @@ use k8s_openapi::{
 use kube::{Api, api::PostParams};
 use tokio::time::Instant;
 
-pub use self::renewal::{Leadership, Lost};
+pub use self::{
+    fence::{Fence, FenceLayer, Fenced, NotLeader},
+    renewal::{Leadership, Lost},
+    terms::{Elector, run_terms},
+};
 
+mod fence;
 mod renewal;
+mod terms;
 
 /// NVIDIA's leader-election id (`cmd/gpu-operator/main.go`), used as the Lease name, so the Rust
 /// operator and NVIDIA's never lead at the same time during a migration.
@@ -188,14 +195,29 @@ pub fn claimed_spec(
     }
 }
 
-/// Waits until `identity` holds Lease `name` in `namespace` (creating it if absent), then starts
-/// renewing it. Transient API errors are logged and retried; permission errors fail.
+/// Waits until `identity` holds Lease `name` in `namespace` (creating it if absent, taking it
+/// back at once when it still names `identity`), then opens `fence` and starts renewing it.
+/// Transient API errors are logged and retried; permission errors fail.
 pub async fn acquire(
     client: kube::Client,
     namespace: &str,
     name: &str,
     identity: &str,
     params: LeaseParams,
+    fence: Fence,
+) -> Result<Leadership, Error> {
+    acquire_as(client, (namespace, name, identity), params, fence, false).await
+}
+
+/// [`acquire`]; with `led_before`, permission errors are retried too: the process held this
+/// Lease before, and an API server that has just restarted refuses (403) until its authorizer's
+/// caches are filled again.
+pub(crate) async fn acquire_as(
+    client: kube::Client,
+    (namespace, name, identity): (&str, &str, &str),
+    params: LeaseParams,
+    fence: Fence,
+    led_before: bool,
 ) -> Result<Leadership, Error> {
     params.validate()?;
     let api = Api::<Lease>::namespaced(client, namespace);
@@ -211,7 +233,7 @@ pub async fn acquire(
         match try_acquire(&api, name, identity, &params, &mut seen).await {
             Ok(Some(lease)) => {
                 tracing::info!(lease = name, namespace, identity, "became the leader");
-                return Ok(renewal::start(api, name, identity, params, lease));
+                return Ok(renewal::start(api, name, identity, params, lease, fence));
             }
             Ok(None) => {
                 if let Some((Some(spec), _)) = &seen {
@@ -222,7 +244,7 @@ pub async fn acquire(
                     }
                 }
             }
-            Err(error) if is_permanent(&error) => return Err(refused(error)),
+            Err(error) if is_permanent(&error) && !led_before => return Err(refused(error)),
             Err(error) => {
                 tracing::warn!(lease = name, namespace, %error, "acquiring the lease failed; retrying");
             }

@@ -11,22 +11,23 @@
 //!    [`config::RunArgs::namespace`] so a missing namespace fails before anything starts.
 //! 2. **Telemetry:** [`telemetry::init`] with `--log-level`/`RUST_LOG` and `--log-format`, then
 //!    [`telemetry::log_build_info`].
-//! 3. **Client:** [`config::RunArgs::client`] (`--kubeconfig`, else `KUBECONFIG`, else in-cluster).
+//! 3. **Clients:** with `--leader-elect`, a [`leader::Elector`] on [`config::RunArgs::client`]
+//!    with [`config::RunArgs::lease_identity`] and [`config::RunArgs::lease_params`]; the
+//!    reconcilers' client is [`config::RunArgs::fenced_client`] behind the elector's
+//!    [`leader::Fence`] (always open without leader election), so no write leaves the process
+//!    while it does not lead.
 //! 4. **Shutdown and admin servers:** [`admin::Readiness::default`], [`shutdown::Shutdown::new`]
 //!    with it, [`shutdown::Shutdown::listen_for_signals`], then [`admin::serve`] with the metrics
 //!    registry. `/healthz` answers from here on; `/readyz` says 503 until step 6.
 //! 5. **Caches:** start the shared reflectors (`gpu_operator_core::stores::start`) and poll their
-//!    driver in a task.
+//!    driver in a task; keep standbys of their subscriptions (`Subscriptions::standby`).
 //! 6. **Wait synced:** `Stores::wait_until_ready`, then [`admin::Readiness::set_ready`].
-//! 7. **Leader election** (only with `--leader-elect`): [`leader::acquire`] with
-//!    [`config::RunArgs::lease_identity`] and [`config::RunArgs::lease_params`], raced against
-//!    [`shutdown::Shutdown::signal`] so a SIGTERM while waiting exits at once.
-//! 8. **Controllers:** build each Controller once, with
-//!    `.graceful_shutdown_on(shutdown.signal())`, and run them all.
-//! 9. **Run until** the controllers finish (after a signal) or [`leader::Leadership::lost`]
-//!    resolves — then trigger the shutdown and exit non-zero, since a process that lost the lease
-//!    must not write again. On a graceful exit call [`leader::Leadership::release`] so a standby
-//!    takes over at once, and [`admin::AdminServers::join`].
+//! 7. **Lead in terms:** [`leader::run_terms`] with [`shutdown::Shutdown::signal`]: each term
+//!    builds the Controllers afresh on resumed subscriptions (every cached object first), with
+//!    `.graceful_shutdown_on(shutdown.signal())`. A lost Lease closes the fence, drops the term's
+//!    Controllers and makes the process a candidate again (the Lease is taken back at once when
+//!    it still names this process); a graceful end releases the Lease so a standby takes over at
+//!    once. Then [`admin::AdminServers::join`].
 
 pub mod admin;
 pub mod config;

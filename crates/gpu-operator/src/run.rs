@@ -1,9 +1,10 @@
 //! `gpu-operator run`: telemetry, client, probe and metrics servers, shared caches, leader
-//! election, then every reconciler until SIGTERM or the loss of the lease.
+//! election, then every reconciler until SIGTERM, in leadership terms: a lost Lease stops the
+//! reconcilers (writes are fenced at once) and the process tries to lead again in place.
 
 use std::sync::Arc;
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use futures::{FutureExt as _, future::BoxFuture};
 use gpu_operator_api::conditions::operand;
 use gpu_operator_core::{Context, controller, metrics::Metrics, operand::Operand, stores};
@@ -46,7 +47,22 @@ pub fn main(args: &RunArgs) -> anyhow::Result<()> {
 }
 
 async fn run(args: &RunArgs, namespace: String) -> anyhow::Result<()> {
-    let client = args.client().await?;
+    let elector = if args.leader_elect {
+        Some(leader::Elector::new(
+            args.client().await?,
+            args.lease_namespace()?,
+            &args.leader_elect_lease_name,
+            &args.lease_identity(),
+            args.lease_params(),
+        )?)
+    } else {
+        None
+    };
+    // Every request of the caches and reconcilers passes the fence: no write while not leading.
+    let fence = elector
+        .as_ref()
+        .map_or_else(leader::Fence::always_open, leader::Elector::fence);
+    let client = args.fenced_client(&fence).await?;
     let readiness = admin::Readiness::default();
     let shutdown = Shutdown::new(readiness.clone());
     shutdown.listen_for_signals()?;
@@ -62,6 +78,9 @@ async fn run(args: &RunArgs, namespace: String) -> anyhow::Result<()> {
     tracing::info!(metrics = ?servers.metrics_addr, probes = ?servers.probe_addr, "admin servers listening");
 
     let (stores, subs, driver) = stores::start(&client, &namespace);
+    // The caches outlive leadership terms; the reconcilers' subscriptions are made per term.
+    let standby = subs.standby();
+    drop(subs);
     let caches = tokio::spawn(driver);
     tokio::select! {
         synced = stores.wait_until_ready() => synced.context("the caches stopped before they synced")?,
@@ -70,68 +89,51 @@ async fn run(args: &RunArgs, namespace: String) -> anyhow::Result<()> {
     readiness.set_ready();
     tracing::info!("caches synced");
 
-    let leadership = if args.leader_elect {
-        let identity = args.lease_identity();
-        let acquire = leader::acquire(
+    let lead = |_term| {
+        let ctx = Arc::new(Context::new(
             client.clone(),
-            args.lease_namespace()?,
-            &args.leader_elect_lease_name,
-            &identity,
-            args.lease_params(),
-        );
-        tokio::select! {
-            leadership = acquire => Some(leadership?),
-            () = shutdown.signal() => return Ok(()),
-        }
-    } else {
-        None
+            namespace.clone(),
+            stores.clone(),
+            metrics.clone(),
+            Some(args.identity()),
+        ));
+        controllers(&ctx, &standby.resume(&stores), &shutdown)
     };
+    match &elector {
+        Some(elector) => leader::run_terms(elector, shutdown.signal(), lead).await?,
+        None => lead(1).await,
+    }
+    shutdown.trigger();
+    caches.abort();
+    servers.join().await?;
+    tracing::info!("stopped");
+    Ok(())
+}
 
-    let ctx = Arc::new(Context::new(
-        client,
-        namespace,
-        stores,
-        metrics,
-        Some(args.identity()),
-    ));
+/// Every reconciler, on subscriptions of their own, until the shutdown: one leadership term.
+fn controllers(
+    ctx: &Arc<Context>,
+    subs: &stores::Subscriptions,
+    shutdown: &Shutdown,
+) -> impl Future<Output = ()> + use<> {
     let stop = || shutdown.signal();
     let controllers: Vec<BoxFuture<'static, ()>> = vec![
-        gpu_operator_node_labels::controller(ctx.clone(), &subs, stop()).boxed(),
-        operand::<Validation>(&ctx, &subs, stop()),
-        operand::<DevicePlugin>(&ctx, &subs, stop()),
-        operand::<Driver>(&ctx, &subs, stop()),
-        operand::<Toolkit>(&ctx, &subs, stop()),
-        operand::<gpu_operator_dcgm::Dcgm>(&ctx, &subs, stop()),
-        operand::<gpu_operator_dcgm_exporter::DcgmExporter>(&ctx, &subs, stop()),
-        operand::<gpu_operator_mig_manager::MigManager>(&ctx, &subs, stop()),
-        operand::<gpu_operator_node_status_exporter::NodeStatusExporter>(&ctx, &subs, stop()),
-        operand::<GpuFeatureDiscovery>(&ctx, &subs, stop()),
-        operand::<gpu_operator_sandbox::Sandbox>(&ctx, &subs, stop()),
+        gpu_operator_node_labels::controller(ctx.clone(), subs, stop()).boxed(),
+        operand::<Validation>(ctx, subs, stop()),
+        operand::<DevicePlugin>(ctx, subs, stop()),
+        operand::<Driver>(ctx, subs, stop()),
+        operand::<Toolkit>(ctx, subs, stop()),
+        operand::<gpu_operator_dcgm::Dcgm>(ctx, subs, stop()),
+        operand::<gpu_operator_dcgm_exporter::DcgmExporter>(ctx, subs, stop()),
+        operand::<gpu_operator_mig_manager::MigManager>(ctx, subs, stop()),
+        operand::<gpu_operator_node_status_exporter::NodeStatusExporter>(ctx, subs, stop()),
+        operand::<GpuFeatureDiscovery>(ctx, subs, stop()),
+        operand::<gpu_operator_sandbox::Sandbox>(ctx, subs, stop()),
         controller::run_status(ctx.clone(), subs.clone(), OPERAND_CONDITIONS, stop()).boxed(),
         controller::run_node_validation(ctx.clone(), subs.clone(), stop()).boxed(),
         gpu_operator_driver_upgrade::controller(ctx.clone(), subs.clone(), stop()).boxed(),
     ];
-    let controllers = futures::future::join_all(controllers);
-    // Every controller holds clones of the subscriptions it polls. An unpolled subscription would
-    // fill its buffer and stall the shared reflector for everyone, so the originals go now.
-    drop(subs);
-    let lost = match &leadership {
-        Some(leadership) => leadership.lost().boxed(),
-        None => futures::future::pending().boxed(),
-    };
-    let outcome = tokio::select! {
-        _ = controllers => None,
-        reason = lost => Some(reason),
-    };
-    shutdown.trigger();
-    caches.abort();
-    if let Some(reason) = outcome {
-        bail!("lost the leader-election lease ({reason:?}); exiting so no second leader writes");
-    }
-    if let Some(leadership) = leadership {
-        leadership.release().await;
-    }
-    servers.join().await?;
-    tracing::info!("stopped");
-    Ok(())
+    // Every controller holds clones of the subscriptions it polls; `subs` itself is dropped by
+    // the caller (an unpolled subscription would hold back the shared reflector for everyone).
+    futures::future::join_all(controllers).map(|_| ())
 }

@@ -36,7 +36,7 @@ use super::{
 use crate::cluster::http_ok;
 
 /// Namespace of the operator and its operands.
-const NAMESPACE: &str = "gpu-operator";
+pub(crate) const NAMESPACE: &str = "gpu-operator";
 /// The device plugin DaemonSet the patch step watches.
 const PLUGIN: &str = "nvidia-device-plugin-daemonset";
 /// The operand DaemonSets that must cover every GPU node.

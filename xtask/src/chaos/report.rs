@@ -7,6 +7,7 @@ use super::{
     failover::Failover,
     kills::{Cycle, LEASE_DURATION},
     restarts::{self, Restart},
+    throttled::{self, Rollout},
 };
 
 /// A chaos run's results.
@@ -27,6 +28,8 @@ pub struct Report {
     pub failovers: Vec<Failover>,
     /// The control plane restarts, in order.
     pub restarts: Vec<Restart>,
+    /// The rollouts without and with API Priority and Fairness limiting the operator.
+    pub throttled: Vec<Rollout>,
 }
 
 impl Report {
@@ -35,6 +38,7 @@ impl Report {
         self.cycles.iter().all(Cycle::passed)
             && self.failovers.iter().all(Failover::passed)
             && self.restarts.iter().all(Restart::passed)
+            && (self.throttled.is_empty() || throttled::passed(&self.throttled))
     }
 
     /// The report as Markdown.
@@ -44,8 +48,27 @@ impl Report {
         let _ = writeln!(
             out,
             "# gpu-operator chaos\n\n{} profile, seed {}, tree {}, fleet {}, finished {now}, \
-             {:.1} min\n\n## Operator killed (SIGKILL) mid-rollout and mid-change, restarted at once\n",
+             {:.1} min",
             self.profile, self.seed, self.revision, self.fleet, self.minutes
+        );
+        if !self.cycles.is_empty() {
+            self.kills_markdown(&mut out);
+        }
+        if !self.failovers.is_empty() {
+            self.failover_markdown(&mut out);
+        }
+        if !self.restarts.is_empty() {
+            restarts::markdown(&self.restarts, &mut out);
+        }
+        if !self.throttled.is_empty() {
+            throttled::markdown(&self.throttled, &mut out);
+        }
+        out
+    }
+
+    fn kills_markdown(&self, out: &mut String) {
+        out.push_str(
+            "\n## Operator killed (SIGKILL) mid-rollout and mid-change, restarted at once\n\n",
         );
         out.push_str(
             "| # | killed during | killed after | converged after restart | orphaned / duplicated | missing | pods replaced | extra DS updates | writes to converge | writes once converged |\n\
@@ -88,11 +111,6 @@ impl Report {
                 }
             }
         }
-        self.failover_markdown(&mut out);
-        if !self.restarts.is_empty() {
-            restarts::markdown(&self.restarts, &mut out);
-        }
-        out
     }
 
     fn failover_markdown(&self, out: &mut String) {

@@ -2,12 +2,13 @@
 //! the same flags and data while the operator is idle and a moment into a full-stack rollout.
 //! Each time the operator must end `ready`; a ClusterPolicy change made as soon as the component
 //! is back must reach its DaemonSet within [`ACT_WITHIN`] (whichever operator process leads by
-//! then); its watches must resume rather than relist in a storm (its LISTs from the restart until
-//! converged, from the audit log, may not exceed what a fresh start needs per process, measured
-//! first as the positive control); and once converged it writes nothing.
-//! Whether the operator stayed up or exited is reported: with `--leader-elect` it exits when it
-//! cannot renew its Lease within the renew deadline (8 s here), as it must rather than risk a
-//! second writer, and is started again as its Deployment would.
+//! then); its watches must resume rather than relist in a storm (the LISTs the API server served
+//! it from the restart until converged, from the audit log, may not exceed what a fresh start
+//! needs per process, measured first as the positive control; refused ones are reported apart); and once converged it writes nothing.
+//! The operator must also stay up: with `--leader-elect` an outage longer than its renew deadline
+//! (8 s here) costs it the Lease — it stops writing and its reconcilers at once — and it takes the
+//! Lease back in place as soon as the API answers (the Lease still names it). A process that
+//! exited anyway is started again, as its Deployment would, and the round fails.
 
 use std::{
     fmt::Write as _,
@@ -61,8 +62,11 @@ pub struct Restart {
     pub acted_s: Option<f64>,
     /// Seconds from the component's return until `ready` with every DaemonSet rolled out.
     pub converged_s: Option<f64>,
-    /// The operator's LISTs from the restart until converged.
+    /// The operator's LISTs the API server served, from the restart until converged.
     pub lists: usize,
+    /// Its LISTs refused in that time (403 while a restarted API server's authorizer fills its
+    /// caches, 5xx while etcd is away): attempts retried with backoff, no list sent back.
+    pub refused_lists: usize,
     /// What a fresh start needed (from nothing to a converged rollout): the bound of
     /// [`Self::lists`] for each operator process of the round (the one that lived through the
     /// restart may relist once; one started in its place lists as a fresh start).
@@ -77,6 +81,7 @@ impl Restart {
     /// Whether every figure of the round is as it must be.
     pub fn passed(&self) -> bool {
         self.error.is_none()
+            && !self.operator_exited
             && self.acted_s.is_some_and(|s| s <= ACT_WITHIN.as_secs_f64())
             && self.converged_s.is_some()
             && self.lists <= self.start_lists * (1 + usize::from(self.operator_exited))
@@ -224,10 +229,13 @@ async fn one(
     // The audit log's batch (1 s) reaches the file.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let log = target.audit_log()?;
-    round.lists = lists_in(&log, &target.primary.user, since)?
-        .iter()
+    let lists: Vec<u16> = lists_in(&log, &target.primary.user, since)?
+        .into_iter()
         .filter(|(at, _)| *at <= converged_at)
-        .count();
+        .map(|(_, list)| list.code)
+        .collect();
+    round.refused_lists = lists.iter().filter(|code| **code >= 400).count();
+    round.lists = lists.len() - round.refused_lists;
     round.quiet_writes = writes_in(&log, &target.primary.user, quiet_from)?
         .into_iter()
         .filter(|(at, w)| w.resource != "leases" && *at <= quiet_to)
@@ -282,19 +290,19 @@ async fn create_policy(client: &kube::Client, spec: ClusterPolicySpec) -> anyhow
 pub fn markdown(rounds: &[Restart], out: &mut String) {
     out.push_str(
         "\n## Control plane restarted (stopped and started again with its data)\n\n\
-         | component | during | down for | operator | change acted on after | converged after | LISTs (start needs) | writes once converged |\n\
-         |---|---|---|---|---|---|---|---|\n",
+         | component | during | down for | operator | change acted on after | converged after | LISTs served (start needs) | LISTs refused | writes once converged |\n\
+         |---|---|---|---|---|---|---|---|---|\n",
     );
     let secs = |s: Option<f64>| s.map_or_else(|| "**no**".to_owned(), |s| format!("{s:.1} s"));
     for r in rounds {
         let _ = writeln!(
             out,
-            "| {} | {} | {:.1} s | {} | {} | {} | {} ({}) | {} |",
+            "| {} | {} | {:.1} s | {} | {} | {} | {} ({}) | {} | {} |",
             r.component,
             r.during,
             r.down_s,
             if r.operator_exited {
-                "exited (lost its Lease), restarted"
+                "**exited**, restarted"
             } else {
                 "stayed up"
             },
@@ -302,13 +310,14 @@ pub fn markdown(rounds: &[Restart], out: &mut String) {
             secs(r.converged_s),
             r.lists,
             r.start_lists,
+            r.refused_lists,
             r.quiet_writes.len(),
         );
     }
     let _ = writeln!(
         out,
-        "\n**{} of {} restarts passed** (a change acted on within {} s, no relist beyond a fresh \
-         start's LISTs, no write once converged).",
+        "\n**{} of {} restarts passed** (the operator stayed up, a change acted on within {} s, no \
+         relist beyond a fresh start's LISTs, no write once converged).",
         rounds.iter().filter(|r| r.passed()).count(),
         rounds.len(),
         ACT_WITHIN.as_secs(),

@@ -41,9 +41,16 @@ pub async fn apply_change(client: &kube::Client, i: usize) -> anyhow::Result<()>
 /// Deletes the ClusterPolicy and waits until the garbage collector has removed every object and
 /// pod of ours, so the next rollout starts from nothing.
 pub async fn delete_everything(client: &kube::Client) -> anyhow::Result<()> {
-    Api::<ClusterPolicy>::all(client.clone())
+    match Api::<ClusterPolicy>::all(client.clone())
         .delete(POLICY, &DeleteParams::foreground())
-        .await?;
+        .await
+    {
+        // None yet (a scenario run alone with `--only`).
+        Err(kube::Error::Api(status)) if status.code == 404 => {}
+        result => {
+            result?;
+        }
+    }
     let deadline = Instant::now() + CONVERGE_TIMEOUT;
     loop {
         let gone = Api::<ClusterPolicy>::all(client.clone())

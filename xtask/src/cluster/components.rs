@@ -37,14 +37,18 @@ pub enum Readiness {
     Listening(u16),
 }
 
-/// Audit policy of the API server: metadata of every mutating request, and of ServiceAccounts'
-/// LISTs (a relist after a restart shows there), nothing else. Tests count a client's writes and
-/// lists from this log, on the server's side.
+/// Audit policy of the API server: metadata of every request of the throttled chaos scenario's
+/// ServiceAccount (`chaos::throttled`, to count the requests API Priority and Fairness refused),
+/// of every mutating request, and of ServiceAccounts' LISTs (a relist after a restart shows
+/// there), nothing else. Tests count a client's writes and lists from this log, on the server's
+/// side.
 pub const AUDIT_POLICY: &str = "\
 apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
 rules:
+- level: Metadata
+  users: [\"system:serviceaccount:gpu-operator:gpu-operator-throttled\"]
 - level: Metadata
   verbs: [create, update, patch, delete, deletecollection]
 - level: Metadata

@@ -10,7 +10,7 @@ use tokio::{
     time::Instant,
 };
 
-use super::{LeaseParams, ignore_conflict, replace_spec};
+use super::{Fence, LeaseParams, ignore_conflict, replace_spec};
 
 /// Why leadership ended.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -41,6 +41,7 @@ pub struct Leadership {
     lost: watch::Receiver<Option<Lost>>,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<Option<Lease>>,
+    fence: Fence,
 }
 
 pub(super) fn start(
@@ -49,8 +50,10 @@ pub(super) fn start(
     identity: &str,
     params: LeaseParams,
     lease: Lease,
+    fence: Fence,
 ) -> Leadership {
     let (lost_tx, lost) = watch::channel(None);
+    fence.open();
     let (stop, stop_rx) = oneshot::channel();
     let task = tokio::spawn(renew(
         api.clone(),
@@ -58,7 +61,7 @@ pub(super) fn start(
         identity.to_owned(),
         params,
         lease,
-        lost_tx,
+        (lost_tx, fence.clone()),
         stop_rx,
     ));
     Leadership {
@@ -68,18 +71,19 @@ pub(super) fn start(
         lost,
         stop: Some(stop),
         task,
+        fence,
     }
 }
 
 /// Renews every retry period until told to stop (returns the last Lease we wrote, for the
-/// release) or until leadership is lost (reports why, returns `None`).
+/// release) or until leadership is lost (closes `fence`, reports why on `lost`, returns `None`).
 async fn renew(
     api: Api<Lease>,
     name: String,
     identity: String,
     params: LeaseParams,
     mut lease: Lease,
-    lost: watch::Sender<Option<Lost>>,
+    (lost, fence): (watch::Sender<Option<Lost>>, Fence),
     mut stop: oneshot::Receiver<()>,
 ) -> Option<Lease> {
     let mut last_renewal = Instant::now();
@@ -110,6 +114,8 @@ async fn renew(
         }
         tracing::warn!(lease = %name, error = %last_error, "renewing the lease failed; retrying");
     };
+    // Writes stop before anybody hears of the loss.
+    fence.close();
     tracing::error!(lease = %name, %reason, "lost leadership");
     lost.send_replace(Some(reason));
     None
@@ -169,7 +175,8 @@ impl Leadership {
     }
 
     /// Resolves once leadership is lost: the Lease was taken, or renewal failed for the whole
-    /// renew deadline. The process must stop writing then; the binary exits.
+    /// renew deadline. The fence is closed by then; the reconcilers must stop (see
+    /// [`super::run_terms`]).
     pub async fn lost(&self) -> Lost {
         let mut lost = self.lost.clone();
         match lost.wait_for(Option::is_some).await {
@@ -181,6 +188,7 @@ impl Leadership {
     /// Stops renewing and clears `holderIdentity`, so a standby takes over at once (graceful
     /// shutdown). Failures are logged: the Lease then simply expires.
     pub async fn release(mut self) {
+        self.fence.close();
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -208,7 +216,8 @@ impl Leadership {
 
 impl Drop for Leadership {
     fn drop(&mut self) {
-        // Without `release`, stop renewing: the Lease expires after its duration.
+        // Without `release`, stop writing and renewing: the Lease expires after its duration.
+        self.fence.close();
         self.task.abort();
     }
 }
