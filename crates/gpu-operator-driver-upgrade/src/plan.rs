@@ -320,5 +320,4 @@ pub fn release(node: &NodeFacts) -> Option<NodePatch> {
 }
 
 #[cfg(test)]
-#[path = "plan_tests/mod.rs"]
 mod tests;

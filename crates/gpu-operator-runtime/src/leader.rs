@@ -324,5 +324,4 @@ fn is_permanent(error: &kube::Error) -> bool {
 }
 
 #[cfg(test)]
-#[path = "leader_tests.rs"]
 mod tests;

@@ -123,5 +123,4 @@ where
 }
 
 #[cfg(test)]
-#[path = "terms_tests.rs"]
 mod tests;
