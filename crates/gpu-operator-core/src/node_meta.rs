@@ -79,7 +79,7 @@ impl From<PartialObjectMeta<Node>> for NodeMeta {
     }
 }
 
-crate::projection::projection!(NodeMeta, Node, ClusterResourceScope, metadata_only);
+crate::projection!(NodeMeta, Node, ClusterResourceScope, metadata_only);
 
 /// A node's labels, sorted by key. Serializes as the JSON map the API server holds.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]

@@ -30,7 +30,7 @@ impl NodeRuntime {
     }
 }
 
-crate::projection::projection!(NodeRuntime, Node, ClusterResourceScope);
+crate::projection!(NodeRuntime, Node, ClusterResourceScope);
 
 /// The parts of a Node's JSON that are read; serde skips every other field.
 #[derive(Deserialize)]

@@ -23,7 +23,7 @@ pub struct PodInstall {
     spec: PodSpec,
 }
 
-crate::projection::projection!(PodInstall, Pod, NamespaceResourceScope);
+crate::projection!(PodInstall, Pod, NamespaceResourceScope);
 
 impl From<PodInstall> for Pod {
     /// A Pod with only the fields read (the rest default), for `Operand::POD_IN_SYNC`.

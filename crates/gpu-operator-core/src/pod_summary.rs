@@ -51,7 +51,7 @@ pub struct ContainerState {
     pub waiting: Option<String>,
 }
 
-crate::projection::projection!(PodSummary, Pod, NamespaceResourceScope);
+crate::projection!(PodSummary, Pod, NamespaceResourceScope);
 
 /// `state.waiting.reason`, present (possibly empty) only when the container waits.
 fn waiting_reason<'de, D: serde::Deserializer<'de>>(

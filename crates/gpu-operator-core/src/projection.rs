@@ -4,12 +4,13 @@
 //! server's metadata-only form.
 
 /// Implements `kube::Resource` for `$type`, a projection of `$kind` with a `metadata` field.
+#[macro_export]
 macro_rules! projection {
     ($type:ty, $kind:ty, $scope:ty) => {
-        $crate::projection::projection!($type, $kind, $scope, metadata_api = false);
+        $crate::projection!($type, $kind, $scope, metadata_api = false);
     };
     ($type:ty, $kind:ty, $scope:ty, metadata_only) => {
-        $crate::projection::projection!($type, $kind, $scope, metadata_api = true);
+        $crate::projection!($type, $kind, $scope, metadata_api = true);
     };
     ($type:ty, $kind:ty, $scope:ty, metadata_api = $metadata_api:literal) => {
         impl ::kube::Resource for $type {
@@ -40,5 +41,3 @@ macro_rules! projection {
         }
     };
 }
-
-pub(crate) use projection;

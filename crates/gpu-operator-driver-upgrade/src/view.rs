@@ -5,7 +5,7 @@
 //! pod reduced to its install fingerprint). The pods on a node that evicts or waits are read by
 //! `workload_pod`.
 
-use std::{borrow::Cow, collections::BTreeMap};
+use std::collections::BTreeMap;
 
 use gpu_operator_api::labels;
 use gpu_operator_driver::in_sync::{self, InstallConfig, TEMPLATE_GENERATION_LABEL};
@@ -107,29 +107,7 @@ impl UpgradeNode {
     }
 }
 
-impl kube::Resource for UpgradeNode {
-    type DynamicType = ();
-    type Scope = k8s_openapi::ClusterResourceScope;
-
-    fn kind(dt: &()) -> Cow<'_, str> {
-        Node::kind(dt)
-    }
-    fn group(dt: &()) -> Cow<'_, str> {
-        Node::group(dt)
-    }
-    fn version(dt: &()) -> Cow<'_, str> {
-        Node::version(dt)
-    }
-    fn plural(dt: &()) -> Cow<'_, str> {
-        Node::plural(dt)
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+gpu_operator_core::projection!(UpgradeNode, Node, k8s_openapi::ClusterResourceScope);
 
 /// A driver or validator pod as the upgrade cache holds it.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
@@ -219,29 +197,7 @@ impl OperandPod {
     }
 }
 
-impl kube::Resource for OperandPod {
-    type DynamicType = ();
-    type Scope = k8s_openapi::NamespaceResourceScope;
-
-    fn kind(dt: &()) -> Cow<'_, str> {
-        Pod::kind(dt)
-    }
-    fn group(dt: &()) -> Cow<'_, str> {
-        Pod::group(dt)
-    }
-    fn version(dt: &()) -> Cow<'_, str> {
-        Pod::version(dt)
-    }
-    fn plural(dt: &()) -> Cow<'_, str> {
-        Pod::plural(dt)
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+gpu_operator_core::projection!(OperandPod, Pod, k8s_openapi::NamespaceResourceScope);
 
 /// The driver DaemonSets by name, each with its template's install fingerprint.
 pub struct Templates<'a>(BTreeMap<String, (&'a DaemonSet, Option<String>)>);

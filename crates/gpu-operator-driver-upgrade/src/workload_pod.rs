@@ -4,7 +4,7 @@
 //! allocated: up to 16 nodes are listed at once, each with every pod it runs, and the allocator
 //! keeps a process's peak as resident memory.
 
-use std::{borrow::Cow, collections::BTreeMap};
+use std::collections::BTreeMap;
 
 use k8s_openapi::{api::core::v1::Pod, apimachinery::pkg::apis::meta::v1::OwnerReference};
 use kube::api::ObjectMeta;
@@ -24,29 +24,7 @@ pub struct WorkloadPod {
     pub workload: Workload,
 }
 
-impl kube::Resource for WorkloadPod {
-    type DynamicType = ();
-    type Scope = k8s_openapi::NamespaceResourceScope;
-
-    fn kind(dt: &()) -> Cow<'_, str> {
-        Pod::kind(dt)
-    }
-    fn group(dt: &()) -> Cow<'_, str> {
-        Pod::group(dt)
-    }
-    fn version(dt: &()) -> Cow<'_, str> {
-        Pod::version(dt)
-    }
-    fn plural(dt: &()) -> Cow<'_, str> {
-        Pod::plural(dt)
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+gpu_operator_core::projection!(WorkloadPod, Pod, k8s_openapi::NamespaceResourceScope);
 
 /// The parts of a Pod's JSON that are read; serde skips every other field.
 #[derive(Deserialize)]
