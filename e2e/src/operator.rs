@@ -263,6 +263,8 @@ pub struct Write {
     pub code: u16,
     /// The request's `fieldManager` parameter (who wrote, for server-side apply), if any.
     pub field_manager: Option<String>,
+    /// When the API server received the request (its completion is the time beside it).
+    pub received: Option<Timestamp>,
 }
 
 /// The harness API server's audit log (beside the kubeconfig, in `logs/audit.log`).
@@ -412,6 +414,9 @@ fn requests_in_part(
                 .and_then(|c| u16::try_from(c).ok())
                 .unwrap_or_default(),
             field_manager: event["requestURI"].as_str().and_then(field_manager_of),
+            received: event["requestReceivedTimestamp"]
+                .as_str()
+                .and_then(|t| t.parse::<Timestamp>().ok()),
         };
         requests.push((at, write));
     }

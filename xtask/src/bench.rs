@@ -6,6 +6,7 @@
 //! another operator binary under a user of its own, and prints both side by side.
 
 mod compare;
+pub(crate) mod patch_parts;
 pub(crate) mod patches;
 mod proc_stats;
 pub(crate) mod report;

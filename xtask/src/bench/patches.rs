@@ -18,6 +18,8 @@ use kube::{
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
+use super::patch_parts::Timed;
+
 /// Patches in a series (at least ten, so p95 means something).
 pub const PATCHES: usize = 12;
 /// Pause after each landed patch so its follow-up writes (conditions, status) fall in its turn.
@@ -66,14 +68,15 @@ pub async fn create_configs(client: &kube::Client, namespace: &str) -> anyhow::R
     Ok(())
 }
 
-/// Runs the series against ClusterPolicy `name`; returns the latencies in seconds, in order.
+/// Runs the series against ClusterPolicy `name`; returns each patch's send time and latency, in
+/// order.
 pub async fn series(
     client: &kube::Client,
     operator: &mut Operator,
     namespace: &str,
     daemonset: &str,
     name: &str,
-) -> anyhow::Result<Vec<f64>> {
+) -> anyhow::Result<Vec<Timed>> {
     let policies: Api<ClusterPolicy> = Api::all(client.clone());
     let daemonsets: Api<DaemonSet> = Api::namespaced(client.clone(), namespace);
     let (tx, mut generations) = watch::channel(0_i64);
@@ -128,7 +131,10 @@ pub async fn series(
                 i + 1,
                 latency * 1e3
             );
-            latencies.push(latency);
+            latencies.push(Timed {
+                sent: sent_at,
+                latency_s: latency,
+            });
             tokio::time::sleep(SETTLE).await;
         }
         Ok(latencies)

@@ -87,6 +87,9 @@ pub struct Run {
     pub ready_s: Option<f64>,
     /// Each `kubectl patch` of the series until the device plugin DaemonSet's spec changed.
     pub patch_latencies_s: Vec<f64>,
+    /// Each patch split into the server's, the operator's and the watch's parts (from the audit
+    /// log), `None` where the log lacks its requests.
+    pub patch_parts: Vec<Option<super::patch_parts::PatchParts>>,
     /// Writes from the ClusterPolicy's creation until the steady window starts.
     pub rollout_writes: Writes,
     /// Lease renewals in that time.
@@ -278,6 +281,9 @@ impl Report {
                     .map(|s| format!("{:.0}", s * 1e3))
                     .collect();
                 let _ = writeln!(out, "  - patch → DaemonSet, ms: {}", each.join(", "));
+            }
+            if let Some(parts) = super::patch_parts::line(&run.patch_parts) {
+                let _ = writeln!(out, "  - {parts}");
             }
             if !run.load_average.is_empty() {
                 let _ = writeln!(

@@ -29,6 +29,7 @@ use serde_json::json;
 use serde::Deserialize as _;
 
 use super::{
+    patch_parts::{self, Timed},
     patches,
     proc_stats::{clock_ticks, cpu_seconds, load_average, status_mib},
     report::Run,
@@ -80,6 +81,8 @@ struct Marks {
     steady_to: Option<Timestamp>,
     patches_from: Option<Timestamp>,
     patches_to: Option<Timestamp>,
+    patches: Vec<Timed>,
+    policy: Option<String>,
     upgrade: Option<(Timestamp, Timestamp)>,
 }
 
@@ -194,6 +197,7 @@ async fn observe(
         repo_root().join("manifests/examples/minimal.yaml"),
     )?)?;
     let name = policy.name_any();
+    marks.policy = Some(name.clone());
     let gpu_nodes = run.gpu_nodes;
     marks.created = Some(Timestamp::now());
     let created = Instant::now();
@@ -239,7 +243,8 @@ async fn observe(
     marks.patches_from = Some(Timestamp::now());
     let series = patches::series(client, operator, NAMESPACE, PLUGIN, &name).await;
     marks.patches_to = Some(Timestamp::now());
-    run.patch_latencies_s = series?;
+    marks.patches = series?;
+    run.patch_latencies_s = marks.patches.iter().map(|t| t.latency_s).collect();
     if options.upgrade {
         let mut upgrade = super::upgrade::UpgradeRun::default();
         let window =
@@ -375,7 +380,12 @@ fn count_writes(
     marks: &Marks,
     run: &mut Run,
 ) -> anyhow::Result<()> {
-    let writes = writes_in(&audit_log_beside(kubeconfig)?, user, created)?;
+    let log = audit_log_beside(kubeconfig)?;
+    let writes = writes_in(&log, user, created)?;
+    if let (Some(from), Some(policy)) = (marks.patches_from, &marks.policy) {
+        let admin = writes_in(&log, patch_parts::ADMIN, from)?;
+        run.patch_parts = patch_parts::split(&marks.patches, &admin, &writes, policy, PLUGIN);
+    }
     for (at, write) in writes {
         let resource = write.resource.as_str();
         let window = |from: Option<Timestamp>, to: Option<Timestamp>| {
