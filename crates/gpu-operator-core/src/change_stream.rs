@@ -7,11 +7,16 @@
 //!
 //! A deleted object arrives with a deletion timestamp (set here when the API server's last
 //! version had none), so a filter such as [`crate::controller::changes`] tells it from an update.
+//!
+//! A relist (the watch expired, say after the API server restarted) hands out only what it
+//! changed: objects new or at another resource version, and those gone from the cache as
+//! deleted. Handing out the whole cache again woke every reconciler for objects it had already
+//! seen, and each woken reconcile listed pods: a relist storm behind every watch that resumed.
 
 use std::{
-    collections::VecDeque,
+    collections::{HashMap, VecDeque},
     pin::Pin,
-    sync::Arc,
+    sync::{Arc, Mutex, PoisonError},
     task::{Context, Poll},
 };
 
@@ -28,10 +33,16 @@ use kube::{
 };
 
 /// The sending side, fed by one reflector's events.
-pub struct Dispatcher<K> {
+pub struct Dispatcher<K>
+where
+    K: Resource,
+    K::DynamicType: Eq + std::hash::Hash,
+{
     sender: Sender<Arc<K>>,
     /// Keeps the channel open while no subscriber is active.
     _open: InactiveReceiver<Arc<K>>,
+    /// While a (re)list runs: the cache as it was before it, to hand out only what it changed.
+    before_list: Mutex<HashMap<ObjectRef<K>, Arc<K>>>,
 }
 
 /// One subscriber's stream of changed objects. Each clone sees the changes from its creation on;
@@ -76,7 +87,11 @@ where
 }
 
 /// A dispatcher and the first subscription of a channel holding `capacity` changes.
-pub fn channel<K>(capacity: usize) -> (Dispatcher<K>, Changes<K>) {
+pub fn channel<K>(capacity: usize) -> (Dispatcher<K>, Changes<K>)
+where
+    K: Resource,
+    K::DynamicType: Eq + std::hash::Hash,
+{
     let (mut sender, receiver) = async_broadcast::broadcast(capacity);
     // With no subscriber active, changes are dropped rather than held until one comes.
     sender.set_await_active(false);
@@ -85,6 +100,7 @@ pub fn channel<K>(capacity: usize) -> (Dispatcher<K>, Changes<K>) {
         Dispatcher {
             sender,
             _open: open,
+            before_list: Mutex::new(HashMap::new()),
         },
         Changes {
             receiver,
@@ -128,7 +144,7 @@ where
 {
     /// Hands the object of `event` to every subscriber (after the reflector applied it to
     /// `cache`): an applied object as the cache now holds it, a deleted one marked deleted, and at
-    /// the end of a (re)list every object of the cache.
+    /// the end of a (re)list what the list changed (every object, the first time).
     pub async fn dispatch(&self, event: &watcher::Event<K>, cache: &Store<K>) {
         match event {
             watcher::Event::Apply(object) => {
@@ -137,19 +153,60 @@ where
                     .await;
             }
             watcher::Event::Delete(object) => self.send(Arc::new(deleted(object.clone()))).await,
+            // The reflector applies a list's objects to its cache only at `InitDone`: here the
+            // cache still holds what the last watch left.
+            watcher::Event::Init => {
+                *self.before_list() = cache
+                    .state()
+                    .into_iter()
+                    .map(|object| (ObjectRef::from_obj(&*object), object))
+                    .collect();
+            }
             watcher::Event::InitDone => {
-                for object in cache.state() {
+                for object in self.changed_by_list(cache) {
                     self.send(object).await;
                 }
             }
-            watcher::Event::Init | watcher::Event::InitApply(_) => {}
+            watcher::Event::InitApply(_) => {}
         }
+    }
+
+    fn before_list(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectRef<K>, Arc<K>>> {
+        self.before_list
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The objects of `cache` (just listed) that are new or at another resource version than
+    /// before the list, then those the list no longer has, marked deleted.
+    fn changed_by_list(&self, cache: &Store<K>) -> Vec<Arc<K>> {
+        let mut before = std::mem::take(&mut *self.before_list());
+        let mut changed: Vec<Arc<K>> = cache
+            .state()
+            .into_iter()
+            .filter(|object| {
+                let old = before.remove(&ObjectRef::from_obj(&**object));
+                !old.is_some_and(|old| same_version(&*old, &**object))
+            })
+            .collect();
+        changed.extend(
+            before
+                .into_values()
+                .map(|gone| Arc::new(deleted((*gone).clone()))),
+        );
+        changed
     }
 
     async fn send(&self, object: Arc<K>) {
         // Fails only when the channel is closed, which `_open` prevents.
         let _ = self.sender.broadcast_direct(object).await;
     }
+}
+
+/// Whether `a` and `b` are the same version of an object (an object without a resource version
+/// is never taken for unchanged).
+fn same_version<K: Resource>(a: &K, b: &K) -> bool {
+    a.meta().resource_version.is_some() && a.meta().resource_version == b.meta().resource_version
 }
 
 /// `object` with a deletion timestamp.
@@ -237,6 +294,65 @@ mod tests {
         names.sort();
         assert_eq!(names, [Some("a".to_owned()), Some("b".to_owned())]);
         assert!(changes.next().now_or_never().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_relist_hands_out_only_what_it_changed_and_what_it_no_longer_has() {
+        let (cache, mut writer) = reflector::store::<ConfigMap>();
+        let (dispatcher, mut changes) = channel(16);
+        let list = |objects: Vec<ConfigMap>| {
+            let mut events = vec![watcher::Event::Init];
+            events.extend(objects.into_iter().map(watcher::Event::InitApply));
+            events.push(watcher::Event::InitDone);
+            events
+        };
+        let mut seen = Vec::new();
+        for events in [
+            list(vec![
+                config_map("same", "1"),
+                config_map("moved", "2"),
+                config_map("gone", "3"),
+            ]),
+            list(vec![
+                config_map("same", "1"),
+                config_map("moved", "4"),
+                config_map("new", "5"),
+            ]),
+        ] {
+            for event in events {
+                writer.apply_watcher_event(&event);
+                dispatcher.dispatch(&event, &cache).await;
+            }
+            let mut passed = Vec::new();
+            while let Some(object) = changes.next().now_or_never().flatten() {
+                passed.push((
+                    object.metadata.name.clone().unwrap_or_default(),
+                    object.metadata.resource_version.clone().unwrap_or_default(),
+                    object.metadata.deletion_timestamp.is_some(),
+                ));
+            }
+            passed.sort();
+            seen.push(passed);
+        }
+        let row = |name: &str, version: &str, deleted: bool| {
+            (name.to_owned(), version.to_owned(), deleted)
+        };
+        assert_eq!(
+            seen,
+            [
+                vec![
+                    row("gone", "3", false),
+                    row("moved", "2", false),
+                    row("same", "1", false)
+                ],
+                vec![
+                    row("gone", "3", true),
+                    row("moved", "4", false),
+                    row("new", "5", false)
+                ],
+            ],
+            "the first list hands out everything; a relist what moved, what came and what left"
+        );
     }
 
     #[tokio::test]
