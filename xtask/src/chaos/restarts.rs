@@ -64,6 +64,8 @@ pub struct Restart {
     pub converged_s: Option<f64>,
     /// The operator's LISTs the API server served, from the restart until converged.
     pub lists: usize,
+    /// [`Self::lists`] by resource, most first: what relisted, and what reconciles listed.
+    pub lists_by_resource: Vec<(String, usize)>,
     /// Its LISTs refused in that time (403 while a restarted API server's authorizer fills its
     /// caches, 5xx while etcd is away): attempts retried with backoff, no list sent back.
     pub refused_lists: usize,
@@ -71,6 +73,8 @@ pub struct Restart {
     /// [`Self::lists`] for each operator process of the round (the one that lived through the
     /// restart may relist once; one started in its place lists as a fresh start).
     pub start_lists: usize,
+    /// [`Self::start_lists`] by resource, most first.
+    pub start_by_resource: Vec<(String, usize)>,
     /// Its writes (Leases aside) in the quiet window once converged, described.
     pub quiet_writes: Vec<String>,
     /// Why the round failed, when it did.
@@ -102,7 +106,9 @@ pub async fn run(layout: &Layout, target: &Target) -> anyhow::Result<Vec<Restart
     Box::pin(create_policy(client, minimal_policy()?.spec)).await?;
     converge(client, &mut operator, None).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let start_lists = lists_in(&target.audit_log()?, &target.primary.user, since)?.len();
+    let start = lists_in(&target.audit_log()?, &target.primary.user, since)?;
+    let start_lists = start.len();
+    let start_by_resource = count_by_resource(start.iter().map(|(_, list)| list));
     if start_lists == 0 {
         bail!(
             "the audit log shows no LIST by {} at its start: the LIST counts would be meaningless",
@@ -117,6 +123,7 @@ pub async fn run(layout: &Layout, target: &Target) -> anyhow::Result<Vec<Restart
                 component: component.name(),
                 during,
                 start_lists,
+                start_by_resource: start_by_resource.clone(),
                 ..Restart::default()
             };
             let result = Box::pin(one(
@@ -229,19 +236,36 @@ async fn one(
     // The audit log's batch (1 s) reaches the file.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let log = target.audit_log()?;
-    let lists: Vec<u16> = lists_in(&log, &target.primary.user, since)?
+    let lists: Vec<_> = lists_in(&log, &target.primary.user, since)?
         .into_iter()
         .filter(|(at, _)| *at <= converged_at)
-        .map(|(_, list)| list.code)
+        .map(|(_, list)| list)
         .collect();
-    round.refused_lists = lists.iter().filter(|code| **code >= 400).count();
+    round.refused_lists = lists.iter().filter(|list| list.code >= 400).count();
     round.lists = lists.len() - round.refused_lists;
+    round.lists_by_resource = count_by_resource(lists.iter().filter(|list| list.code < 400));
     round.quiet_writes = writes_in(&log, &target.primary.user, quiet_from)?
         .into_iter()
         .filter(|(at, w)| w.resource != "leases" && *at <= quiet_to)
         .map(|(_, w)| format!("{} {} {} ({})", w.verb, w.resource, w.name, w.code))
         .collect();
     Ok(())
+}
+
+/// How many of `lists` each resource had, most first.
+fn count_by_resource<'a>(
+    lists: impl Iterator<Item = &'a gpu_operator_e2e::operator::Write>,
+) -> Vec<(String, usize)> {
+    let mut counts = std::collections::BTreeMap::<&str, usize>::new();
+    for list in lists {
+        *counts.entry(&list.resource).or_default() += 1;
+    }
+    let mut counts: Vec<_> = counts
+        .into_iter()
+        .map(|(resource, n)| (resource.to_owned(), n))
+        .collect();
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    counts
 }
 
 /// Whether the device plugin DaemonSet's pod template sets [`MARKER_ENV`] to `value`.
@@ -322,6 +346,29 @@ pub fn markdown(rounds: &[Restart], out: &mut String) {
         rounds.len(),
         ACT_WITHIN.as_secs(),
     );
+    let by_resource = |counts: &[(String, usize)]| {
+        counts
+            .iter()
+            .map(|(resource, n)| format!("{resource} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let Some(first) = rounds.first() {
+        let _ = writeln!(
+            out,
+            "\n- a fresh start: LISTs served by resource: {}",
+            by_resource(&first.start_by_resource)
+        );
+    }
+    for r in rounds {
+        let _ = writeln!(
+            out,
+            "- {} while {}: LISTs served by resource: {}",
+            r.component,
+            r.during,
+            by_resource(&r.lists_by_resource)
+        );
+    }
     for r in rounds {
         if let Some(error) = &r.error {
             let _ = writeln!(out, "\n{} while {} failed: {error}", r.component, r.during);
