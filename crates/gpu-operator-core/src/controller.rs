@@ -1,21 +1,22 @@
-//! Wiring reconcilers into kube-runtime Controllers over the shared caches: each operand and the
-//! status reconciler watch ClusterPolicies, operands own every kind they render, and they are
-//! woken by node label changes and GPU-node runtime changes (not by the status heartbeats of
-//! thousands of nodes), by a change of the data of a user's ConfigMap in the operator namespace
-//! (one the ClusterPolicy may name) and when the ServiceMonitor CRD comes or goes. A reconcile
-//! starts on the first event; see [`crate::coalesce`] for how bursts are merged. Every trigger
-//! names the ClusterPolicy by the same key, so one operand never runs two reconciles at once.
+//! Wiring reconcilers into kube-runtime Controllers over the shared caches: each operand watches
+//! ClusterPolicies, owns every kind it renders, and is woken by node label changes and GPU-node
+//! runtime changes (not by the status heartbeats of thousands of nodes), by a change of the data
+//! of a user's ConfigMap in the operator namespace (one the ClusterPolicy may name) and when the
+//! ServiceMonitor CRD comes or goes. A reconcile starts on the first event; see
+//! [`crate::coalesce`] for how bursts are merged. Every trigger names the ClusterPolicy by the
+//! same key, so one operand never runs two reconciles at once. The stream filters ([`changes`],
+//! [`policy_changes`], [`label_changes`]) and [`active_ref`] serve the other reconcilers'
+//! controllers too.
 
 use std::{
     collections::HashMap,
     future::Future,
     hash::{DefaultHasher, Hash as _, Hasher as _},
     sync::Arc,
-    time::Duration,
 };
 
 use futures::{Stream, StreamExt as _};
-use gpu_operator_api::{ClusterPolicy, conditions::NODES_VALIDATED};
+use gpu_operator_api::ClusterPolicy;
 use kube::{
     ResourceExt as _,
     runtime::{
@@ -25,19 +26,13 @@ use kube::{
 };
 
 use crate::{
-    Context, Error, active,
+    Context, active,
     coalesce::{self, BURST_PERIOD, throttle},
     meta,
     node_meta::NodeMeta,
-    node_validation,
     operand::{self, Operand},
-    policy_status,
     stores::Subscriptions,
 };
-
-/// How often at most the validators' reports wake the node summary, which reads every node:
-/// thousands of validators report during a rollout.
-const SUMMARY_PERIOD: Duration = Duration::from_secs(2);
 
 /// Runs the reconciler of operand `O` until `shutdown` resolves.
 pub fn run_operand<O: Operand>(
@@ -93,29 +88,6 @@ pub fn run_operand<O: Operand>(
         .for_each(|result| log(O::NAME, result))
 }
 
-/// Runs the overall status reconciler until `shutdown` resolves; `operands` are the condition
-/// types of the operand reconcilers that run.
-pub fn run_status(
-    ctx: Arc<Context>,
-    subs: Subscriptions,
-    operands: &'static [&'static str],
-    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
-) -> impl Future<Output = ()> {
-    let policies = ctx.stores.policies.clone();
-    let all = ctx.stores.policies.clone();
-    let nodes = throttle(label_changes(subs.nodes), BURST_PERIOD);
-    Controller::for_shared_stream(subs.policies, policies)
-        .with_config(coalesce::config())
-        .watches_shared_stream(nodes, move |_| all_refs(&all))
-        .graceful_shutdown_on(shutdown)
-        .run(
-            move |policy, ctx| policy_status::reconcile(policy, ctx, operands),
-            |_, error: &Error, _| operand::retry_transient(error),
-            ctx,
-        )
-        .for_each(|result| log(policy_status::NAME, result))
-}
-
 /// The ClusterPolicy that owns `object`, keyed as the ClusterPolicy's own events are: by name,
 /// with no namespace. (kube's `owns` keys the owner with the child's namespace, so a DaemonSet's
 /// event and the ClusterPolicy's own were two keys, and two reconciles of one operand ran at
@@ -135,23 +107,15 @@ fn owner_policy<K: kube::Resource>(object: Arc<K>) -> Option<ObjectRef<ClusterPo
 }
 
 /// The active ClusterPolicy, as the one object a node change concerns.
-fn active_ref(policies: &Store<ClusterPolicy>) -> Option<ObjectRef<ClusterPolicy>> {
+pub fn active_ref(policies: &Store<ClusterPolicy>) -> Option<ObjectRef<ClusterPolicy>> {
     active::active(&policies.state()).map(|p| ObjectRef::from_obj(p.as_ref()))
-}
-
-fn all_refs(policies: &Store<ClusterPolicy>) -> Vec<ObjectRef<ClusterPolicy>> {
-    policies
-        .state()
-        .iter()
-        .map(|p| ObjectRef::from_obj(p.as_ref()))
-        .collect()
 }
 
 /// Passes a ClusterPolicy on when what a reconciler writing `condition` acts on changed: its
 /// identity, spec (generation), metadata, deletion, overall state, or that one condition. The
 /// status writes of the other reconcilers (hundreds while thousands of nodes roll out) do not
 /// wake it.
-fn policy_changes<S>(
+pub fn policy_changes<S>(
     policies: S,
     condition: &'static str,
 ) -> impl Stream<Item = Arc<ClusterPolicy>> + Send
@@ -228,36 +192,8 @@ where
     })
 }
 
-/// Runs the summary of the validators' node reports until `shutdown` resolves. Woken by a GPU
-/// node appearing or leaving and by a change of a node's validation annotation (at most once per
-/// [`SUMMARY_PERIOD`]: each summary reads every node).
-pub fn run_node_validation(
-    ctx: Arc<Context>,
-    subs: Subscriptions,
-    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
-) -> impl Future<Output = ()> {
-    let policies = ctx.stores.policies.clone();
-    let policy_events = policy_changes(subs.policies, NODES_VALIDATED);
-    let reports = changes(subs.nodes, |node, hasher| {
-        node.labels()
-            .get(gpu_operator_api::labels::GPU_PRESENT)
-            .hash(hasher);
-        node.validation().hash(hasher);
-    });
-    let reports = throttle(reports, SUMMARY_PERIOD);
-    Controller::for_shared_stream(policy_events, policies.clone())
-        .with_config(coalesce::config())
-        .watches_shared_stream(reports, move |_| active_ref(&policies))
-        .graceful_shutdown_on(shutdown)
-        .run(
-            node_validation::reconcile,
-            |_, error: &Error, _| operand::retry_transient(error),
-            ctx,
-        )
-        .for_each(|result| log(node_validation::NAME, result))
-}
-
-fn log<T: std::fmt::Debug, E: std::fmt::Display>(
+/// Logs the outcome of one reconcile of `reconciler`.
+pub fn log<T: std::fmt::Debug, E: std::fmt::Display>(
     reconciler: &str,
     result: Result<T, E>,
 ) -> std::future::Ready<()> {

@@ -129,8 +129,14 @@ fn controllers(
         operand::<gpu_operator_node_status_exporter::NodeStatusExporter>(ctx, subs, stop()),
         operand::<GpuFeatureDiscovery>(ctx, subs, stop()),
         operand::<gpu_operator_sandbox::Sandbox>(ctx, subs, stop()),
-        controller::run_status(ctx.clone(), subs.clone(), OPERAND_CONDITIONS, stop()).boxed(),
-        controller::run_node_validation(ctx.clone(), subs.clone(), stop()).boxed(),
+        gpu_operator_status::run_policy_status(
+            ctx.clone(),
+            subs.clone(),
+            OPERAND_CONDITIONS,
+            stop(),
+        )
+        .boxed(),
+        gpu_operator_status::run_node_validation(ctx.clone(), subs.clone(), stop()).boxed(),
         gpu_operator_driver_upgrade::controller(ctx.clone(), subs.clone(), stop()).boxed(),
     ];
     // Every controller holds clones of the subscriptions it polls; `subs` itself is dropped by

@@ -15,11 +15,11 @@ use gpu_operator_core::{
     facts_memo::{self, FactsMemo},
     node_meta::NodeMeta,
     node_runtime::NodeRuntime,
-    node_validation,
     operand::{Cluster, Operand},
 };
 use gpu_operator_e2e::{fleet::Profile, operator::IMAGES};
 use gpu_operator_node_labels::triggers::NodeLabelFilter;
+use gpu_operator_status::node_validation;
 use k8s_openapi::api::core::v1::Node;
 use kube::{
     ResourceExt as _,

@@ -12,9 +12,10 @@ use gpu_operator_api::{
 };
 use kube::{Resource as _, ResourceExt as _, runtime::controller::Action};
 
-use crate::{
+use gpu_operator_core::{
     Context, Error, active,
     conditions::Desired,
+    labeller_wait,
     node_meta::NodeMeta,
     operand::PROBLEM_NODES,
     status_write::{self, Outcome},
@@ -109,7 +110,7 @@ pub async fn reconcile(policy: Arc<ClusterPolicy>, ctx: Arc<Context>) -> Result<
             .labeller_wait
             .should_wait(ctx.facts().gpu_candidates_unlabelled, Instant::now())
         {
-            return Ok(Action::requeue(crate::labeller_wait::POLL));
+            return Ok(Action::requeue(labeller_wait::POLL));
         }
         let summary = summarize(&ctx.stores.nodes.state());
         Ok(

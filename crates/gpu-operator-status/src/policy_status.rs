@@ -19,14 +19,18 @@ use kube::{
 };
 use serde_json::json;
 
-use crate::{
+use gpu_operator_core::{
     Context, Error, active,
     apply::FIELD_MANAGER_PREFIX,
     conditions::{self, Desired},
     facts::ClusterFacts,
+    leftovers,
     metrics::ReconciliationStatus,
+    status_write,
     write_gate::{Decision, Move},
 };
+
+use crate::pod_security;
 
 /// Name of this reconciler (field manager suffix, metric label).
 pub const NAME: &str = "status";
@@ -180,14 +184,14 @@ pub async fn reconcile(
     let labelled = if summary.state == State::Ignored {
         Ok(())
     } else {
-        crate::pod_security::reconcile(&ctx, &policy).await
+        pod_security::reconcile(&ctx, &policy).await
     };
     let mut result = write(&ctx, &policy, &summary)
         .await
         .and_then(|deferred| labelled.map(|()| deferred));
     if summary.state != State::Ignored && result.is_ok() {
         // NVIDIA's leftovers go once everything we render was written (and so taken over).
-        if let Err(error) = crate::leftovers::sweep(&ctx, &policy, operands).await {
+        if let Err(error) = leftovers::sweep(&ctx, &policy, operands).await {
             result = Err(error);
         }
     }
@@ -199,7 +203,7 @@ pub async fn reconcile(
     result.map(|deferred| Action::requeue(deferred.unwrap_or(Duration::from_secs(3600))))
 }
 
-/// Writes the summary when it moved what a user reads (see [`crate::write_gate`]); a change of
+/// Writes the summary when it moved what a user reads (see [`gpu_operator_core::write_gate`]); a change of
 /// the message alone waits until it held still, and so does `ready` turning `notReady` only
 /// because the operands are reconciling a spec change right now (they will be current again in
 /// a moment, and the state would flap). Returns how long a waiting change waits.
@@ -212,7 +216,7 @@ async fn write(
     let live: Vec<Condition> = live_status.conditions.clone().unwrap_or_default();
     let generation = policy.metadata.generation;
     let wanted = [ready_condition(summary), error_condition(&summary.ready)];
-    let key = crate::status_write::gate_key(policy, names::READY);
+    let key = status_write::gate_key(policy, names::READY);
     let current = policy.status.is_some()
         && live_status.state == summary.state
         && live_status.namespace.as_deref() == Some(ctx.namespace.as_str())
