@@ -19,7 +19,7 @@ use crate::{
     operator::{Operator, Write, writes_by},
     wait_until,
 };
-use gpu_operator_core::exposition;
+use gpu_operator_core::report::exposition;
 use k8s_openapi::{
     api::core::v1::{ConfigMap, Event, Node},
     jiff::Timestamp,

@@ -13,8 +13,8 @@ use std::fmt::Write as _;
 use gpu_operator_api::{ClusterPolicySpec, spec::WorkloadConfig};
 use gpu_operator_core::{
     Error,
-    facts::NodeSample,
-    operand::{Children, Cluster, Operand},
+    cache::facts::NodeSample,
+    pipeline::operand::{Children, Cluster, Operand},
 };
 
 /// The condition this reconciler owns.

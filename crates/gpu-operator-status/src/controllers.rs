@@ -8,10 +8,12 @@ use futures::StreamExt as _;
 use gpu_operator_api::{ClusterPolicy, conditions::NODES_VALIDATED};
 use gpu_operator_core::{
     Context, Error,
-    coalesce::{self, BURST_PERIOD, throttle},
-    controller::{active_ref, changes, label_changes, log, policy_changes},
-    operand,
-    stores::Subscriptions,
+    cache::stores::Subscriptions,
+    pipeline::{
+        coalesce::{self, BURST_PERIOD, throttle},
+        controller::{active_ref, changes, label_changes, log, policy_changes},
+        operand,
+    },
 };
 use kube::runtime::{
     Controller,

@@ -13,12 +13,14 @@ use gpu_operator_api::{
 use kube::{Resource as _, ResourceExt as _, runtime::controller::Action};
 
 use gpu_operator_core::{
-    Context, Error, active,
-    conditions::Desired,
-    labeller_wait,
-    node_meta::NodeMeta,
-    operand::PROBLEM_NODES,
-    status_write::{self, Outcome},
+    Context, Error,
+    cache::{labeller_wait, node_meta::NodeMeta},
+    pipeline::{
+        active,
+        operand::PROBLEM_NODES,
+        status_write::{self, Outcome},
+    },
+    report::conditions::Desired,
 };
 
 /// Name of this reconciler (field manager suffix, metric label).

@@ -16,7 +16,7 @@ use kube::{
 };
 use serde_json::json;
 
-use gpu_operator_core::{Context, Error, apply::FIELD_MANAGER_PREFIX};
+use gpu_operator_core::{Context, Error, pipeline::apply::FIELD_MANAGER_PREFIX};
 
 /// The Pod Security level `psa.enabled` sets.
 pub const LEVEL: &str = "privileged";

@@ -20,14 +20,18 @@ use kube::{
 use serde_json::json;
 
 use gpu_operator_core::{
-    Context, Error, active,
-    apply::FIELD_MANAGER_PREFIX,
-    conditions::{self, Desired},
-    facts::ClusterFacts,
-    leftovers,
-    metrics::ReconciliationStatus,
-    status_write,
-    write_gate::{Decision, Move},
+    Context, Error,
+    cache::facts::ClusterFacts,
+    pipeline::{
+        active,
+        apply::FIELD_MANAGER_PREFIX,
+        leftovers, status_write,
+        write_gate::{Decision, Move},
+    },
+    report::{
+        conditions::{self, Desired},
+        metrics::ReconciliationStatus,
+    },
 };
 
 use crate::pod_security;
@@ -203,10 +207,11 @@ pub async fn reconcile(
     result.map(|deferred| Action::requeue(deferred.unwrap_or(Duration::from_secs(3600))))
 }
 
-/// Writes the summary when it moved what a user reads (see [`gpu_operator_core::write_gate`]); a change of
-/// the message alone waits until it held still, and so does `ready` turning `notReady` only
-/// because the operands are reconciling a spec change right now (they will be current again in
-/// a moment, and the state would flap). Returns how long a waiting change waits.
+/// Writes the summary when it moved what a user reads (see
+/// [`gpu_operator_core::pipeline::write_gate`]); a change of the message alone waits until it held
+/// still, and so does `ready` turning `notReady` only because the operands are reconciling a spec
+/// change right now (they will be current again in a moment, and the state would flap). Returns how
+/// long a waiting change waits.
 async fn write(
     ctx: &Context,
     policy: &ClusterPolicy,

@@ -7,7 +7,12 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use futures::{FutureExt as _, future::BoxFuture};
 use gpu_operator_api::conditions::operand;
-use gpu_operator_core::{Context, controller, metrics::Metrics, operand::Operand, stores};
+use gpu_operator_core::{
+    Context,
+    cache::stores,
+    pipeline::{controller, operand::Operand},
+    report::metrics::Metrics,
+};
 use gpu_operator_device_plugin::DevicePlugin;
 use gpu_operator_driver::Driver;
 use gpu_operator_gfd::GpuFeatureDiscovery;

@@ -107,7 +107,7 @@ pub async fn converge(
     wait_settled(
         env,
         name,
-        gpu_operator_core::write_gate::QUIET + Duration::from_secs(2),
+        gpu_operator_core::pipeline::write_gate::QUIET + Duration::from_secs(2),
     )
     .await;
     assert!(

@@ -19,7 +19,9 @@ use std::{collections::BTreeMap, future, sync::Arc, time::Duration};
 use futures::StreamExt as _;
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
 use gpu_operator_core::{
-    Context, change_stream, exposition, metrics::Metrics, node_meta::NodeMeta, stores,
+    Context,
+    cache::{change_stream, node_meta::NodeMeta, stores},
+    report::{exposition, metrics::Metrics},
 };
 use gpu_operator_e2e::{
     client,

@@ -10,12 +10,16 @@ use futures::{
 };
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
 use gpu_operator_core::{
-    controller,
-    facts::ClusterFacts,
-    facts_memo::{self, FactsMemo},
-    node_meta::NodeMeta,
-    node_runtime::NodeRuntime,
-    operand::{Cluster, Operand},
+    cache::{
+        facts::ClusterFacts,
+        facts_memo::{self, FactsMemo},
+        node_meta::NodeMeta,
+        node_runtime::NodeRuntime,
+    },
+    pipeline::{
+        controller,
+        operand::{Cluster, Operand},
+    },
 };
 use gpu_operator_e2e::{fleet::Profile, operator::IMAGES};
 use gpu_operator_node_labels::triggers::NodeLabelFilter;
@@ -286,7 +290,7 @@ pub fn sample(gpu_nodes: u32, policy: &ClusterPolicy) -> anyhow::Result<Sample> 
         let differ = desired
             .iter()
             .zip(&lives[i])
-            .filter(|(d, l)| !gpu_operator_core::apply::is_subset(d, l))
+            .filter(|(d, l)| !gpu_operator_core::pipeline::apply::is_subset(d, l))
             .count();
         std::hint::black_box(differ);
     };

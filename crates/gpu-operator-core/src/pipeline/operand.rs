@@ -20,11 +20,16 @@ use kube::{
     },
 };
 
-pub use crate::children::Children;
+pub use crate::pipeline::children::Children;
 use crate::{
-    Context, Error, active, children, coalesce,
-    facts::ClusterFacts,
-    status_write::{self, Desired, Outcome},
+    Context, Error,
+    build::{digest, image, prometheus_rule, service_monitor},
+    cache::facts::ClusterFacts,
+    pipeline::{
+        active, children, coalesce,
+        status_write::{self, Desired, Outcome},
+    },
+    report::{conditions, deprecated, rollout_condition},
 };
 
 /// How many not-ready nodes a condition names.
@@ -111,7 +116,7 @@ impl Warning {
                 "{section}.serviceMonitor.enabled is true but the ServiceMonitor CRD ({}) is not \
                  installed, so no ServiceMonitor was created: install the Prometheus Operator's \
                  CRDs or set {section}.serviceMonitor.enabled=false",
-                crate::service_monitor::CRD_NAME
+                service_monitor::CRD_NAME
             ),
         }
     }
@@ -124,7 +129,7 @@ impl Warning {
                 "{section}.prometheusRule.enabled is true but the PrometheusRule CRD ({}) is not \
                  installed, so no alert rules were created: install the Prometheus Operator's \
                  CRDs or set {section}.prometheusRule.enabled=false",
-                crate::prometheus_rule::CRD_NAME
+                prometheus_rule::CRD_NAME
             ),
         }
     }
@@ -163,7 +168,7 @@ impl Cluster<'_> {
     /// Resolves the image of ClusterPolicy section `section` by NVIDIA's rules, with the
     /// operator's environment variable `env` as the fallback.
     pub fn image(&self, section: &str, spec: &ImageSpec, env: &str) -> Result<String, Error> {
-        Ok(crate::image::resolve(
+        Ok(image::resolve(
             section,
             spec,
             env,
@@ -333,7 +338,7 @@ async fn reconcile_once<O: Operand>(
         config_maps: &config_maps,
     };
     let (children, state, unserved, mut warnings) = plan::<O>(&policy.spec, &cluster)?;
-    warnings.extend(crate::deprecated::warnings(O::SECTION, &policy.spec));
+    warnings.extend(deprecated::warnings(O::SECTION, &policy.spec));
     let started = Instant::now();
     let written = children::apply_all(ctx, policy, O::NAME, &children, O::SERVICE_MONITORS).await?;
     ctx.sweeps.applied(O::CONDITION, policy);
@@ -391,7 +396,7 @@ async fn report<O: Operand>(
 ) -> Result<Outcome, Error> {
     let desired = match state {
         Some(state) => state,
-        None => crate::rollout_condition::rollout_condition::<O>(ctx, children, unserved).await?,
+        None => rollout_condition::rollout_condition::<O>(ctx, children, unserved).await?,
     };
     let desired = with_warnings(desired, warnings);
     let live_message = policy
@@ -435,11 +440,11 @@ async fn publish(
     // The recorder folds an Event into an earlier one with the same type, reason and action,
     // whatever its note, so a new problem of the same kind would only bump the old Event's count:
     // the action carries a digest of the note, and only the same note repeats as a series.
-    let note = crate::conditions::truncate(note, 1024);
+    let note = conditions::truncate(note, 1024);
     let event = Event {
         type_,
         reason: reason.to_owned(),
-        action: format!("Reconcile-{}", &crate::digest::of(note.as_bytes())[..8]),
+        action: format!("Reconcile-{}", &digest::of(note.as_bytes())[..8]),
         note: Some(note),
         secondary: None,
     };

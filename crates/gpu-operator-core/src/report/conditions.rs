@@ -18,8 +18,8 @@ pub struct Desired {
     pub reason: String,
     /// Human-readable detail.
     pub message: String,
-    /// The progress step of the counts in the message ([`crate::write_gate::step`]), when it has
-    /// counts: a change within a step is not urgent.
+    /// The progress step of the counts in the message ([`crate::pipeline::write_gate::step`]), when
+    /// it has counts: a change within a step is not urgent.
     pub step: Option<u8>,
 }
 
@@ -49,7 +49,7 @@ impl Desired {
     /// This condition with counts of `ready` out of `desired` in its message.
     #[must_use]
     pub fn with_progress(mut self, ready: usize, desired: usize) -> Self {
-        self.step = Some(crate::write_gate::step(ready, desired));
+        self.step = Some(crate::pipeline::write_gate::step(ready, desired));
         self
     }
 }

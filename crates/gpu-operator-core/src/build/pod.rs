@@ -17,7 +17,7 @@ use k8s_openapi::api::{
     core::v1::{HostPathVolumeSource, PodSpec, SecurityContext, Volume, VolumeMount},
 };
 
-use crate::{
+use crate::build::{
     barrier,
     daemonset::{self, Identity},
     host_paths,

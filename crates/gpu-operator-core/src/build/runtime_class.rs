@@ -14,8 +14,8 @@ use gpu_operator_api::ClusterPolicySpec;
 use k8s_openapi::api::apps::v1::DaemonSet;
 
 use crate::{
-    daemonset,
-    facts::{ClusterFacts, OsRelease},
+    build::daemonset,
+    cache::facts::{ClusterFacts, OsRelease},
 };
 
 /// Name of the RuntimeClass (and its handler) when `operator.runtimeClass` is unset.

@@ -7,13 +7,16 @@ use kube::{Api, ResourceExt as _, api::ListParams, runtime::reflector::ObjectRef
 
 use crate::{
     Context, Error,
-    children::Children,
-    operand::{Operand, PROBLEM_NODES},
-    pod_install::PodInstall,
-    pod_summary::PodSummary,
-    problems,
-    readiness::{self, TEMPLATE_GENERATION_LABEL},
-    status_write::Desired,
+    cache::{pod_install::PodInstall, pod_summary::PodSummary},
+    pipeline::{
+        children::Children,
+        operand::{Operand, PROBLEM_NODES},
+        status_write::Desired,
+    },
+    report::{
+        problems,
+        readiness::{self, TEMPLATE_GENERATION_LABEL},
+    },
 };
 
 /// The operand's condition from its DaemonSets in the cache.

@@ -268,7 +268,7 @@ impl Metrics {
 )]
 mod tests {
     use super::*;
-    use crate::exposition;
+    use crate::report::exposition;
 
     #[test]
     fn exposes_nvidia_names_with_the_recorded_values() {

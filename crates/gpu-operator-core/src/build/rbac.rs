@@ -12,7 +12,7 @@ use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::ObjectMeta,
 };
 
-use crate::meta;
+use crate::build::meta;
 
 /// Names one operand's RBAC objects: `name` (the operand's ServiceAccount and roles) and the
 /// reconciler `component` that owns them.

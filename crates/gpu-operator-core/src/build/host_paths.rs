@@ -2,7 +2,8 @@
 //! `host-root` and `host-dev-char` volumes and sets `HOST_ROOT` in every container;
 //! `driverInstallDir` moves the `driver-install-dir` volume and tells the `driver-validation`
 //! init container where it is; `kubeletRootDir` moves every host path under `/var/lib/kubelet`
-//! (device plugin sockets, pod resources). Operands ask for [`apply`] through `crate::pod::finish`.
+//! (device plugin sockets, pod resources). Operands ask for [`apply`] through
+//! `crate::build::pod::finish`.
 
 use gpu_operator_api::spec::HostPathsSpec;
 use k8s_openapi::api::core::v1::{Container, EnvVar, PodSpec};

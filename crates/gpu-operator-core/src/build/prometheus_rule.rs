@@ -1,7 +1,7 @@
 //! PrometheusRules of the Prometheus Operator (`monitoring.coreos.com/v1`), the other optional
 //! kind next to ServiceMonitors: whether their CRD is installed comes from its own one-object
 //! cache, and they are written by the same list-compare-apply-prune writer as ServiceMonitors
-//! ([`crate::service_monitor`]), so a missing CRD costs no request and breaks no cache.
+//! ([`crate::build::service_monitor`]), so a missing CRD costs no request and breaks no cache.
 
 use std::collections::BTreeMap;
 
@@ -10,7 +10,7 @@ use kube::api::ApiResource;
 pub use kube::api::DynamicObject;
 use serde_json::Value;
 
-use crate::{Context, Error, service_monitor, stores::Stores};
+use crate::{Context, Error, build::service_monitor, cache::stores::Stores};
 
 /// Name of the PrometheusRule CRD.
 pub const CRD_NAME: &str = "prometheusrules.monitoring.coreos.com";

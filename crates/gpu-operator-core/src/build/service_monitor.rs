@@ -4,7 +4,7 @@
 //! operand renders are applied like the other children, compared with a label-selected list of
 //! the live ones (a list, not a watch, so a missing CRD never breaks a cache), and the ones the
 //! operand no longer renders are deleted. The same writer serves the Prometheus Operator's other
-//! optional kind, PrometheusRules ([`crate::prometheus_rule`]).
+//! optional kind, PrometheusRules ([`crate::build::prometheus_rule`]).
 
 use std::collections::BTreeMap;
 
@@ -18,9 +18,9 @@ use serde_json::Value;
 
 use crate::{
     Context, Error,
-    apply::{FIELD_MANAGER_PREFIX, is_subset},
-    meta,
-    stores::Stores,
+    build::meta,
+    cache::stores::Stores,
+    pipeline::apply::{FIELD_MANAGER_PREFIX, is_subset},
 };
 
 /// Name of the ServiceMonitor CRD.

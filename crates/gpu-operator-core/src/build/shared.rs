@@ -9,7 +9,7 @@ use gpu_operator_api::{
     spec::{DaemonsetsSpec, HostPathsSpec, ValidatorSpec},
 };
 
-use crate::{
+use crate::build::{
     host_paths,
     pod::{Barrier, HostPaths},
 };
@@ -17,7 +17,7 @@ use crate::{
 /// The settings every operand pod shares.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Shared {
-    /// `spec.daemonsets`, applied by [`crate::pod::Finished::into_daemonset`].
+    /// `spec.daemonsets`, applied by [`crate::build::pod::Finished::into_daemonset`].
     pub daemonsets: DaemonsetsSpec,
     /// `spec.hostPaths`.
     pub host_paths: Option<HostPathsSpec>,

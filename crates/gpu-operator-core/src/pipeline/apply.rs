@@ -4,7 +4,8 @@
 //! "Differs" is a subset test: every field we set must have the same value in the live object
 //! (fields the API server defaults, or other managers add, are ignored). A hand edit of one of our
 //! fields therefore fails the test and is reverted; an unchanged cluster gets no request at all.
-//! The first write to an object someone else made takes its fields over first ([`crate::takeover`]).
+//! The first write to an object someone else made takes its fields over first
+//! ([`crate::pipeline::takeover`]).
 
 use std::fmt::Debug;
 
@@ -58,7 +59,7 @@ where
     let foreign = !live.is_some_and(|live| is_ours(live, reconciler));
     let grants = grants_rules::<K>();
     if foreign && !grants {
-        crate::takeover::take_over(api, &name, &manager).await?;
+        crate::pipeline::takeover::take_over(api, &name, &manager).await?;
     }
     let params = PatchParams::apply(&manager).force();
     let send = || async {
@@ -71,7 +72,7 @@ where
     // refuses any write to a Role whose rules the writer does not hold, even one that only
     // rewrites managedFields. Its `rules` are an atomic list, so our apply replaces them whole:
     // the take-over then passes, and a second apply drops what else NVIDIA set.
-    if foreign && grants && crate::takeover::take_over(api, &name, &manager).await? {
+    if foreign && grants && crate::pipeline::takeover::take_over(api, &name, &manager).await? {
         send().await?;
     }
     Ok(Outcome::Written)
@@ -82,14 +83,17 @@ fn grants_rules<K: Resource<DynamicType = ()>>() -> bool {
     matches!(K::kind(&()).as_ref(), "Role" | "ClusterRole")
 }
 
-/// Whether `live` carries the labels we give what `reconciler` renders (see [`crate::meta::labels`]);
-/// anything else (NVIDIA's objects lack `app.kubernetes.io/name`) is taken over before the first
-/// write (see [`crate::takeover`]).
+/// Whether `live` carries the labels we give what `reconciler` renders (see
+/// [`crate::build::meta::labels`]); anything else (NVIDIA's objects lack `app.kubernetes.io/name`)
+/// is taken over before the first write (see [`crate::pipeline::takeover`]).
 fn is_ours<K: Resource>(live: &K, reconciler: &str) -> bool {
     let labels = live.labels();
-    crate::meta::is_managed(live)
-        && labels.get(crate::meta::COMPONENT_LABEL).map(String::as_str) == Some(reconciler)
-        && labels.contains_key(crate::meta::NAME_LABEL)
+    crate::build::meta::is_managed(live)
+        && labels
+            .get(crate::build::meta::COMPONENT_LABEL)
+            .map(String::as_str)
+            == Some(reconciler)
+        && labels.contains_key(crate::build::meta::NAME_LABEL)
 }
 
 /// Deletes `name`; an object that is already gone is fine.

@@ -1,7 +1,7 @@
 //! Writing one reconciler's condition into `ClusterPolicy.status.conditions` with server-side
 //! apply: the list is a map keyed by `type`, so each reconciler owns its own entry. Nothing is sent
 //! when the live condition already says the same; [`write_gated`] also holds back changes that
-//! move nothing a user reads at a glance (see [`crate::write_gate`]).
+//! move nothing a user reads at a glance (see [`crate::pipeline::write_gate`]).
 
 use std::time::{Duration, Instant};
 
@@ -13,12 +13,14 @@ use kube::{
 };
 use serde_json::json;
 
-pub use crate::conditions::Desired;
+pub use crate::report::conditions::Desired;
 use crate::{
     Context, Error,
-    apply::FIELD_MANAGER_PREFIX,
-    conditions,
-    write_gate::{Decision, Move},
+    pipeline::{
+        apply::FIELD_MANAGER_PREFIX,
+        write_gate::{Decision, Move},
+    },
+    report::conditions,
 };
 
 /// What [`write_gated`] did.
@@ -52,9 +54,9 @@ pub async fn write(
     Ok(true)
 }
 
-/// Like [`write`], but gated (see [`crate::write_gate`]): a condition becoming `True` is written
-/// at once, another move of its status, reason, acknowledged generation or progress step after
-/// its burst, a change of the message alone once it held still.
+/// Like [`write`], but gated (see [`crate::pipeline::write_gate`]): a condition becoming `True` is
+/// written at once, another move of its status, reason, acknowledged generation or progress step
+/// after its burst, a change of the message alone once it held still.
 pub async fn write_gated(
     ctx: &Context,
     policy: &ClusterPolicy,
@@ -95,7 +97,7 @@ pub async fn write_gated(
     }
 }
 
-/// The [`crate::write_gate::WriteGate`] key of condition `type_` of `policy`.
+/// The [`crate::pipeline::write_gate::WriteGate`] key of condition `type_` of `policy`.
 pub fn gate_key(policy: &ClusterPolicy, type_: &str) -> String {
     format!(
         "{}/{type_}",

@@ -6,7 +6,7 @@
 
 use gpu_operator_api::ClusterPolicySpec;
 
-use crate::operand::Warning;
+use crate::pipeline::operand::Warning;
 
 /// Reason of the warnings.
 pub const REASON: &str = "DeprecatedField";

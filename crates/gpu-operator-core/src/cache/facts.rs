@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use gpu_operator_api::labels;
 
-use crate::{
+use crate::cache::{
     node_meta::{Labels, NodeMeta},
     node_runtime::NodeRuntime,
 };
@@ -36,7 +36,7 @@ pub struct ClusterFacts {
     /// runtime facts are incomplete.
     pub gpu_nodes_without_runtime: usize,
     /// Nodes whose NFD labels show an NVIDIA GPU but that the node labeller has not labelled
-    /// `nvidia.com/gpu.present=true` yet (see [`crate::labeller_wait`]).
+    /// `nvidia.com/gpu.present=true` yet (see [`crate::cache::labeller_wait`]).
     pub gpu_candidates_unlabelled: usize,
     /// The (OS, kernel) pairs of the GPU nodes that carry both, for per-kernel driver images.
     pub os_kernels: BTreeSet<(OsRelease, String)>,

@@ -15,7 +15,10 @@ use std::{
 use k8s_openapi::api::apps::v1::DaemonSet;
 use kube::{Api, ResourceExt as _, api::ListParams};
 
-use crate::{Error, facts::matches_selector, node_meta::NodeMeta, pod_summary::PodSummary};
+use crate::{
+    Error,
+    cache::{facts::matches_selector, node_meta::NodeMeta, pod_summary::PodSummary},
+};
 
 /// How often, per DaemonSet, every pod may be listed to find the rarer problems.
 pub const FULL_SCAN_EVERY: Duration = Duration::from_secs(30);

@@ -17,7 +17,7 @@ use kube::{
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::{Error, apply::FIELD_MANAGER_PREFIX};
+use crate::{Error, pipeline::apply::FIELD_MANAGER_PREFIX};
 
 /// Makes `manager` (an apply manager of ours) own every field of object `name` that a manager
 /// not of ours owns; returns whether `metadata.managedFields` was rewritten. A missing object,

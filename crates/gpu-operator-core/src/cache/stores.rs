@@ -34,12 +34,13 @@ use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 
 use crate::{
-    change_stream::{self, Changes, Standby},
-    facts_memo::{self, FactsMemo},
-    meta,
-    node_meta::NodeMeta,
-    node_runtime::NodeRuntime,
-    prometheus_rule, service_monitor,
+    build::{meta, prometheus_rule, service_monitor},
+    cache::{
+        change_stream::{self, Changes, Standby},
+        facts_memo::{self, FactsMemo},
+        node_meta::NodeMeta,
+        node_runtime::NodeRuntime,
+    },
 };
 
 /// Declares the cached kinds once: the caches, their change streams and the readiness wait.
@@ -50,7 +51,7 @@ macro_rules! kinds {
         pub struct Stores {
             $(#[doc = concat!("Cache of `", stringify!($kind), "`.")] pub $field: Store<$kind>,)*
             /// The cluster facts of the node caches, kept until their nodes change (see
-            /// [`crate::facts_memo`]).
+            /// [`crate::cache::facts_memo`]).
             pub node_facts: Arc<FactsMemo>,
             /// Woken after every ClusterPolicy event reached the cache and the controllers, so a
             /// reconcile can tell when a newer spec overtook it.
@@ -323,7 +324,7 @@ enum Tapping<K> {
     None,
     Facts(
         Arc<FactsMemo>,
-        crate::facts_memo::Marker,
+        crate::cache::facts_memo::Marker,
         fn(&K, &K) -> bool,
     ),
     Notify(Arc<Notify>),

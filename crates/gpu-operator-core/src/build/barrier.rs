@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::{
     VolumeMount,
 };
 
-use crate::daemonset::merge_env;
+use crate::build::daemonset::merge_env;
 
 /// The host directory of the status files.
 pub const VALIDATIONS_DIR: &str = "/run/nvidia/validations";
@@ -55,7 +55,7 @@ pub fn wait_for(component: &str, validator_image: &str) -> Container {
 
 /// The host volume of the status files, for a pod with a [`wait_for`] init container.
 pub fn volume() -> Volume {
-    crate::pod::host_path(
+    crate::build::pod::host_path(
         VALIDATIONS_VOLUME,
         VALIDATIONS_DIR,
         Some("DirectoryOrCreate"),
@@ -81,7 +81,7 @@ pub(crate) fn after_toolkit(
 pub(crate) fn apply_validator(pod: &mut PodSpec, validator: Option<&ValidatorSpec>) {
     let default = ValidatorSpec::default();
     let validator = validator.unwrap_or(&default);
-    let policy = crate::image::pull_policy(&validator.image);
+    let policy = crate::build::image::pull_policy(&validator.image);
     let resources = validator
         .container
         .resources

@@ -3,10 +3,10 @@
 //! runtime changes (not by the status heartbeats of thousands of nodes), by a change of the data
 //! of a user's ConfigMap in the operator namespace (one the ClusterPolicy may name) and when the
 //! ServiceMonitor CRD comes or goes. A reconcile starts on the first event; see
-//! [`crate::coalesce`] for how bursts are merged. Every trigger names the ClusterPolicy by the
-//! same key, so one operand never runs two reconciles at once. The stream filters ([`changes`],
-//! [`policy_changes`], [`label_changes`]) and [`active_ref`] serve the other reconcilers'
-//! controllers too.
+//! [`crate::pipeline::coalesce`] for how bursts are merged. Every trigger names the ClusterPolicy
+//! by the same key, so one operand never runs two reconciles at once. The stream filters
+//! ([`changes`], [`policy_changes`], [`label_changes`]) and [`active_ref`] serve the other
+//! reconcilers' controllers too.
 
 use std::{
     collections::HashMap,
@@ -26,12 +26,14 @@ use kube::{
 };
 
 use crate::{
-    Context, active,
-    coalesce::{self, BURST_PERIOD, throttle},
-    meta,
-    node_meta::NodeMeta,
-    operand::{self, Operand},
-    stores::Subscriptions,
+    Context,
+    build::meta,
+    cache::{node_meta::NodeMeta, stores::Subscriptions},
+    pipeline::{
+        active,
+        coalesce::{self, BURST_PERIOD, throttle},
+        operand::{self, Operand},
+    },
 };
 
 /// Runs the reconciler of operand `O` until `shutdown` resolves.
@@ -164,8 +166,9 @@ where
 }
 
 /// Passes an object on only when what `fingerprint` hashes of it changed (or it is new), and
-/// always when it is deleted (it comes with a deletion timestamp, see [`crate::change_stream`]).
-/// It remembers one pair of hashes per object (its name's and the fingerprint), not the names.
+/// always when it is deleted (it comes with a deletion timestamp, see
+/// [`crate::cache::change_stream`]). It remembers one pair of hashes per object (its name's and the
+/// fingerprint), not the names.
 pub fn changes<S, K>(
     objects: S,
     fingerprint: impl Fn(&K, &mut DefaultHasher) + Send + 'static,

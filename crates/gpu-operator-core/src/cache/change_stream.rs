@@ -6,7 +6,8 @@
 //! waker registered) until something else woke its task.
 //!
 //! A deleted object arrives with a deletion timestamp (set here when the API server's last
-//! version had none), so a filter such as [`crate::controller::changes`] tells it from an update.
+//! version had none), so a filter such as [`crate::pipeline::controller::changes`] tells it from an
+//! update.
 
 use std::{
     collections::VecDeque,

@@ -17,7 +17,7 @@ use std::sync::{
     atomic::{AtomicBool, AtomicU64, Ordering},
 };
 
-use crate::{facts::ClusterFacts, node_meta::NodeMeta, node_runtime::NodeRuntime};
+use crate::cache::{facts::ClusterFacts, node_meta::NodeMeta, node_runtime::NodeRuntime};
 
 /// Whether a node's update changes what the facts read of it: its labels.
 pub fn node_changed(old: &NodeMeta, new: &NodeMeta) -> bool {

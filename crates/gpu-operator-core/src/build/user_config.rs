@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::{api::core::v1::ConfigMap, apimachinery::pkg::apis::meta::v1::ObjectMeta};
 
-use crate::{Error, operand::Cluster};
+use crate::{Error, pipeline::operand::Cluster};
 
 /// The most one key's value may hold. A device-plugin or mig-parted configuration is a few KiB
 /// (NVIDIA's default mig-parted configuration, every GPU's layouts, about 30 KiB); a value near the
@@ -123,7 +123,7 @@ fn keys(data: &BTreeMap<String, String>) -> String {
 
 /// A stable digest of `data` (keys are ordered).
 fn digest(data: &BTreeMap<String, String>) -> String {
-    crate::digest::of(serde_json::json!(data).to_string().as_bytes())
+    crate::build::digest::of(serde_json::json!(data).to_string().as_bytes())
 }
 
 #[cfg(test)]
@@ -131,7 +131,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::facts::ClusterFacts;
+    use crate::cache::facts::ClusterFacts;
 
     fn run(
         data: Option<&[(&str, &str)]>,

@@ -23,7 +23,7 @@ use k8s_openapi::{
     },
 };
 
-use crate::{meta, placement};
+use crate::build::{meta, placement};
 
 /// Keys users may not set through `daemonsets.labels` or `daemonsets.annotations`: DaemonSet
 /// selectors use `app` and `app.kubernetes.io/part-of` (immutable), and our caches and pruning
@@ -153,7 +153,7 @@ pub(crate) fn apply_component(
     container: &ContainerSpec,
     host_network: Option<bool>,
 ) {
-    let policy = crate::image::pull_policy(image);
+    let policy = crate::build::image::pull_policy(image);
     let resources = container.resources.as_ref().map(|r| ResourceRequirements {
         limits: r.limits.clone(),
         requests: r.requests.clone(),

@@ -29,7 +29,7 @@ use kube::{
 };
 use serde::de::DeserializeOwned;
 
-use crate::{Context, Error, apply, meta};
+use crate::{Context, Error, build::meta, pipeline::apply};
 
 /// Which operand reconcilers applied which ClusterPolicy generation, and which ClusterPolicies
 /// were swept.
@@ -159,7 +159,7 @@ pub async fn sweep(
         type_: EventType::Normal,
         reason: "RemovedLeftovers".to_owned(),
         action: "Adopt".to_owned(),
-        note: Some(crate::conditions::truncate(&note, 1024)),
+        note: Some(crate::report::conditions::truncate(&note, 1024)),
         secondary: None,
     };
     if let Err(error) = ctx.recorder.publish(&event, &policy.object_ref(&())).await {

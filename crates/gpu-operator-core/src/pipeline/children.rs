@@ -1,9 +1,9 @@
 //! The objects an operand renders ([`Children`]) and how the pipeline writes them: each kind is
 //! compared with its cache and applied only when it differs; what the operand no longer renders
 //! (found by its `app.kubernetes.io/component` label) is deleted. A live DaemonSet's selector is
-//! kept when our pods match it ([`crate::adopt`]). ServiceMonitors and
-//! PrometheusRules, kinds the cluster may lack, are written by [`crate::service_monitor`] and
-//! [`crate::prometheus_rule`].
+//! kept when our pods match it ([`crate::pipeline::adopt`]). ServiceMonitors and
+//! PrometheusRules, kinds the cluster may lack, are written by [`crate::build::service_monitor`]
+//! and [`crate::build::prometheus_rule`].
 
 use std::{collections::BTreeSet, fmt::Debug};
 
@@ -22,9 +22,12 @@ use kube::{
 use serde::{Serialize, de::DeserializeOwned};
 
 use crate::{
-    Context, Error, adopt,
-    apply::{self, Outcome},
-    meta, prometheus_rule, service_monitor,
+    Context, Error,
+    build::{meta, prometheus_rule, service_monitor},
+    pipeline::{
+        adopt,
+        apply::{self, Outcome},
+    },
 };
 
 /// Every kind of object an operand may render, in the order they are applied (identities and
