@@ -17,7 +17,7 @@ use gpu_operator_core::{
     fixtures,
     pipeline::operand::{Cluster, Operand},
 };
-use gpu_operator_e2e::mutate::{mutate, mutation, nvidia_sample_specs};
+use gpu_operator_harness::mutate::{mutate, mutation, nvidia_sample_specs};
 use gpu_operator_plugin_config::checker;
 use proptest::prelude::*;
 use serde_json::{Value, json};

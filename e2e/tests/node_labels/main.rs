@@ -23,11 +23,11 @@ use gpu_operator_core::{
     cache::{change_stream, node_meta::NodeMeta, stores},
     report::{exposition, metrics::Metrics},
 };
-use gpu_operator_e2e::{
+use gpu_operator_harness::{
+    access::kubectl_ok,
     client,
     crd::ensure_crd,
     fleet::{NFD_NVIDIA_PCI, Profile},
-    harness::kubectl_ok,
     unique_name, wait_until,
 };
 use gpu_operator_node_labels::NodeLabeler;

@@ -21,7 +21,7 @@ use gpu_operator_core::{
         operand::{Cluster, Operand},
     },
 };
-use gpu_operator_e2e::{fleet::Profile, operator::IMAGES};
+use gpu_operator_harness::{fleet::Profile, operator::IMAGES};
 use gpu_operator_node_labels::triggers::NodeLabelFilter;
 use gpu_operator_status::node_validation;
 use k8s_openapi::api::core::v1::Node;

@@ -16,7 +16,7 @@ use k8s_openapi::{api::core::v1::ServiceAccount, jiff::Timestamp};
 use kube::{Api, api::PostParams};
 use serde_json::json;
 
-use crate::harness::kubeconfig_path;
+use crate::access::kubeconfig_path;
 
 /// The operator's image environment, one image per operand, so a default ClusterPolicy can get
 /// ready; the device plugin's comes first (an e2e step drops it).

@@ -15,8 +15,8 @@ use kube::{Api, api::PostParams};
 use serde_json::json;
 
 use crate::{
+    access::{kubeconfig_path, kubectl, kubectl_ok},
     crd::repo_root,
-    harness::{kubeconfig_path, kubectl, kubectl_ok},
 };
 
 /// The chart's directory.

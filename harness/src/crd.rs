@@ -9,7 +9,7 @@ use std::{
 use anyhow::Context as _;
 use tokio::sync::OnceCell;
 
-use crate::{harness::kubectl_ok, wait_until};
+use crate::{access::kubectl_ok, wait_until};
 
 const CRD_NAME: &str = "clusterpolicies.nvidia.com";
 const FIELD_MANAGER: &str = "gpu-operator-e2e";
