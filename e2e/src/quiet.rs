@@ -15,11 +15,11 @@
 
 use std::{collections::BTreeMap, time::Duration};
 
-use crate::{
+use gpu_operator_core::report::exposition;
+use gpu_operator_harness::{
     operator::{Operator, Write, writes_by},
     wait_until,
 };
-use gpu_operator_core::exposition;
 use k8s_openapi::{
     api::core::v1::{ConfigMap, Event, Node},
     jiff::Timestamp,

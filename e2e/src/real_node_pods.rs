@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use crate::{
+use gpu_operator_harness::{
     client, kubectl,
     real_node::{NODE_NAME, TAINT},
     unique_name, wait_until,

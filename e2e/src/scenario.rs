@@ -10,16 +10,16 @@
 
 use std::{collections::BTreeMap, time::Duration};
 
-use crate::{
+use gpu_operator_api::{ClusterPolicy, State, conditions};
+use gpu_operator_harness::{
+    access::kubectl_ok,
     chart::{operator_kubeconfig, remove_operator_rbac},
     client,
     crd::ensure_crd,
     fleet::{KWOK_LABEL, NFD_NVIDIA_PCI},
-    harness::kubectl_ok,
     operator::Operator,
     unique_name, wait_until,
 };
-use gpu_operator_api::{ClusterPolicy, State, conditions};
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
     core::v1::{Namespace, Node, Pod},
@@ -38,7 +38,7 @@ pub const PLUGIN: &str = "nvidia-device-plugin-daemonset";
 /// The validator's DaemonSet.
 pub const VALIDATOR: &str = "nvidia-operator-validator";
 /// The operator's image environment (shared with the bench).
-pub use crate::operator::IMAGES;
+pub use gpu_operator_harness::operator::IMAGES;
 
 /// One scenario's environment: its namespace, and the chart's RBAC for the operator in it.
 pub struct Env {

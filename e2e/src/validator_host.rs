@@ -18,8 +18,8 @@ use std::{
     time::Duration,
 };
 
-use crate::{fleet::Profile, operator::workspace_binary, unique_name, wait_until};
 use gpu_operator_api::validator;
+use gpu_operator_harness::{fleet::Profile, operator::workspace_binary, unique_name, wait_until};
 use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeSpec, Taint};
 use kube::api::{Api, DeleteParams, PostParams};
 

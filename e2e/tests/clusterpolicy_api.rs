@@ -7,9 +7,9 @@ use std::{io::Write as _, process::Stdio};
 
 use anyhow::{Context as _, bail};
 use gpu_operator_api::cel;
-use gpu_operator_e2e::{
+use gpu_operator_harness::{
+    access::kubectl_ok,
     crd::{ensure_crd, repo_root},
-    harness::kubectl_ok,
     kubectl, unique_name,
 };
 use serde_json::{Value, json};

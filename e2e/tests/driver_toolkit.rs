@@ -16,7 +16,7 @@ use gpu_operator_e2e::scenario as support;
 use std::collections::{BTreeMap, BTreeSet};
 
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, conditions};
-use gpu_operator_e2e::{unique_name, wait_until};
+use gpu_operator_harness::{unique_name, wait_until};
 use k8s_openapi::api::{apps::v1::DaemonSet, node::v1::RuntimeClass};
 use kube::{
     Api, ResourceExt as _,

@@ -17,7 +17,7 @@ use gpu_operator_e2e::scenario as support;
 use std::collections::{BTreeMap, BTreeSet};
 
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, conditions::operand::DRIVER_READY};
-use gpu_operator_e2e::{fleet::Profile, harness::kubectl_ok, unique_name, wait_until};
+use gpu_operator_harness::{access::kubectl_ok, fleet::Profile, unique_name, wait_until};
 use k8s_openapi::api::{apps::v1::DaemonSet, core::v1::Node};
 use kube::{
     Api, ResourceExt as _,

@@ -20,7 +20,7 @@ use gpu_operator_e2e::scenario as support;
 use std::path::Path;
 
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, conditions};
-use gpu_operator_e2e::{
+use gpu_operator_harness::{
     mutate::{mutate, mutation, nvidia_sample_specs},
     unique_name, wait_until,
 };

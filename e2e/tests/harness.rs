@@ -6,7 +6,7 @@
 
 use std::{collections::BTreeSet, time::Duration};
 
-use gpu_operator_e2e::{
+use gpu_operator_harness::{
     client,
     fleet::{KWOK_LABEL, NFD_NVIDIA_PCI, PROFILE_LABEL, Profile},
     unique_name, wait_until,
@@ -123,7 +123,7 @@ async fn simulated_nodes_carry_their_profiles_labels_and_capacity() {
             "runtime {}",
             info.container_runtime_version
         );
-        assert!(gpu_operator_e2e::fleet::Profile::ALL.contains(&profile));
+        assert!(gpu_operator_harness::fleet::Profile::ALL.contains(&profile));
         let ready = status
             .conditions
             .unwrap_or_default()
@@ -307,7 +307,7 @@ async fn a_service_account_token_authenticates_and_rbac_denies_what_its_role_doe
         .unwrap()
         .token;
 
-    let sa_client = gpu_operator_e2e::harness::client_with_token(&token)
+    let sa_client = gpu_operator_harness::access::client_with_token(&token)
         .await
         .unwrap();
     let pods: Api<Pod> = Api::namespaced(sa_client.clone(), &ns.name);

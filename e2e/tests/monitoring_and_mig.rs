@@ -14,12 +14,12 @@
 use gpu_operator_e2e::scenario as support;
 
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, conditions::operand, labels};
-use gpu_operator_e2e::{
+use gpu_operator_harness::{
+    access::kubectl_ok,
     crd::{
         SERVICE_MONITOR_CRD as SM_CRD, SERVICE_MONITOR_CRD_YAML as SM_CRD_YAML,
         ServiceMonitorCrdCleanup as CrdCleanup,
     },
-    harness::kubectl_ok,
     unique_name, wait_until,
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Service};

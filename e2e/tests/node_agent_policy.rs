@@ -11,11 +11,11 @@
 
 use std::{path::Path, process::Stdio, time::Duration};
 
-use gpu_operator_e2e::{
+use gpu_operator_harness::{
+    access::{client_with_token, kubectl_ok},
     chart::{kubectl_apply, render},
     client,
     fleet::Profile,
-    harness::{client_with_token, kubectl_ok},
     operator::workspace_binary,
     unique_name,
 };
@@ -141,7 +141,7 @@ async fn merge(nodes: &Api<Node>, node: &str, patch: Value) -> Result<Node, kube
 async fn discover(node: &str, token: &str, root: &Path, dir: &Path) -> (bool, String) {
     let kubeconfig = dir.join(format!("{node}.kubeconfig"));
     let mut config: Value = serde_yaml::from_str(
-        &std::fs::read_to_string(gpu_operator_e2e::harness::kubeconfig_path().unwrap()).unwrap(),
+        &std::fs::read_to_string(gpu_operator_harness::access::kubeconfig_path().unwrap()).unwrap(),
     )
     .unwrap();
     for user in config["users"].as_array_mut().unwrap() {

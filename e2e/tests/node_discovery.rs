@@ -11,11 +11,11 @@
 
 use std::{collections::BTreeMap, path::Path, process::Stdio, time::Duration};
 
-use gpu_operator_e2e::{
+use gpu_operator_harness::{
+    access::kubectl_ok,
     chart::{kubectl_apply, render, token_kubeconfig},
     client,
     fleet::Profile,
-    harness::kubectl_ok,
     operator::{workspace_binary, writes_by},
     unique_name, wait_until,
 };
@@ -117,7 +117,7 @@ impl Agent {
         let marker = unique_name(marker);
         kubectl_ok(&["create", "configmap", &marker, "-n", &self.namespace]).unwrap();
         let admin_sees = wait_until("the marker in the audit log", TIMEOUT, || async {
-            let log = std::fs::read_to_string(gpu_operator_e2e::operator::audit_log()?)?;
+            let log = std::fs::read_to_string(gpu_operator_harness::operator::audit_log()?)?;
             Ok(log.contains(&marker).then_some(()))
         });
         admin_sees.await.unwrap();

@@ -13,10 +13,10 @@ use std::{
     process::Stdio,
 };
 
-use gpu_operator_e2e::{
+use gpu_operator_harness::{
+    access::kubectl,
     chart::{chart_dir, helm_ok},
     crd::{ensure_crd, repo_root},
-    harness::kubectl,
     unique_name,
 };
 use serde_json::Value;
@@ -121,7 +121,7 @@ async fn the_chart_renders_each_nvidia_values_file_into_objects_the_api_server_a
     let files = fixtures("values");
     assert_eq!(files.len(), 9, "{files:?}");
     let namespace = unique_name("nvidia-values");
-    gpu_operator_e2e::harness::kubectl_ok(&["create", "namespace", &namespace]).unwrap();
+    gpu_operator_harness::access::kubectl_ok(&["create", "namespace", &namespace]).unwrap();
     let dir = tempfile::tempdir().unwrap();
     for file in files {
         let values = with_our_operator_image(&file, dir.path());
@@ -155,7 +155,7 @@ async fn the_chart_renders_each_nvidia_values_file_into_objects_the_api_server_a
         );
         assert!(out.is_empty(), "{}: {out:#?}", file.display());
     }
-    gpu_operator_e2e::harness::kubectl_ok(&["delete", "namespace", &namespace, "--wait=false"])
+    gpu_operator_harness::access::kubectl_ok(&["delete", "namespace", &namespace, "--wait=false"])
         .unwrap();
 }
 

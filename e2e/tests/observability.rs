@@ -16,7 +16,7 @@
 use gpu_operator_e2e::scenario as support;
 
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, conditions::operand};
-use gpu_operator_e2e::{chart::render, harness::kubectl_ok, unique_name, wait_until};
+use gpu_operator_harness::{access::kubectl_ok, chart::render, unique_name, wait_until};
 use k8s_openapi::api::core::v1::{ConfigMap, Event};
 use kube::{
     Api,

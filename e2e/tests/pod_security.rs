@@ -7,7 +7,7 @@
 #![cfg(feature = "e2e")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use gpu_operator_e2e::{chart::render, client, unique_name};
+use gpu_operator_harness::{chart::render, client, unique_name};
 use k8s_openapi::api::core::v1::{Namespace, Pod, ServiceAccount};
 use kube::{
     Api,

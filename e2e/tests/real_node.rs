@@ -9,8 +9,8 @@ use gpu_operator_e2e::real_node_pods as support;
 
 use std::time::Duration;
 
-use gpu_operator_core::barrier;
-use gpu_operator_e2e::{
+use gpu_operator_core::build::barrier;
+use gpu_operator_harness::{
     real_node::{NVIDIA_STAND_IN, our_image},
     unique_name,
 };

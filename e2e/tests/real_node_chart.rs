@@ -17,10 +17,10 @@ use gpu_operator_e2e::real_node_pods as support;
 use std::time::{Duration, Instant};
 
 use gpu_operator_api::ClusterPolicy;
-use gpu_operator_e2e::{
+use gpu_operator_harness::{
+    access::kubectl_ok,
     chart::{chart_dir, helm_ok},
     crd::ensure_crd,
-    harness::kubectl_ok,
     real_node::{NODE_NAME, TAINT},
 };
 use gpu_operator_runtime::leader::DEFAULT_LEASE_NAME;

@@ -14,7 +14,7 @@ use std::time::Duration;
 use gpu_operator_api::{
     ClusterPolicy, conditions::NODES_VALIDATED, conditions::node as cond, validator::reason,
 };
-use gpu_operator_e2e::{
+use gpu_operator_harness::{
     chart::{operator_kubeconfig, remove_operator_rbac},
     crd::ensure_crd,
     kubectl,

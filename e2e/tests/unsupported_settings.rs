@@ -18,7 +18,7 @@ use gpu_operator_api::{
     conditions::operand::DEVICE_PLUGIN_READY,
     spec::{DevicePluginConfig, SandboxWorkloadsSpec},
 };
-use gpu_operator_e2e::{harness::kubectl_ok, unique_name, wait_until};
+use gpu_operator_harness::{access::kubectl_ok, unique_name, wait_until};
 use k8s_openapi::api::core::v1::{ConfigMap, Event};
 use kube::{
     Api,

@@ -13,11 +13,11 @@ use std::time::Duration;
 use gpu_operator_api::{
     ClusterPolicy, ClusterPolicySpec, conditions::NODES_VALIDATED, validator::reason,
 };
-use gpu_operator_e2e::{
+use gpu_operator_harness::{
+    access::kubectl_ok,
     chart::{operator_kubeconfig, remove_operator_rbac, token_kubeconfig},
     client,
     crd::ensure_crd,
-    harness::kubectl_ok,
     operator::Operator,
     unique_name, wait_until,
 };

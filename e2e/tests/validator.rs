@@ -13,7 +13,7 @@ use gpu_operator_e2e::validator_host as support;
 use std::time::Duration;
 
 use gpu_operator_api::{conditions::node as cond, validator};
-use gpu_operator_e2e::{client, unique_name, wait_until};
+use gpu_operator_harness::{client, unique_name, wait_until};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::{
     Api, ResourceExt as _,

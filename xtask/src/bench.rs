@@ -21,7 +21,7 @@ use std::{
 
 use anyhow::{Context as _, bail};
 use clap::Args as ClapArgs;
-use gpu_operator_e2e::{crd::repo_root, fleet::Fleet};
+use gpu_operator_harness::{crd::repo_root, fleet::Fleet};
 
 use crate::{
     cluster::{self, Layout, UpArgs},
@@ -325,7 +325,7 @@ fn synthetic(args: &Args) -> anyhow::Result<()> {
 }
 
 pub(crate) fn gpu_nodes(fleet: &Fleet) -> u32 {
-    gpu_operator_e2e::fleet::Profile::ALL
+    gpu_operator_harness::fleet::Profile::ALL
         .iter()
         .filter(|p| p.gpu_count() > 0)
         .map(|p| fleet.count(*p))

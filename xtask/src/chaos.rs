@@ -19,9 +19,9 @@ use std::{path::PathBuf, process::Command, time::Instant};
 
 use anyhow::{Context as _, bail};
 use clap::Args as ClapArgs;
-use gpu_operator_e2e::{
+use gpu_operator_harness::{
+    access::client_for,
     fleet::Fleet,
-    harness::client_for,
     operator::{service_account_kubeconfig_from, workspace_binary},
 };
 use k8s_openapi::api::core::v1::Namespace;

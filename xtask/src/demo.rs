@@ -67,7 +67,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     install_chart(&layout)?;
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
-        let client = gpu_operator_e2e::harness::client_for(&layout.kubeconfig()).await?;
+        let client = gpu_operator_harness::access::client_for(&layout.kubeconfig()).await?;
         start_operator(&layout, &client).await?;
         show_nodes(&client).await?;
         watch_rollout(&client).await
@@ -111,7 +111,7 @@ async fn start_operator(layout: &Layout, client: &kube::Client) -> anyhow::Resul
         return Ok(());
     }
     let dir = layout.run_dir();
-    let (kubeconfig, user) = gpu_operator_e2e::chart::token_kubeconfig_from(
+    let (kubeconfig, user) = gpu_operator_harness::chart::token_kubeconfig_from(
         &layout.kubeconfig(),
         client,
         NAMESPACE,
@@ -174,7 +174,7 @@ async fn show_nodes(client: &kube::Client) -> anyhow::Result<()> {
         println!(
             "{:<16} {:<8} {:>4}  {:<24} {:<22} {:<6}",
             node.name_any(),
-            label(gpu_operator_e2e::fleet::PROFILE_LABEL),
+            label(gpu_operator_harness::fleet::PROFILE_LABEL),
             gpus,
             label("nvidia.com/gpu.product"),
             runtime,

@@ -94,7 +94,7 @@ pub fn with_cluster_env(command: &mut Command, layout: &Layout) {
         path.extend(std::env::split_paths(&existing));
     }
     command.env("KUBECONFIG", layout.kubeconfig()).env(
-        gpu_operator_e2e::harness::BIN_DIR_ENV,
+        gpu_operator_harness::access::BIN_DIR_ENV,
         layout.kubernetes_bin(),
     );
     if let Ok(joined) = std::env::join_paths(path) {

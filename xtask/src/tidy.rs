@@ -28,7 +28,7 @@ mod tests {
             .unwrap()
             .to_path_buf();
         let mut files = Vec::new();
-        for dir in ["crates", "xtask", "e2e"] {
+        for dir in ["crates", "xtask", "e2e", "harness"] {
             rust_files(&root.join(dir), &mut files);
         }
         assert!(
@@ -70,12 +70,13 @@ mod tests {
         );
     }
 
-    /// The workspace crates' folders relative to the root (`crates/<name>`, `e2e`, `xtask`): the
-    /// members of the root manifest, which lists `crates/*`, `e2e` and `xtask`.
+    /// The workspace crates' folders relative to the root (`crates/<name>`, `e2e`, `harness`,
+    /// `xtask`): the members of the root manifest, which lists `crates/*`, `e2e`, `harness` and
+    /// `xtask`.
     fn workspace_crates(root: &Path) -> Vec<String> {
         let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
         assert!(
-            manifest.contains(r#"members = ["crates/*", "e2e", "xtask"]"#),
+            manifest.contains(r#"members = ["crates/*", "e2e", "harness", "xtask"]"#),
             "the workspace members changed: teach this test where the crates are"
         );
         let mut crates: Vec<String> = std::fs::read_dir(root.join("crates"))
@@ -85,7 +86,7 @@ mod tests {
             .map(|path| format!("crates/{}", path.file_name().unwrap().to_string_lossy()))
             .collect();
         crates.sort();
-        crates.extend(["e2e".to_owned(), "xtask".to_owned()]);
+        crates.extend(["e2e".to_owned(), "harness".to_owned(), "xtask".to_owned()]);
         crates
     }
 

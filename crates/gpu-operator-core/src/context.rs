@@ -6,11 +6,12 @@ use std::{collections::BTreeMap, sync::Arc};
 use kube::runtime::events::{Recorder, Reporter};
 
 use crate::{
-    facts::{ClusterFacts, LiveDaemonSet},
-    metrics::Metrics,
-    problems::ScanClock,
-    stores::Stores,
-    write_gate::WriteGate,
+    cache::{
+        facts::{ClusterFacts, LiveDaemonSet},
+        stores::Stores,
+    },
+    pipeline::write_gate::WriteGate,
+    report::{metrics::Metrics, problems::ScanClock},
 };
 
 /// Shared state of all reconcilers. Built once in `main`.
@@ -29,14 +30,15 @@ pub struct Context {
     pub image_env: BTreeMap<String, String>,
     /// Rate limit of the full pod scans behind the operand conditions' problem nodes.
     pub problem_scans: ScanClock,
-    /// Which status changes are written now and which wait (see [`crate::write_gate`]).
+    /// Which status changes are written now and which wait (see [`crate::pipeline::write_gate`]).
     pub status_gate: WriteGate,
-    /// The warnings already published as Events (see [`crate::warned`]).
-    pub warned: crate::warned::Warned,
-    /// Which reconcilers applied what, for the sweep of leftovers (see [`crate::leftovers`]).
-    pub sweeps: crate::leftovers::Sweeps,
-    /// Since when GPU candidates wait for the node labeller (see [`crate::labeller_wait`]).
-    pub labeller_wait: crate::labeller_wait::LabellerWait,
+    /// The warnings already published as Events (see [`crate::report::warned`]).
+    pub warned: crate::report::warned::Warned,
+    /// Which reconcilers applied what, for the sweep of leftovers (see
+    /// [`crate::pipeline::leftovers`]).
+    pub sweeps: crate::pipeline::leftovers::Sweeps,
+    /// Since when GPU candidates wait for the node labeller (see [`crate::cache::labeller_wait`]).
+    pub labeller_wait: crate::cache::labeller_wait::LabellerWait,
 }
 
 /// Environment variables that provide default operand images, as NVIDIA's operator reads them.
@@ -93,14 +95,14 @@ impl Context {
             image_env,
             problem_scans: ScanClock::default(),
             status_gate: WriteGate::default(),
-            warned: crate::warned::Warned::default(),
-            sweeps: crate::leftovers::Sweeps::default(),
-            labeller_wait: crate::labeller_wait::LabellerWait::default(),
+            warned: crate::report::warned::Warned::default(),
+            sweeps: crate::pipeline::leftovers::Sweeps::default(),
+            labeller_wait: crate::cache::labeller_wait::LabellerWait::default(),
         }
     }
 
     /// The facts of the caches right now. The pass over the node caches runs once per change of
-    /// what it reads (see [`crate::facts_memo`]), not once per reconcile.
+    /// what it reads (see [`crate::cache::facts_memo`]), not once per reconcile.
     pub fn facts(&self) -> ClusterFacts {
         let (nodes, _) = self.stores.node_facts.get(|| {
             ClusterFacts::from_nodes(
@@ -109,8 +111,8 @@ impl Context {
             )
         });
         ClusterFacts {
-            service_monitor_crd: crate::service_monitor::crd_installed(&self.stores),
-            prometheus_rule_crd: crate::prometheus_rule::crd_installed(&self.stores),
+            service_monitor_crd: crate::build::service_monitor::crd_installed(&self.stores),
+            prometheus_rule_crd: crate::build::prometheus_rule::crd_installed(&self.stores),
             daemonsets: self
                 .stores
                 .daemonsets

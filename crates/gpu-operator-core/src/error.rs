@@ -1,6 +1,6 @@
 //! The reconcilers' error type and its categories, used as Event reasons and metric labels.
 
-use crate::image::ImageError;
+use crate::build::image::ImageError;
 
 /// Why a reconcile failed.
 #[derive(Debug, thiserror::Error)]

@@ -1,56 +1,21 @@
 //! Shared plumbing of the operator's reconcilers. It knows Kubernetes and ClusterPolicy, but no
-//! operand: each operand crate plugs its pure `validate` and `render` steps into [`operand`].
+//! operand: each operand crate plugs its pure `validate` and `render` steps into
+//! [`pipeline::operand`]. The modules, by what they are for:
+//!
+//! - [`pipeline`]: the reconcile pipeline and its Controllers; writing children and status.
+//! - [`cache`]: the shared caches, their change streams and the cluster facts.
+//! - [`build`]: the pure parts operands render with: pods, DaemonSets, images, labels, RBAC.
+//! - [`report`]: conditions, rollout progress, warnings and metrics.
+//! - [`context`] (the one [`Context`] every reconciler gets) and [`error`] (the one [`Error`]).
 
-pub mod active;
-pub mod adopt;
-pub mod apply;
-pub mod barrier;
-pub mod change_stream;
-pub mod children;
-pub mod coalesce;
-pub mod conditions;
+pub mod build;
+pub mod cache;
 pub mod context;
-pub mod controller;
-pub mod daemonset;
-pub mod deprecated;
-pub mod digest;
 pub mod error;
-pub mod exposition;
-pub mod facts;
-pub mod facts_memo;
 #[cfg(any(test, feature = "testing"))]
 pub mod fixtures;
-pub mod host_paths;
-pub mod image;
-pub mod labeller_wait;
-pub mod leftovers;
-pub mod meta;
-pub mod metrics;
-pub mod node_meta;
-pub mod node_runtime;
-pub mod node_validation;
-pub mod operand;
-pub mod placement;
-pub mod pod;
-pub mod pod_install;
-pub mod pod_security;
-pub mod pod_summary;
-pub mod policy_status;
-pub mod problems;
-mod projection;
-pub mod prometheus_rule;
-pub mod rbac;
-pub mod readiness;
-mod rollout_condition;
-pub mod runtime_class;
-pub mod service_monitor;
-pub mod shared;
-pub mod status_write;
-pub mod stores;
-pub mod takeover;
-pub mod user_config;
-pub mod warned;
-pub mod write_gate;
+pub mod pipeline;
+pub mod report;
 
 pub use context::Context;
 pub use error::Error;

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use gpu_operator_core::metrics::{DriverUpgrades, Metrics, ReconciliationStatus};
+use gpu_operator_core::report::metrics::{DriverUpgrades, Metrics, ReconciliationStatus};
 
 fn listed(source: &str) -> Vec<String> {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/metrics.txt");

@@ -1,7 +1,11 @@
 //! Checks the ClusterPolicy for the DCGM exporter and resolves its images. Pure.
 
 use gpu_operator_api::{ClusterPolicySpec, spec::DcgmExporterSpec};
-use gpu_operator_core::{Error, operand::Cluster, runtime_class::GpuAccess, shared::Shared};
+use gpu_operator_core::{
+    Error,
+    build::{runtime_class::GpuAccess, shared::Shared},
+    pipeline::operand::Cluster,
+};
 
 /// Env of the exporter that turns on pod-label enrichment.
 pub const POD_LABELS_ENV: &str = "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS";
@@ -115,7 +119,7 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
 #[cfg(test)]
 mod tests {
     use gpu_operator_api::spec::EnvVar;
-    use gpu_operator_core::facts::ClusterFacts;
+    use gpu_operator_core::cache::facts::ClusterFacts;
 
     use super::*;
 

@@ -1,7 +1,7 @@
 //! The DCGM operand: the standalone host engine `nv-hostengine` as DaemonSet `nvidia-dcgm` on
 //! nodes labelled `nvidia.com/gpu.deploy.dcgm=true`, and Service `nvidia-dcgm` (port 5555, node
 //! local) through which the DCGM exporter reaches the engine on its own node. Pure validate and
-//! render steps; the shared pipeline in `gpu_operator_core::operand` does the rest.
+//! render steps; the shared pipeline in `gpu_operator_core::pipeline::operand` does the rest.
 
 mod render;
 mod validate;
@@ -9,7 +9,7 @@ mod validate;
 use gpu_operator_api::{ClusterPolicySpec, conditions::operand::DCGM_READY};
 use gpu_operator_core::{
     Error,
-    operand::{Children, Cluster, Operand},
+    pipeline::operand::{Children, Cluster, Operand},
 };
 
 pub use validate::Input;

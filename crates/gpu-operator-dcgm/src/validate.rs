@@ -1,7 +1,11 @@
 //! Checks the ClusterPolicy for DCGM and resolves its images. Pure.
 
 use gpu_operator_api::{ClusterPolicySpec, spec::DcgmSpec};
-use gpu_operator_core::{Error, operand::Cluster, runtime_class::GpuAccess, shared::Shared};
+use gpu_operator_core::{
+    Error,
+    build::{runtime_class::GpuAccess, shared::Shared},
+    pipeline::operand::Cluster,
+};
 
 /// What rendering DCGM needs.
 #[derive(Clone, Debug)]
@@ -37,7 +41,7 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
 
 #[cfg(test)]
 mod tests {
-    use gpu_operator_core::facts::ClusterFacts;
+    use gpu_operator_core::cache::facts::ClusterFacts;
 
     use super::*;
 

@@ -3,7 +3,8 @@
 //! `nvidia-device-plugin-daemonset` on nodes labelled `nvidia.com/gpu.deploy.device-plugin=true`,
 //! `nvidia-device-plugin-mps-control-daemon` on those of them that are also
 //! `nvidia.com/mps.capable=true`, their entrypoint ConfigMap, ServiceAccounts and RBAC. Pure
-//! validate and render steps; the shared pipeline in `gpu_operator_core::operand` does the rest.
+//! validate and render steps; the shared pipeline in `gpu_operator_core::pipeline::operand` does
+//! the rest.
 
 mod render;
 mod validate;
@@ -13,9 +14,9 @@ use gpu_operator_api::{
 };
 use gpu_operator_core::{
     Error,
-    facts::NodeSample,
-    operand::{Children, Cluster, Operand, Warning},
-    user_config::Checked,
+    build::user_config::Checked,
+    cache::facts::NodeSample,
+    pipeline::operand::{Children, Cluster, Operand, Warning},
 };
 
 pub use validate::Input;
@@ -93,7 +94,11 @@ fn config_warnings(configs: Option<&Checked>) -> Vec<Warning> {
 #[cfg(test)]
 mod tests {
     use gpu_operator_api::spec::DevicePluginConfig;
-    use gpu_operator_core::{facts::ClusterFacts, fixtures, node_meta::NodeMeta, operand};
+    use gpu_operator_core::{
+        cache::{facts::ClusterFacts, node_meta::NodeMeta},
+        fixtures,
+        pipeline::operand,
+    };
 
     use super::*;
 

@@ -4,11 +4,13 @@
 use gpu_operator_api::{ClusterPolicySpec, spec::DevicePluginSpec};
 use gpu_operator_core::{
     Error,
-    facts::NodeSample,
-    operand::Cluster,
-    runtime_class::{self, GpuAccess},
-    shared::Shared,
-    user_config::Checked,
+    build::{
+        runtime_class::{self, GpuAccess},
+        shared::Shared,
+        user_config::Checked,
+    },
+    cache::facts::NodeSample,
+    pipeline::operand::Cluster,
 };
 
 use gpu_operator_plugin_config::{config_manager, mig};

@@ -6,7 +6,10 @@
 use std::{collections::BTreeMap, time::Duration};
 
 use gpu_operator_api::conditions::DRIVER_UPGRADE;
-use gpu_operator_core::{conditions::Desired, metrics::DriverUpgrades, operand::PROBLEM_NODES};
+use gpu_operator_core::{
+    pipeline::operand::PROBLEM_NODES,
+    report::{conditions::Desired, metrics::DriverUpgrades},
+};
 use k8s_openapi::jiff::Timestamp;
 
 use crate::{

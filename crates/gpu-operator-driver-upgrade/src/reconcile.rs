@@ -19,12 +19,15 @@ use std::{
 use futures::{StreamExt as _, TryStreamExt as _, stream};
 use gpu_operator_api::{ClusterPolicy, labels};
 use gpu_operator_core::{
-    Context, Error, active,
-    coalesce::{self, BURST_PERIOD, throttle},
-    controller::changes,
-    operand::retry_transient,
-    status_write::{self, Outcome},
-    stores::Subscriptions,
+    Context, Error,
+    cache::stores::Subscriptions,
+    pipeline::{
+        active,
+        coalesce::{self, BURST_PERIOD, throttle},
+        controller::changes,
+        operand::retry_transient,
+        status_write::{self, Outcome},
+    },
 };
 use k8s_openapi::{api::core::v1::Pod, jiff::Timestamp};
 use kube::{
@@ -204,7 +207,7 @@ async fn pass(policy: &ClusterPolicy, up: &Upgrades) -> Result<Action, Error> {
             };
             ctx.metrics.set_driver_upgrades(&summary.gauges(false));
             let desired = match other {
-                Err(invalid) => gpu_operator_core::conditions::Desired::not_ok(
+                Err(invalid) => gpu_operator_core::report::conditions::Desired::not_ok(
                     gpu_operator_api::conditions::DRIVER_UPGRADE,
                     "InvalidUpgradePolicy",
                     invalid.to_string(),
@@ -270,7 +273,7 @@ where
 async fn write_condition(
     ctx: &Context,
     policy: &ClusterPolicy,
-    desired: &gpu_operator_core::conditions::Desired,
+    desired: &gpu_operator_core::report::conditions::Desired,
     recheck: Option<Duration>,
 ) -> Result<Action, Error> {
     let deferred = match status_write::write_gated(ctx, policy, NAME, desired).await? {

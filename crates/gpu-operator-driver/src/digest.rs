@@ -30,7 +30,7 @@ pub fn of(pod: &PodSpec) -> String {
         })
         .collect();
     let text = json!([containers, pod.volumes]).to_string();
-    gpu_operator_core::digest::of(text.as_bytes())
+    gpu_operator_core::build::digest::of(text.as_bytes())
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@ use crate::digest;
 /// Where the API server mounts a pod's ServiceAccount token.
 const SERVICE_ACCOUNT_MOUNT: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
-pub use gpu_operator_core::readiness::TEMPLATE_GENERATION_LABEL;
+pub use gpu_operator_core::report::readiness::TEMPLATE_GENERATION_LABEL;
 
 /// What the containers of a driver pod install, in a form that compares equal when the
 /// installation is the same (see the module docs).
@@ -120,7 +120,7 @@ impl InstallConfig {
     /// A short digest of this configuration, for caches that keep one per pod.
     pub fn fingerprint(&self) -> String {
         let text = serde_json::to_string(&self.0).unwrap_or_default();
-        gpu_operator_core::digest::of(text.as_bytes())
+        gpu_operator_core::build::digest::of(text.as_bytes())
     }
 }
 

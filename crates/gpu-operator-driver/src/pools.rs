@@ -24,8 +24,8 @@ use std::collections::BTreeMap;
 
 use gpu_operator_api::labels::{NFD_KERNEL_VERSION, NFD_OS_RELEASE_ID, NFD_OS_RELEASE_VERSION_ID};
 use gpu_operator_core::{
-    facts::{ClusterFacts, OsRelease},
-    runtime_class::ContainerRuntime,
+    build::runtime_class::ContainerRuntime,
+    cache::facts::{ClusterFacts, OsRelease},
 };
 
 use crate::DAEMONSET;
@@ -282,8 +282,11 @@ mod tests {
         );
     }
 
-    fn live(selector: Option<&OsRelease>, image: &str) -> gpu_operator_core::facts::LiveDaemonSet {
-        gpu_operator_core::facts::LiveDaemonSet {
+    fn live(
+        selector: Option<&OsRelease>,
+        image: &str,
+    ) -> gpu_operator_core::cache::facts::LiveDaemonSet {
+        gpu_operator_core::cache::facts::LiveDaemonSet {
             node_selector: selector
                 .map(|os| {
                     BTreeMap::from([

@@ -7,7 +7,11 @@ use gpu_operator_api::{
     ClusterPolicySpec,
     spec::{DriverSpec, GdrCopySpec, GdsSpec, ImageSpec},
 };
-use gpu_operator_core::{Error, image, operand::Cluster, runtime_class, shared::Shared};
+use gpu_operator_core::{
+    Error,
+    build::{image, runtime_class, shared::Shared},
+    pipeline::operand::Cluster,
+};
 
 use crate::pools::{self, Pool, os_tag};
 
@@ -235,7 +239,7 @@ fn check_os_paths(spec: &ClusterPolicySpec, os_id: &str, precompiled: bool) -> R
 
 #[cfg(test)]
 mod tests {
-    use gpu_operator_core::{facts::ClusterFacts, fixtures};
+    use gpu_operator_core::{cache::facts::ClusterFacts, fixtures};
 
     use super::*;
 

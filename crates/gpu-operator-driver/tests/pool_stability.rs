@@ -6,10 +6,12 @@
 
 use gpu_operator_api::{ClusterPolicySpec, labels};
 use gpu_operator_core::{
-    facts::{ClusterFacts, LiveDaemonSet},
-    node_meta::NodeMeta,
-    node_runtime::NodeRuntime,
-    operand::{Children, Cluster, Operand as _},
+    cache::{
+        facts::{ClusterFacts, LiveDaemonSet},
+        node_meta::NodeMeta,
+        node_runtime::NodeRuntime,
+    },
+    pipeline::operand::{Children, Cluster, Operand as _},
 };
 use gpu_operator_driver::Driver;
 use k8s_openapi::api::apps::v1::DaemonSet;

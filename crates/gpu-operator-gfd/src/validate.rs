@@ -3,7 +3,9 @@
 
 use gpu_operator_api::{ClusterPolicySpec, spec::GfdSpec};
 use gpu_operator_core::{
-    Error, operand::Cluster, runtime_class::GpuAccess, shared::Shared, user_config::Checked,
+    Error,
+    build::{runtime_class::GpuAccess, shared::Shared, user_config::Checked},
+    pipeline::operand::Cluster,
 };
 
 use gpu_operator_plugin_config::{config_manager, mig};

@@ -4,10 +4,12 @@
 use gpu_operator_api::{ClusterPolicySpec, spec::MigManagerSpec};
 use gpu_operator_core::{
     Error,
-    operand::{Cluster, Warning},
-    runtime_class::{self, GpuAccess},
-    shared::Shared,
-    user_config::{self, Checked, Source},
+    build::{
+        runtime_class::{self, GpuAccess},
+        shared::Shared,
+        user_config::{self, Checked, Source},
+    },
+    pipeline::operand::{Cluster, Warning},
 };
 
 use crate::{CUSTOM_CONFIG, DEFAULT_CONFIG, parted, profiles};
@@ -164,7 +166,7 @@ pub fn for_tests(spec: &ClusterPolicySpec) -> Input {
 
     use k8s_openapi::api::core::v1::ConfigMap;
 
-    let facts = gpu_operator_core::facts::ClusterFacts::default();
+    let facts = gpu_operator_core::cache::facts::ClusterFacts::default();
     let layouts = ConfigMap {
         data: Some(
             [(
@@ -195,7 +197,7 @@ mod tests {
     use std::sync::Arc;
 
     use gpu_operator_api::spec::MigPartedConfigSpec;
-    use gpu_operator_core::facts::ClusterFacts;
+    use gpu_operator_core::cache::facts::ClusterFacts;
     use k8s_openapi::api::core::v1::ConfigMap;
 
     use super::*;

@@ -13,7 +13,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use gpu_operator_core::node_meta::Labels;
+use gpu_operator_core::cache::node_meta::Labels;
 
 /// Entries above which those of deleted nodes are swept.
 const SWEEP_ABOVE: usize = 1024;

@@ -21,9 +21,12 @@ use std::{
 
 use futures::StreamExt as _;
 use gpu_operator_core::{
-    Context, Error, active,
-    node_meta::{Labels, NodeMeta},
-    stores::Subscriptions,
+    Context, Error,
+    cache::{
+        node_meta::{Labels, NodeMeta},
+        stores::Subscriptions,
+    },
+    pipeline::active,
 };
 use json_patch::{
     AddOperation, PatchOperation, RemoveOperation, TestOperation, jsonptr::PointerBuf,
@@ -70,7 +73,7 @@ pub struct NodeLabeler {
 }
 
 /// Runs the node-labelling Controller until `shutdown` completes. The caches behind `ctx.stores`
-/// must be driven (see [`gpu_operator_core::stores::start`]).
+/// must be driven (see [`gpu_operator_core::cache::stores::start`]).
 pub fn controller(
     ctx: Arc<Context>,
     subs: &Subscriptions,

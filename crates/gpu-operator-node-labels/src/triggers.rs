@@ -8,7 +8,7 @@ use std::{
 };
 
 use gpu_operator_api::ClusterPolicy;
-use gpu_operator_core::{active, node_meta::NodeMeta};
+use gpu_operator_core::{cache::node_meta::NodeMeta, pipeline::active};
 use kube::{
     Resource as _, ResourceExt as _,
     runtime::reflector::{ObjectRef, Store},

@@ -2,7 +2,11 @@
 //! in the validator image, so `VALIDATOR_IMAGE` is the fallback). Pure.
 
 use gpu_operator_api::{ClusterPolicySpec, spec::NodeStatusExporterSpec};
-use gpu_operator_core::{Error, image, operand::Cluster, shared::Shared};
+use gpu_operator_core::{
+    Error,
+    build::{image, shared::Shared},
+    pipeline::operand::Cluster,
+};
 
 /// What rendering the node status exporter needs.
 #[derive(Clone, Debug)]
@@ -65,7 +69,7 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
 
 #[cfg(test)]
 mod tests {
-    use gpu_operator_core::facts::ClusterFacts;
+    use gpu_operator_core::cache::facts::ClusterFacts;
 
     use super::*;
 

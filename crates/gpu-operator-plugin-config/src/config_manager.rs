@@ -8,9 +8,10 @@
 //! sidecar can signal. Without `devicePlugin.config.name` nothing is added.
 //!
 //! Unlike NVIDIA's, the mounted ConfigMap is the operand's checked copy of the user's (see
-//! [`gpu_operator_core::user_config`]): each key is checked as a device plugin configuration first, and the
-//! pods carry a digest of the copy, so an edit that passes rolls them (the config manager follows
-//! only the node label, so NVIDIA's keep the old configuration until restarted by hand).
+//! [`gpu_operator_core::build::user_config`]): each key is checked as a device plugin configuration
+//! first, and the pods carry a digest of the copy, so an edit that passes rolls them (the config
+//! manager follows only the node label, so NVIDIA's keep the old configuration until restarted by
+//! hand).
 
 use gpu_operator_api::{ClusterPolicySpec, labels::DEVICE_PLUGIN_CONFIG};
 use k8s_openapi::api::{
@@ -23,10 +24,12 @@ use k8s_openapi::api::{
 
 use gpu_operator_core::{
     Error,
-    daemonset::{self, field_env},
-    operand::Cluster,
-    pod::mount,
-    user_config::{self, Checked, Source},
+    build::{
+        daemonset::{self, field_env},
+        pod::mount,
+        user_config::{self, Checked, Source},
+    },
+    pipeline::operand::Cluster,
 };
 
 use crate::checker;
@@ -125,7 +128,8 @@ pub fn annotate(daemonset: &mut DaemonSet, checked: &Checked) {
 }
 
 /// Adds the config manager to `pod` when there are `configs`. Call it before the component's
-/// settings (the component step of `gpu_operator_core::pod::finish`), which then reach its containers too.
+/// settings (the component step of `gpu_operator_core::build::pod::finish`), which then reach its
+/// containers too.
 pub fn apply(pod: &mut PodSpec, wiring: Wiring<'_>, configs: Option<Configs<'_>>) {
     let Some(Configs {
         config_map: name,
@@ -199,7 +203,7 @@ fn container(name: &str, wiring: &Wiring<'_>, default: &str, signal: Option<&str
         image: Some(wiring.image.to_owned()),
         command: Some(vec!["config-manager".to_owned()]),
         env: Some(env),
-        security_context: signal.map(|_| gpu_operator_core::pod::privileged()),
+        security_context: signal.map(|_| gpu_operator_core::build::pod::privileged()),
         volume_mounts: Some(mounts().to_vec()),
         ..Container::default()
     }

@@ -6,7 +6,8 @@
 
 use gpu_operator_api::spec::{MigSpec, MigStrategy};
 
-/// The env for `spec.mig`, as (name, value) pairs for [`gpu_operator_core::daemonset::merge_env`].
+/// The env for `spec.mig`, as (name, value) pairs for
+/// [`gpu_operator_core::build::daemonset::merge_env`].
 pub fn strategy_env(mig: Option<&MigSpec>) -> Vec<(&'static str, String)> {
     let monitor = ("NVIDIA_MIG_MONITOR_DEVICES", "all".to_owned());
     match mig.and_then(|m| m.strategy) {

@@ -16,7 +16,7 @@ use std::{
 use axum::{
     Router, extract::State, http::StatusCode, http::header, response::IntoResponse, routing::get,
 };
-use gpu_operator_core::metrics::Metrics;
+use gpu_operator_core::report::metrics::Metrics;
 use tokio::{net::TcpListener, task::JoinHandle};
 
 use crate::shutdown::Shutdown;

@@ -19,8 +19,8 @@
 //! 4. **Shutdown and admin servers:** [`admin::Readiness::default`], [`shutdown::Shutdown::new`]
 //!    with it, [`shutdown::Shutdown::listen_for_signals`], then [`admin::serve`] with the metrics
 //!    registry. `/healthz` answers from here on; `/readyz` says 503 until step 6.
-//! 5. **Caches:** start the shared reflectors (`gpu_operator_core::stores::start`) and poll their
-//!    driver in a task; keep standbys of their subscriptions (`Subscriptions::standby`).
+//! 5. **Caches:** start the shared reflectors (`gpu_operator_core::cache::stores::start`) and poll
+//!    their driver in a task; keep standbys of their subscriptions (`Subscriptions::standby`).
 //! 6. **Wait synced:** `Stores::wait_until_ready`, then [`admin::Readiness::set_ready`].
 //! 7. **Lead in terms:** [`leader::run_terms`] with [`shutdown::Shutdown::signal`]: each term
 //!    builds the Controllers afresh on resumed subscriptions (every cached object first), with

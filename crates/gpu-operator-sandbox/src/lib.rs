@@ -1,10 +1,11 @@
 //! What we do not deploy, said out loud: NVIDIA's sandbox (virtual-machine) workloads — the VFIO
 //! manager, vGPU managers, sandbox device plugins, Kata and confidential-computing managers — are
 //! accepted in the ClusterPolicy, so nothing is pruned, but this operator deploys none of them.
-//! (`psa.enabled` is no longer among them: see `gpu_operator_core::pod_security`.) When the ClusterPolicy asks for them, the
-//! `SandboxWorkloadsReady` condition is `False` (reason `NotSupported`) and one Warning Event
-//! names each setting and the GPU nodes labelled for a VM workload type, which get no operands
-//! at all (neither the container stack nor the sandbox one). Nothing running is touched.
+//! (`psa.enabled` is no longer among them: see `gpu_operator_status::pod_security`.) When the
+//! ClusterPolicy asks for them, the `SandboxWorkloadsReady` condition is `False` (reason
+//! `NotSupported`) and one Warning Event names each setting and the GPU nodes labelled for a VM
+//! workload type, which get no operands at all (neither the container stack nor the sandbox one).
+//! Nothing running is touched.
 //! Not part of the overall `Ready`: the container stack is unaffected.
 
 use std::fmt::Write as _;
@@ -12,8 +13,8 @@ use std::fmt::Write as _;
 use gpu_operator_api::{ClusterPolicySpec, spec::WorkloadConfig};
 use gpu_operator_core::{
     Error,
-    facts::NodeSample,
-    operand::{Children, Cluster, Operand},
+    cache::facts::NodeSample,
+    pipeline::operand::{Children, Cluster, Operand},
 };
 
 /// The condition this reconciler owns.

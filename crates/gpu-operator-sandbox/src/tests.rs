@@ -1,7 +1,11 @@
 //! The settings reported, the nodes named, and silence when nothing unsupported is asked for.
 
 use gpu_operator_api::spec::{CcManagerSpec, PsaSpec, SandboxMode, SandboxWorkloadsSpec};
-use gpu_operator_core::{facts::ClusterFacts, fixtures, node_meta::NodeMeta, operand};
+use gpu_operator_core::{
+    cache::{facts::ClusterFacts, node_meta::NodeMeta},
+    fixtures,
+    pipeline::operand,
+};
 
 use super::*;
 

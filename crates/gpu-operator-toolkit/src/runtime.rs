@@ -16,7 +16,7 @@
 use std::path::Path;
 
 use gpu_operator_api::spec::EnvVar as SpecEnvVar;
-use gpu_operator_core::{pod, runtime_class::ContainerRuntime};
+use gpu_operator_core::build::{pod, runtime_class::ContainerRuntime};
 use k8s_openapi::api::core::v1::{Volume, VolumeMount};
 
 /// Env, volumes and mounts of the toolkit container for one runtime.

@@ -5,9 +5,11 @@
 use gpu_operator_api::{ClusterPolicySpec, spec::ToolkitSpec};
 use gpu_operator_core::{
     Error,
-    operand::Cluster,
-    runtime_class::{self, ContainerRuntime},
-    shared::Shared,
+    build::{
+        runtime_class::{self, ContainerRuntime},
+        shared::Shared,
+    },
+    pipeline::operand::Cluster,
 };
 
 use crate::render::RuntimeSettings;

@@ -4,9 +4,9 @@
 
 use gpu_operator_api::ClusterPolicySpec;
 use gpu_operator_core::{
-    facts::ClusterFacts,
+    cache::facts::ClusterFacts,
     fixtures,
-    operand::{Children, Cluster, Operand as _},
+    pipeline::operand::{Children, Cluster, Operand as _},
 };
 use gpu_operator_toolkit::Toolkit;
 

@@ -4,7 +4,11 @@ use gpu_operator_api::{
     ClusterPolicySpec,
     spec::{MigStrategy, ValidatorSpec},
 };
-use gpu_operator_core::{Error, operand::Cluster, runtime_class::GpuAccess, shared::Shared};
+use gpu_operator_core::{
+    Error,
+    build::{runtime_class::GpuAccess, shared::Shared},
+    pipeline::operand::Cluster,
+};
 
 /// What rendering the validator needs.
 #[derive(Clone, Debug)]

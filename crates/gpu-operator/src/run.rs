@@ -7,7 +7,12 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use futures::{FutureExt as _, future::BoxFuture};
 use gpu_operator_api::conditions::operand;
-use gpu_operator_core::{Context, controller, metrics::Metrics, operand::Operand, stores};
+use gpu_operator_core::{
+    Context,
+    cache::stores,
+    pipeline::{controller, operand::Operand},
+    report::metrics::Metrics,
+};
 use gpu_operator_device_plugin::DevicePlugin;
 use gpu_operator_driver::Driver;
 use gpu_operator_gfd::GpuFeatureDiscovery;
@@ -129,8 +134,14 @@ fn controllers(
         operand::<gpu_operator_node_status_exporter::NodeStatusExporter>(ctx, subs, stop()),
         operand::<GpuFeatureDiscovery>(ctx, subs, stop()),
         operand::<gpu_operator_sandbox::Sandbox>(ctx, subs, stop()),
-        controller::run_status(ctx.clone(), subs.clone(), OPERAND_CONDITIONS, stop()).boxed(),
-        controller::run_node_validation(ctx.clone(), subs.clone(), stop()).boxed(),
+        gpu_operator_status::run_policy_status(
+            ctx.clone(),
+            subs.clone(),
+            OPERAND_CONDITIONS,
+            stop(),
+        )
+        .boxed(),
+        gpu_operator_status::run_node_validation(ctx.clone(), subs.clone(), stop()).boxed(),
         gpu_operator_driver_upgrade::controller(ctx.clone(), subs.clone(), stop()).boxed(),
     ];
     // Every controller holds clones of the subscriptions it polls; `subs` itself is dropped by

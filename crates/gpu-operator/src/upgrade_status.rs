@@ -57,7 +57,7 @@ async fn run(kubeconfig: Option<&Path>, namespace: &str) -> anyhow::Result<()> {
         .into_iter()
         .map(Arc::new)
         .collect();
-    let active = gpu_operator_core::active::active(&policies);
+    let active = gpu_operator_core::pipeline::active::active(&policies);
     let condition = active.as_ref().and_then(|p| {
         p.status
             .as_ref()?

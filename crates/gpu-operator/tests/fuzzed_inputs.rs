@@ -13,12 +13,11 @@ use std::{collections::BTreeMap, fmt::Write as _, path::Path, time::Instant};
 
 use gpu_operator_api::ClusterPolicySpec;
 use gpu_operator_core::{
-    facts::ClusterFacts,
+    cache::{facts::ClusterFacts, node_meta::NodeMeta},
     fixtures,
-    node_meta::NodeMeta,
-    operand::{Cluster, Operand},
+    pipeline::operand::{Cluster, Operand},
 };
-use gpu_operator_e2e::mutate::{mutate, mutation, nvidia_sample_specs};
+use gpu_operator_harness::mutate::{mutate, mutation, nvidia_sample_specs};
 use gpu_operator_plugin_config::checker;
 use proptest::prelude::*;
 use serde_json::{Value, json};

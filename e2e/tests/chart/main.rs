@@ -23,11 +23,11 @@ use gpu_operator_e2e::scenario as support;
 
 use std::collections::BTreeMap;
 
-use gpu_operator_e2e::{
+use gpu_operator_harness::{
+    access::kubectl_ok,
     chart::{chart_dir, helm, helm_ok},
     client,
     crd::ensure_crd,
-    harness::kubectl_ok,
     unique_name,
 };
 use kube::ResourceExt as _;

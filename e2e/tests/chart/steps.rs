@@ -3,9 +3,9 @@
 
 use std::{path::Path, process::Command};
 
-use gpu_operator_e2e::{
+use gpu_operator_harness::{
+    access::kubectl_ok,
     chart::{chart_dir, helm_ok, kubectl_apply, render, token_kubeconfig},
-    harness::kubectl_ok,
     operator::{Operator, workspace_binary},
     wait_until,
 };

@@ -26,9 +26,9 @@ use gpu_operator_e2e::scenario as support;
 use std::time::Duration;
 
 use gpu_operator_core::fixtures;
-use gpu_operator_e2e::{
+use gpu_operator_harness::{
+    access::kubectl_ok,
     crd::{SERVICE_MONITOR_CRD_YAML, ServiceMonitorCrdCleanup, repo_root},
-    harness::kubectl_ok,
     unique_name,
 };
 use k8s_openapi::{api::core::v1::ConfigMap, jiff::Timestamp};

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, conditions::DRIVER_UPGRADE};
-use gpu_operator_e2e::{operator::Operator, wait_until};
+use gpu_operator_harness::{operator::Operator, wait_until};
 use kube::api::{DeleteParams, ListParams, PostParams};
 
 use super::support::{Env, TIMEOUT, condition, is_ready, pods_of, wait_policy, wait_settled};
@@ -107,7 +107,7 @@ pub async fn converge(
     wait_settled(
         env,
         name,
-        gpu_operator_core::write_gate::QUIET + Duration::from_secs(2),
+        gpu_operator_core::pipeline::write_gate::QUIET + Duration::from_secs(2),
     )
     .await;
     assert!(

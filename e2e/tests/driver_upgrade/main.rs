@@ -21,7 +21,7 @@ mod world;
 use std::time::Duration;
 
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, conditions::DRIVER_UPGRADE};
-use gpu_operator_e2e::{harness::kubectl_ok, operator::Operator, unique_name, wait_until};
+use gpu_operator_harness::{access::kubectl_ok, operator::Operator, unique_name, wait_until};
 use k8s_openapi::api::{apps::v1::DaemonSet, core::v1::Node};
 use kube::{
     Api, ResourceExt as _,

@@ -9,9 +9,9 @@ use std::{
 };
 
 use futures::StreamExt as _;
-use gpu_operator_e2e::{
+use gpu_operator_harness::{
+    access::kubectl_ok,
     fleet::{KWOK_LABEL, Profile},
-    harness::kubectl_ok,
 };
 use k8s_openapi::api::core::v1::Node;
 use kube::{
@@ -55,14 +55,14 @@ pub struct World {
 
 impl World {
     pub async fn new(env: &Env, count: usize) -> Self {
-        let namespace = gpu_operator_e2e::unique_name("ml");
+        let namespace = gpu_operator_harness::unique_name("ml");
         let mut world = Self {
             added: Vec::new(),
             touched: Vec::new(),
             namespace,
         };
         for i in 0..count {
-            let name = gpu_operator_e2e::unique_name(&format!("upg{i:02}"));
+            let name = gpu_operator_harness::unique_name(&format!("upg{i:02}"));
             let mut node: Node = Profile::H100.node(&name);
             node.labels_mut()
                 .insert(TEMPORARY.to_owned(), "true".to_owned());
@@ -144,7 +144,7 @@ fn gpu_container() -> serde_json::Value {
 }
 
 fn apply(object: &serde_json::Value) {
-    let file = std::env::temp_dir().join(gpu_operator_e2e::unique_name("object.json"));
+    let file = std::env::temp_dir().join(gpu_operator_harness::unique_name("object.json"));
     std::fs::write(&file, object.to_string()).unwrap();
     kubectl_ok(&["apply", "-f", file.to_str().unwrap()]).unwrap();
 }

@@ -8,7 +8,7 @@ use std::{
 
 use futures::StreamExt as _;
 use gpu_operator_api::{ClusterPolicy, conditions::operand};
-use gpu_operator_e2e::{crd::repo_root, node_marks::Marks, wait_until};
+use gpu_operator_harness::{crd::repo_root, node_marks::Marks, wait_until};
 use k8s_openapi::api::core::v1::Pod;
 use kube::{
     Api, ResourceExt as _,

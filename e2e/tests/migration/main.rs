@@ -21,7 +21,7 @@ use gpu_operator_e2e::scenario as support;
 use std::collections::{BTreeMap, BTreeSet};
 
 use gpu_operator_api::conditions::DRIVER_UPGRADE;
-use gpu_operator_e2e::{
+use gpu_operator_harness::{
     fleet::PROFILE_LABEL, node_marks::NodeMarks, operator::writes_by, unique_name, wait_until,
 };
 use k8s_openapi::{api::core::v1::Event, jiff::Timestamp};

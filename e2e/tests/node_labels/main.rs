@@ -19,13 +19,15 @@ use std::{collections::BTreeMap, future, sync::Arc, time::Duration};
 use futures::StreamExt as _;
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
 use gpu_operator_core::{
-    Context, change_stream, exposition, metrics::Metrics, node_meta::NodeMeta, stores,
+    Context,
+    cache::{change_stream, node_meta::NodeMeta, stores},
+    report::{exposition, metrics::Metrics},
 };
-use gpu_operator_e2e::{
+use gpu_operator_harness::{
+    access::kubectl_ok,
     client,
     crd::ensure_crd,
     fleet::{NFD_NVIDIA_PCI, Profile},
-    harness::kubectl_ok,
     unique_name, wait_until,
 };
 use gpu_operator_node_labels::NodeLabeler;

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use gpu_operator_e2e::fleet::Profile;
+use gpu_operator_harness::fleet::Profile;
 
 /// What NVIDIA's operator writes on a node of `profile` under a default ClusterPolicy, written by
 /// hand from reference §1.5 (not computed by the code under test): `gpu.present` and the gates of

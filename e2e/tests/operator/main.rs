@@ -15,7 +15,7 @@ mod steps;
 use gpu_operator_e2e::scenario as support;
 
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
-use gpu_operator_e2e::unique_name;
+use gpu_operator_harness::unique_name;
 use kube::api::PostParams;
 
 use support::{Cleanup, IMAGES, setup};

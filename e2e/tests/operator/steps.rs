@@ -3,8 +3,8 @@
 use std::{collections::BTreeMap, time::Duration};
 
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, State, conditions};
-use gpu_operator_core::write_gate;
-use gpu_operator_e2e::{
+use gpu_operator_core::pipeline::write_gate;
+use gpu_operator_harness::{
     fleet::Profile,
     operator::{Operator, writes_by},
     unique_name, wait_until,

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use gpu_operator_api::conditions::operand;
-use gpu_operator_e2e::wait_until;
+use gpu_operator_harness::wait_until;
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
     core::v1::{ConfigMap, Event},

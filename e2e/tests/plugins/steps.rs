@@ -3,7 +3,7 @@
 use std::{collections::BTreeMap, time::Duration};
 
 use gpu_operator_api::conditions::operand;
-use gpu_operator_e2e::{operator::writes_by, wait_until};
+use gpu_operator_harness::{operator::writes_by, wait_until};
 use k8s_openapi::{
     api::{apps::v1::DaemonSet, core::v1::Node},
     jiff::Timestamp,

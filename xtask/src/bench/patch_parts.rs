@@ -3,7 +3,7 @@
 //! apply, the server answering that apply, and the watch that shows the change. Only the
 //! operator's reaction is the operator's own; the rest is the API server and the machine.
 
-use gpu_operator_e2e::operator::Write;
+use gpu_operator_harness::operator::Write;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
 

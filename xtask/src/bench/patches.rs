@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use futures::StreamExt as _;
 use gpu_operator_api::ClusterPolicy;
-use gpu_operator_e2e::operator::Operator;
+use gpu_operator_harness::operator::Operator;
 use k8s_openapi::api::{apps::v1::DaemonSet, core::v1::ConfigMap};
 use kube::{
     Api,

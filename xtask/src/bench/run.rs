@@ -10,9 +10,9 @@ use std::{
 
 use anyhow::{Context as _, bail};
 use gpu_operator_api::{ClusterPolicy, State, conditions};
-use gpu_operator_e2e::{
+use gpu_operator_harness::{
+    access::client_for,
     crd::repo_root,
-    harness::client_for,
     operator::{IMAGES, Operator, audit_log_beside, service_account_kubeconfig_from, writes_in},
 };
 use k8s_openapi::{

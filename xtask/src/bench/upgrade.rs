@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::bail;
 use gpu_operator_api::{ClusterPolicy, conditions::DRIVER_UPGRADE};
-use gpu_operator_e2e::operator::Operator;
+use gpu_operator_harness::operator::Operator;
 use k8s_openapi::{api::core::v1::Node, jiff::Timestamp};
 use kube::{
     Api,

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::bail;
 use gpu_operator_api::ClusterPolicy;
-use gpu_operator_e2e::operator::writes_in;
+use gpu_operator_harness::operator::writes_in;
 use k8s_openapi::jiff::Timestamp;
 use kube::{Api, api::PostParams};
 
@@ -129,7 +129,7 @@ fn count_writes(
     failover: &mut Failover,
 ) -> anyhow::Result<()> {
     let log = target.audit_log()?;
-    let not_lease = |writes: Vec<(Timestamp, gpu_operator_e2e::operator::Write)>| {
+    let not_lease = |writes: Vec<(Timestamp, gpu_operator_harness::operator::Write)>| {
         writes
             .into_iter()
             .filter(|(_, w)| w.resource != "leases")

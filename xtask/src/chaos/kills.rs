@@ -14,7 +14,7 @@ use std::{
 
 use anyhow::{Context as _, bail};
 use gpu_operator_api::ClusterPolicy;
-use gpu_operator_e2e::operator::{IMAGES, Operator, audit_log_beside, writes_in};
+use gpu_operator_harness::operator::{IMAGES, Operator, audit_log_beside, writes_in};
 use k8s_openapi::jiff::Timestamp;
 use kube::{
     Api,

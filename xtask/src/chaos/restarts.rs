@@ -17,7 +17,7 @@ use std::{
 
 use anyhow::bail;
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
-use gpu_operator_e2e::operator::{Operator, lists_in, writes_in};
+use gpu_operator_harness::operator::{Operator, lists_in, writes_in};
 use k8s_openapi::{
     api::{apps::v1::DaemonSet, coordination::v1::Lease},
     jiff::Timestamp,
@@ -254,7 +254,7 @@ async fn one(
 
 /// How many of `lists` each resource had, most first.
 fn count_by_resource<'a>(
-    lists: impl Iterator<Item = &'a gpu_operator_e2e::operator::Write>,
+    lists: impl Iterator<Item = &'a gpu_operator_harness::operator::Write>,
 ) -> Vec<(String, usize)> {
     let mut counts = std::collections::BTreeMap::<&str, usize>::new();
     for list in lists {

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use gpu_operator_api::ClusterPolicy;
-use gpu_operator_e2e::operator::Operator;
+use gpu_operator_harness::operator::Operator;
 use k8s_openapi::api::{apps::v1::DaemonSet, coordination::v1::Lease};
 use kube::{
     Api,
@@ -164,7 +164,7 @@ pub async fn wait_for_holder(
 
 /// The ClusterPolicy every scenario rolls out: `manifests/examples/minimal.yaml`.
 pub fn minimal_policy() -> anyhow::Result<ClusterPolicy> {
-    let path = gpu_operator_e2e::crd::repo_root().join("manifests/examples/minimal.yaml");
+    let path = gpu_operator_harness::crd::repo_root().join("manifests/examples/minimal.yaml");
     serde_yaml::from_str(&std::fs::read_to_string(&path)?)
         .with_context(|| format!("reading {}", path.display()))
 }

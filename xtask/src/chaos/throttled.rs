@@ -13,9 +13,9 @@
 use std::{fmt::Write as _, path::Path, time::Duration};
 
 use anyhow::{Context as _, bail};
-use gpu_operator_e2e::{
+use gpu_operator_harness::{
+    access::client_for,
     fleet::Fleet,
-    harness::client_for,
     operator::{audit_log_beside, requests_of},
 };
 use k8s_openapi::{

@@ -147,8 +147,8 @@ impl Component {
                     "--manage-all-nodes=false".into(),
                     format!(
                         "--manage-nodes-with-label-selector={}={}",
-                        gpu_operator_e2e::fleet::KWOK_LABEL.0,
-                        gpu_operator_e2e::fleet::KWOK_LABEL.1
+                        gpu_operator_harness::fleet::KWOK_LABEL.0,
+                        gpu_operator_harness::fleet::KWOK_LABEL.1
                     ),
                     // No node leases: cheaper at 5,000 nodes (see the controller-manager's grace period).
                     "--node-lease-duration-seconds=0".into(),

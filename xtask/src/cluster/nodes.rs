@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use futures::{StreamExt as _, TryStreamExt as _, stream};
-use gpu_operator_e2e::fleet::{Fleet, KWOK_LABEL};
+use gpu_operator_harness::fleet::{Fleet, KWOK_LABEL};
 use k8s_openapi::api::core::v1::Node;
 use kube::{
     Api,

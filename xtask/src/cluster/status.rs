@@ -1,6 +1,6 @@
 //! `cluster status`: which components run, on which ports, with how many (Ready) nodes.
 
-use gpu_operator_e2e::fleet::KWOK_LABEL;
+use gpu_operator_harness::fleet::KWOK_LABEL;
 use k8s_openapi::api::core::v1::Node;
 
 use super::{Layout, components::Component, nodes, running_pid};
@@ -32,7 +32,7 @@ pub fn print(layout: &Layout) -> anyhow::Result<()> {
     let fleet = std::fs::read_to_string(layout.fleet_record()).unwrap_or_default();
     let runtime = tokio::runtime::Runtime::new()?;
     let counts = runtime.block_on(async {
-        let client = gpu_operator_e2e::harness::client_for(&layout.kubeconfig()).await?;
+        let client = gpu_operator_harness::access::client_for(&layout.kubeconfig()).await?;
         let api: kube::Api<Node> = kube::Api::all(client);
         let selector = format!("{}={}", KWOK_LABEL.0, KWOK_LABEL.1);
         let ready = nodes::count_ready(&api, &selector).await?;

@@ -8,7 +8,7 @@ use std::{
 
 use anyhow::{Context as _, bail};
 use clap::Args;
-use gpu_operator_e2e::fleet::Fleet;
+use gpu_operator_harness::fleet::Fleet;
 
 use super::{
     Layout, build,
@@ -143,7 +143,7 @@ async fn start(layout: &Layout, fleet: &Fleet, real_node: bool) -> anyhow::Resul
             process::minutes(step.elapsed())
         );
     }
-    let client = gpu_operator_e2e::harness::client_for(&layout.kubeconfig()).await?;
+    let client = gpu_operator_harness::access::client_for(&layout.kubeconfig()).await?;
     nodes::create_fleet(&client, fleet).await?;
     fs::write(layout.fleet_record(), fleet.to_string())?;
     if real_node {
@@ -171,7 +171,7 @@ async fn wait_ready(layout: &Layout, component: Component, pid: u32) -> anyhow::
     let deadline = Instant::now() + Duration::from_secs(180);
     let client = match component {
         Component::Etcd => None,
-        _ => Some(gpu_operator_e2e::harness::client_for(&layout.kubeconfig()).await?),
+        _ => Some(gpu_operator_harness::access::client_for(&layout.kubeconfig()).await?),
     };
     loop {
         if !process::alive(pid) {

@@ -22,7 +22,7 @@ use crate::{codegen, process};
 use contents::{Item, Source};
 use tar::Entry;
 
-pub use gpu_operator_e2e::real_node::{NVIDIA_STAND_IN, our_image as default_name};
+pub use gpu_operator_harness::real_node::{NVIDIA_STAND_IN, our_image as default_name};
 
 /// Options of `cargo xtask image`.
 #[derive(ClapArgs, Debug, Default)]

@@ -6,9 +6,11 @@
 
 use gpu_operator_api::labels::operand;
 use gpu_operator_core::{
-    daemonset::{self, Identity},
-    operand::Operand as _,
-    pod::{self, Component, Finish, Gpus, Wrap, host_path, read_only_mount},
+    build::{
+        daemonset::{self, Identity},
+        pod::{self, Component, Finish, Gpus, Wrap, host_path, read_only_mount},
+    },
+    pipeline::operand::Operand as _,
 };
 use k8s_openapi::{
     api::{

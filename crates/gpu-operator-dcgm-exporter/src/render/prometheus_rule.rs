@@ -4,8 +4,8 @@
 //! while the PrometheusRule CRD is installed and says so in the condition otherwise.
 
 use gpu_operator_core::{
-    operand::Operand as _,
-    prometheus_rule::{self, DynamicObject},
+    build::prometheus_rule::{self, DynamicObject},
+    pipeline::operand::Operand as _,
 };
 
 use crate::{DcgmExporter, Input, NAME, observability::alerts};

@@ -4,9 +4,11 @@
 //! UIDs. (NVIDIA's Role also lets it use OpenShift's privileged SCC, which does not apply here.)
 
 use gpu_operator_core::{
-    meta,
-    operand::Operand as _,
-    rbac::{Identity, rule},
+    build::{
+        meta,
+        rbac::{Identity, rule},
+    },
+    pipeline::operand::Operand as _,
 };
 use k8s_openapi::{
     api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleRef, Subject},

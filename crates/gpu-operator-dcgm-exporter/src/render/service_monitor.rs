@@ -6,8 +6,8 @@
 //! installed and warns otherwise.
 
 use gpu_operator_core::{
-    operand::Operand as _,
-    service_monitor::{self, DynamicObject},
+    build::service_monitor::{self, DynamicObject},
+    pipeline::operand::Operand as _,
 };
 use serde_json::{Map, Value, json};
 

@@ -3,9 +3,11 @@
 
 use gpu_operator_api::labels::operand;
 use gpu_operator_core::{
-    daemonset::{self, Identity},
-    operand::Operand as _,
-    pod::{self, Component, Finish, Gpus, Wrap},
+    build::{
+        daemonset::{self, Identity},
+        pod::{self, Component, Finish, Gpus, Wrap},
+    },
+    pipeline::operand::Operand as _,
 };
 use k8s_openapi::{
     api::{
@@ -77,7 +79,7 @@ pub fn build(input: &Input) -> DaemonSet {
 #[cfg(test)]
 mod tests {
     use gpu_operator_api::{ClusterPolicySpec, spec::EnvVar};
-    use gpu_operator_core::{runtime_class::GpuAccess, shared::Shared};
+    use gpu_operator_core::build::{runtime_class::GpuAccess, shared::Shared};
 
     use super::*;
 

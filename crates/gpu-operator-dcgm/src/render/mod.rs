@@ -3,7 +3,10 @@
 mod daemonset;
 mod service;
 
-use gpu_operator_core::{operand::Children, operand::Operand as _, rbac::Identity};
+use gpu_operator_core::{
+    build::rbac::Identity,
+    pipeline::{operand::Children, operand::Operand as _},
+};
 
 use crate::{Dcgm, Input, NAME};
 

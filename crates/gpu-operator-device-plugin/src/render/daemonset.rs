@@ -2,7 +2,7 @@
 //! started by its entrypoint ConfigMap with NVIDIA's env (MIG strategy, CDI, GDS/GDRCopy, MPS
 //! root), the host paths it needs, and the config manager when `devicePlugin.config` is set.
 
-use gpu_operator_core::{
+use gpu_operator_core::build::{
     barrier, daemonset,
     pod::{host_path, mount, privileged},
 };

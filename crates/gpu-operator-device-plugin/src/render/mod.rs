@@ -7,9 +7,11 @@ mod rbac;
 
 use gpu_operator_api::labels::operand;
 use gpu_operator_core::{
-    daemonset::Identity,
-    operand::{Children, Operand as _},
-    pod::{self, Component, Finish, Gpus, Wrap, host_path},
+    build::{
+        daemonset::Identity,
+        pod::{self, Component, Finish, Gpus, Wrap, host_path},
+    },
+    pipeline::operand::{Children, Operand as _},
 };
 use gpu_operator_plugin_config::config_manager;
 use k8s_openapi::api::{

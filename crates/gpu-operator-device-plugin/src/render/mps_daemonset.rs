@@ -4,7 +4,7 @@
 //! the `toolkit-validation` barrier and the config manager when `devicePlugin.config` is set.
 
 use gpu_operator_api::labels::MPS_CAPABLE;
-use gpu_operator_core::{
+use gpu_operator_core::build::{
     barrier, daemonset,
     pod::{mount, privileged},
 };

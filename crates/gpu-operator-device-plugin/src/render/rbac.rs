@@ -3,8 +3,8 @@
 //! label). NVIDIA's namespaced Roles only grant OpenShift's SCC `use`, which we do not deploy.
 
 use gpu_operator_core::{
-    operand::Operand as _,
-    rbac::{Identity, rule},
+    build::rbac::{Identity, rule},
+    pipeline::operand::Operand as _,
 };
 use k8s_openapi::api::{
     core::v1::ServiceAccount,

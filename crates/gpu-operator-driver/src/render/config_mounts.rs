@@ -15,7 +15,7 @@
 //! ConfigMap's files replace the directory's defaults in the container).
 
 use gpu_operator_api::spec::DriverSpec;
-use gpu_operator_core::runtime_class::ContainerRuntime;
+use gpu_operator_core::build::runtime_class::ContainerRuntime;
 use k8s_openapi::api::core::v1::{
     ConfigMapVolumeSource, EnvFromSource, KeyToPath, SecretEnvSource, SecretVolumeSource, Volume,
     VolumeMount,
@@ -23,7 +23,7 @@ use k8s_openapi::api::core::v1::{
 
 use super::parts::read_only;
 use crate::Pool;
-use gpu_operator_core::pod::{host_path, mount};
+use gpu_operator_core::build::pod::{host_path, mount};
 
 /// The module parameter files the driver container reads from `/drivers`.
 const MODULE_FILES: [&str; 4] = [

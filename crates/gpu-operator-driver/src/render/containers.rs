@@ -3,7 +3,7 @@
 //! and `nvidia-driver-ctr`, which installs and loads the driver and keeps it loaded.
 
 use gpu_operator_api::spec::{ContainerProbeSpec, KernelModuleType};
-use gpu_operator_core::{
+use gpu_operator_core::build::{
     daemonset::{field_env, merge_env},
     pod::mount,
 };

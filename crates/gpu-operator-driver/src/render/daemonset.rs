@@ -7,10 +7,12 @@ use std::collections::BTreeMap;
 
 use gpu_operator_api::labels::operand;
 use gpu_operator_core::{
-    daemonset::Identity,
-    host_paths, meta,
-    operand::Operand as _,
-    pod::{self, Barrier, Component, Finish, HostPaths, Wrap, host_path},
+    build::{
+        daemonset::Identity,
+        host_paths, meta,
+        pod::{self, Barrier, Component, Finish, HostPaths, Wrap, host_path},
+    },
+    pipeline::operand::Operand as _,
 };
 use k8s_openapi::{
     api::{
@@ -201,7 +203,7 @@ fn apply_other_images(input: &Input, pod: &mut PodSpec) {
         let Some(container) = present else { continue };
         if image.pull_policy().is_some() {
             container.image_pull_policy =
-                Some(gpu_operator_core::image::pull_policy(image).to_owned());
+                Some(gpu_operator_core::build::image::pull_policy(image).to_owned());
         }
         let secrets = pod.image_pull_secrets.get_or_insert_with(Vec::new);
         for secret in image.pull_secrets() {

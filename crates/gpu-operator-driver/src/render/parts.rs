@@ -1,8 +1,8 @@
 //! Small builders of pod parts the driver's containers share beyond core's
-//! (`gpu_operator_core::pod`): mount variants, the privileged security context with the SELinux
-//! level kernel modules need, and exec probes.
+//! (`gpu_operator_core::build::pod`): mount variants, the privileged security context with the
+//! SELinux level kernel modules need, and exec probes.
 
-use gpu_operator_core::pod;
+use gpu_operator_core::build::pod;
 use k8s_openapi::api::core::v1::{ExecAction, Probe, SELinuxOptions, SecurityContext, VolumeMount};
 
 /// A read-only mount.

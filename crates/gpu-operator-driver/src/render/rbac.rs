@@ -7,8 +7,8 @@
 //! and the operator would have to hold them itself to grant them.
 
 use gpu_operator_core::{
-    operand::Operand as _,
-    rbac::{Identity, rule},
+    build::rbac::{Identity, rule},
+    pipeline::operand::Operand as _,
 };
 use k8s_openapi::api::rbac::v1::ClusterRole;
 

@@ -4,11 +4,11 @@
 //! module.
 
 use gpu_operator_api::spec::EnvVar as SpecEnvVar;
-use gpu_operator_core::daemonset::merge_env;
+use gpu_operator_core::build::daemonset::merge_env;
 use k8s_openapi::api::core::v1::{Container, VolumeMount};
 
 use super::parts::{exec_probe, privileged, propagated, read_only};
-use gpu_operator_core::pod::mount;
+use gpu_operator_core::build::pod::mount;
 
 fn logs() -> Vec<VolumeMount> {
     vec![

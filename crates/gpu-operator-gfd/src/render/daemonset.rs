@@ -5,10 +5,12 @@
 
 use gpu_operator_api::labels::operand;
 use gpu_operator_core::{
-    barrier,
-    daemonset::{self, Identity, field_env},
-    operand::Operand as _,
-    pod::{self, Component, Finish, Gpus, Wrap, host_path, mount, read_only_mount},
+    build::{
+        barrier,
+        daemonset::{self, Identity, field_env},
+        pod::{self, Component, Finish, Gpus, Wrap, host_path, mount, read_only_mount},
+    },
+    pipeline::operand::Operand as _,
 };
 use gpu_operator_plugin_config::config_manager;
 use k8s_openapi::api::{

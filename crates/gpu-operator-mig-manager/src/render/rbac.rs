@@ -5,8 +5,8 @@
 //! Role also lets it use OpenShift's privileged SCC, which does not apply here.)
 
 use gpu_operator_core::{
-    operand::Operand as _,
-    rbac::{Identity, rule},
+    build::rbac::{Identity, rule},
+    pipeline::operand::Operand as _,
 };
 use k8s_openapi::api::rbac::v1::{ClusterRole, Role};
 

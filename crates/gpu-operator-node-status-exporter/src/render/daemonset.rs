@@ -7,9 +7,11 @@ use gpu_operator_api::{
     validator::{component, env},
 };
 use gpu_operator_core::{
-    daemonset::{self, Identity},
-    operand::Operand as _,
-    pod::{self, Barrier, Component, Finish, Wrap, host_path},
+    build::{
+        daemonset::{self, Identity},
+        pod::{self, Barrier, Component, Finish, Wrap, host_path},
+    },
+    pipeline::operand::Operand as _,
 };
 use k8s_openapi::api::{
     apps::v1::DaemonSet,

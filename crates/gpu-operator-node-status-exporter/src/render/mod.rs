@@ -4,7 +4,10 @@ mod daemonset;
 mod rbac;
 mod service;
 
-use gpu_operator_core::{operand::Children, operand::Operand as _, service_monitor};
+use gpu_operator_core::{
+    build::service_monitor,
+    pipeline::{operand::Children, operand::Operand as _},
+};
 use serde_json::json;
 
 use crate::{Input, NAME, NodeStatusExporter, PORT};

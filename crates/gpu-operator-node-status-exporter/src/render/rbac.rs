@@ -3,8 +3,8 @@
 //! which do not apply here.)
 
 use gpu_operator_core::{
-    operand::Operand as _,
-    rbac::{Identity, rule},
+    build::rbac::{Identity, rule},
+    pipeline::operand::Operand as _,
 };
 use k8s_openapi::api::rbac::v1::{ClusterRole, Role};
 

@@ -5,13 +5,15 @@
 
 use gpu_operator_api::labels::operand;
 use gpu_operator_core::{
-    barrier,
-    daemonset::{self, Identity, merge_env},
-    image,
-    operand::Operand as _,
-    pod::{self, Barrier, Component, Finish, HostPaths, Wrap, mount},
-    runtime_class::ContainerRuntime,
-    shared::Shared,
+    build::{
+        barrier,
+        daemonset::{self, Identity, merge_env},
+        image,
+        pod::{self, Barrier, Component, Finish, HostPaths, Wrap, mount},
+        runtime_class::ContainerRuntime,
+        shared::Shared,
+    },
+    pipeline::operand::Operand as _,
 };
 use k8s_openapi::api::{
     apps::v1::DaemonSet,

@@ -4,8 +4,8 @@
 //! operator would have to hold it to grant it).
 
 use gpu_operator_core::{
-    operand::Operand as _,
-    rbac::{Identity, rule},
+    build::rbac::{Identity, rule},
+    pipeline::operand::Operand as _,
 };
 use k8s_openapi::api::rbac::v1::Role;
 

@@ -5,9 +5,11 @@
 
 use gpu_operator_api::ClusterPolicySpec;
 use gpu_operator_core::{
-    meta,
-    operand::Operand as _,
-    runtime_class::{self, CDI_RUNTIME_CLASS, LEGACY_RUNTIME_CLASS},
+    build::{
+        meta,
+        runtime_class::{self, CDI_RUNTIME_CLASS, LEGACY_RUNTIME_CLASS},
+    },
+    pipeline::operand::Operand as _,
 };
 use k8s_openapi::{api::node::v1::RuntimeClass, apimachinery::pkg::apis::meta::v1::ObjectMeta};
 

@@ -10,10 +10,12 @@ use gpu_operator_api::{
     validator::{component, env as names},
 };
 use gpu_operator_core::{
-    daemonset::{self, Identity, field_env},
-    host_paths,
-    operand::Operand as _,
-    pod::{self, Barrier, Component, Finish, Gpus, Wrap, host_path},
+    build::{
+        daemonset::{self, Identity, field_env},
+        host_paths,
+        pod::{self, Barrier, Component, Finish, Gpus, Wrap, host_path},
+    },
+    pipeline::operand::Operand as _,
 };
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
@@ -176,7 +178,7 @@ fn workload_env(
     }
     env.push((
         names::VALIDATOR_IMAGE_PULL_POLICY,
-        gpu_operator_core::image::pull_policy(&section.image).to_owned(),
+        gpu_operator_core::build::image::pull_policy(&section.image).to_owned(),
     ));
     let secrets = section.image.pull_secrets();
     if !secrets.is_empty() {

@@ -4,8 +4,8 @@
 //! pods (`cuda`, `plugin`) and read its own pod (their owner).
 
 use gpu_operator_core::{
-    operand::Operand as _,
-    rbac::{Identity, rule},
+    build::rbac::{Identity, rule},
+    pipeline::operand::Operand as _,
 };
 use k8s_openapi::api::rbac::v1::{ClusterRole, Role};
 

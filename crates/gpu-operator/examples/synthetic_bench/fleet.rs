@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 
 use gpu_operator_api::ClusterPolicySpec;
-use gpu_operator_core::{node_meta::NodeMeta, node_runtime::NodeRuntime};
-use gpu_operator_e2e::fleet::{Fleet, Profile};
+use gpu_operator_core::cache::{node_meta::NodeMeta, node_runtime::NodeRuntime};
+use gpu_operator_harness::fleet::{Fleet, Profile};
 use k8s_openapi::api::core::v1::Node;
 use kube::core::PartialObjectMeta;
 

@@ -13,7 +13,7 @@ use std::{fmt::Write as _, process::Command};
 
 use anyhow::{Context as _, bail};
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
-use gpu_operator_core::facts::ClusterFacts;
+use gpu_operator_core::cache::facts::ClusterFacts;
 use serde_json::Value;
 
 /// Renders an operand's objects as JSON for a spec and the node facts.

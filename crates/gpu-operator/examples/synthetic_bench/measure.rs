@@ -10,16 +10,20 @@ use futures::{
 };
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
 use gpu_operator_core::{
-    controller,
-    facts::ClusterFacts,
-    facts_memo::{self, FactsMemo},
-    node_meta::NodeMeta,
-    node_runtime::NodeRuntime,
-    node_validation,
-    operand::{Cluster, Operand},
+    cache::{
+        facts::ClusterFacts,
+        facts_memo::{self, FactsMemo},
+        node_meta::NodeMeta,
+        node_runtime::NodeRuntime,
+    },
+    pipeline::{
+        controller,
+        operand::{Cluster, Operand},
+    },
 };
-use gpu_operator_e2e::{fleet::Profile, operator::IMAGES};
+use gpu_operator_harness::{fleet::Profile, operator::IMAGES};
 use gpu_operator_node_labels::triggers::NodeLabelFilter;
+use gpu_operator_status::node_validation;
 use k8s_openapi::api::core::v1::Node;
 use kube::{
     ResourceExt as _,
@@ -286,7 +290,7 @@ pub fn sample(gpu_nodes: u32, policy: &ClusterPolicy) -> anyhow::Result<Sample> 
         let differ = desired
             .iter()
             .zip(&lives[i])
-            .filter(|(d, l)| !gpu_operator_core::apply::is_subset(d, l))
+            .filter(|(d, l)| !gpu_operator_core::pipeline::apply::is_subset(d, l))
             .count();
         std::hint::black_box(differ);
     };

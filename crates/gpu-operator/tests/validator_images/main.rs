@@ -12,7 +12,7 @@ mod shell;
 use std::{collections::BTreeSet, path::Path};
 
 use contract::{Contract, Image};
-use gpu_operator_core::{fixtures, operand::Operand};
+use gpu_operator_core::{fixtures, pipeline::operand::Operand};
 use serde_json::Value;
 
 fn root() -> &'static Path {
@@ -61,7 +61,7 @@ fn daemonsets_of<O: Operand>(exporter_on: bool) -> Vec<(String, Vec<Value>)> {
             spec.node_status_exporter.enabled = Some(true);
         }
         for profile in fixtures::profiles() {
-            let cluster = gpu_operator_core::operand::Cluster {
+            let cluster = gpu_operator_core::pipeline::operand::Cluster {
                 namespace: "gpu-operator",
                 facts: &profile.facts,
                 image_env: &fixtures::image_env,

@@ -29,7 +29,7 @@ pub use host::{ensure_packages, is_root};
 use super::{build, layout::Layout};
 use crate::{image, process};
 
-pub use gpu_operator_e2e::real_node::{NODE_NAME, PAUSE_IMAGE, TAINT};
+pub use gpu_operator_harness::real_node::{NODE_NAME, PAUSE_IMAGE, TAINT};
 
 /// Whether this cluster has a real node (its directory exists).
 pub fn is_configured(layout: &Layout) -> bool {

@@ -4,7 +4,7 @@ use gpu_operator_api::{
     ClusterPolicySpec,
     spec::{DevicePluginConfig, EnvVar, GdsSpec, HostPathsSpec, MigSpec, MigStrategy, MpsConfig},
 };
-use gpu_operator_core::runtime_class::GpuAccess;
+use gpu_operator_core::build::runtime_class::GpuAccess;
 
 use super::*;
 

@@ -8,7 +8,10 @@ use gpu_operator_api::{
         KernelModuleConfigSpec, RollingUpdateSpec, UpdateStrategy,
     },
 };
-use gpu_operator_core::{facts::OsRelease, runtime_class::ContainerRuntime, shared::Shared};
+use gpu_operator_core::{
+    build::{runtime_class::ContainerRuntime, shared::Shared},
+    cache::facts::OsRelease,
+};
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 
 use super::*;

@@ -1,0 +1,381 @@
+//! One reflector per watched kind, shared by every reconciler: ClusterPolicies; the objects we
+//! manage (label-selected: DaemonSets, ServiceAccounts, Services, Roles and RoleBindings in the
+//! operator namespace; ClusterRoles, ClusterRoleBindings and RuntimeClasses cluster-wide); every
+//! ConfigMap of the operator namespace, ours and the ones users name in the ClusterPolicy
+//! (`devicePlugin.config.name`, …); every Node as metadata only, watched as such and kept as
+//! [`NodeMeta`] (name, labels, the validators' report), so the cache stays small at thousands of
+//! nodes; the GPU nodes' container runtime, parsed as that one field; and the metadata of one
+//! CustomResourceDefinition each for the Prometheus Operator's ServiceMonitor and PrometheusRule,
+//! whose presence decides whether those can be created.
+
+use std::{fmt::Debug, future::Future, hash::Hash, pin::Pin, sync::Arc};
+
+use futures::{StreamExt as _, stream::BoxStream};
+use gpu_operator_api::{ClusterPolicy, labels};
+use k8s_openapi::{
+    api::{
+        apps::v1::DaemonSet,
+        core::v1::{ConfigMap, Service, ServiceAccount},
+        node::v1::RuntimeClass,
+        rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
+    },
+    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+};
+use kube::{
+    Api, Client, Resource,
+    core::PartialObjectMeta,
+    runtime::{
+        WatchStreamExt as _,
+        reflector::{self, ObjectRef, Store},
+        watcher,
+    },
+};
+use serde::de::DeserializeOwned;
+use tokio::sync::Notify;
+
+use crate::{
+    build::{meta, prometheus_rule, service_monitor},
+    cache::{
+        change_stream::{self, Changes, Standby},
+        facts_memo::{self, FactsMemo},
+        node_meta::NodeMeta,
+        node_runtime::NodeRuntime,
+    },
+};
+
+/// Declares the cached kinds once: the caches, their change streams and the readiness wait.
+macro_rules! kinds {
+    ($($field:ident: $kind:ty),* $(,)?) => {
+        /// Read handles of the shared caches.
+        #[derive(Clone)]
+        pub struct Stores {
+            $(#[doc = concat!("Cache of `", stringify!($kind), "`.")] pub $field: Store<$kind>,)*
+            /// The cluster facts of the node caches, kept until their nodes change (see
+            /// [`crate::cache::facts_memo`]).
+            pub node_facts: Arc<FactsMemo>,
+            /// Woken after every ClusterPolicy event reached the cache and the controllers, so a
+            /// reconcile can tell when a newer spec overtook it.
+            pub policy_events: Arc<Notify>,
+        }
+
+        /// Change streams of the shared caches, to trigger controllers.
+        #[derive(Clone)]
+        pub struct Subscriptions {
+            $(#[doc = concat!("Changes of `", stringify!($kind), "`.")] pub $field: Changes<$kind>,)*
+        }
+
+        /// The subscriptions kept while no reconciler runs (between two leadership terms),
+        /// holding nothing back.
+        pub struct StandbySubscriptions {
+            $($field: Standby<$kind>,)*
+        }
+
+        impl Subscriptions {
+            /// Standbys of every change stream.
+            pub fn standby(&self) -> StandbySubscriptions {
+                StandbySubscriptions { $($field: self.$field.standby(),)* }
+            }
+        }
+
+        impl StandbySubscriptions {
+            /// Live subscriptions that hand out every cached object first, then every change: a
+            /// reconciler started on them sees the world as one started with the caches does.
+            pub fn resume(&self, stores: &Stores) -> Subscriptions {
+                Subscriptions { $($field: self.$field.resume(&stores.$field),)* }
+            }
+        }
+
+        impl Stores {
+            /// Waits until every cache has its first full list.
+            pub async fn wait_until_ready(&self) -> Result<(), reflector::store::WriterDropped> {
+                $(self.$field.wait_until_ready().await?;)*
+                Ok(())
+            }
+        }
+    };
+}
+
+kinds! {
+    policies: ClusterPolicy,
+    nodes: NodeMeta,
+    node_runtimes: NodeRuntime,
+    daemonsets: DaemonSet,
+    service_accounts: ServiceAccount,
+    config_maps: ConfigMap,
+    services: Service,
+    roles: Role,
+    role_bindings: RoleBinding,
+    cluster_roles: ClusterRole,
+    cluster_role_bindings: ClusterRoleBinding,
+    runtime_classes: RuntimeClass,
+    service_monitor_crds: PartialObjectMeta<CustomResourceDefinition>,
+    prometheus_rule_crds: PartialObjectMeta<CustomResourceDefinition>,
+}
+
+/// The future that runs every reflector; it must be polled for the caches to fill.
+pub type Driver = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Buffer of each subscription; a slow controller holds back the reflector beyond this.
+const BUFFER: usize = 1024;
+
+/// Starts the shared reflectors (lazily: they run once the returned driver is polled).
+#[expect(clippy::too_many_lines, reason = "one reflector per kind, in order")]
+pub fn start(client: &Client, namespace: &str) -> (Stores, Subscriptions, Driver) {
+    let managed = watcher::Config::default().labels(&meta::managed_selector());
+    let everything = watcher::Config::default();
+    let gpu_nodes = watcher::Config::default().labels(&format!("{}=true", labels::GPU_PRESENT));
+    let (c, ns) = (client, namespace);
+    let mut r = Reflectors::default();
+    let node_facts = Arc::new(FactsMemo::default());
+    let policy_events = Arc::new(Notify::new());
+    let (policies, policies_sub) = r.reflect_tapped(
+        Api::<ClusterPolicy>::all(c.clone()),
+        &everything,
+        strip_managed_fields,
+        Tap::Notify(policy_events.clone()),
+    );
+    let (nodes, nodes_sub) = r.reflect_tapped(
+        Api::<NodeMeta>::all(c.clone()),
+        &everything,
+        |_| {},
+        Tap::Facts(node_facts.clone(), facts_memo::node_changed),
+    );
+    let (node_runtimes, node_runtimes_sub) = r.reflect_tapped(
+        Api::<NodeRuntime>::all(c.clone()),
+        &gpu_nodes,
+        |_| {},
+        Tap::Facts(node_facts.clone(), facts_memo::runtime_changed),
+    );
+    let (daemonsets, daemonsets_sub) = r.reflect(
+        Api::<DaemonSet>::namespaced(c.clone(), ns),
+        &managed,
+        strip_managed_fields,
+    );
+    let (service_accounts, service_accounts_sub) = r.reflect(
+        Api::<ServiceAccount>::namespaced(c.clone(), ns),
+        &managed,
+        strip_managed_fields,
+    );
+    let (config_maps, config_maps_sub) = r.reflect(
+        Api::<ConfigMap>::namespaced(c.clone(), ns),
+        &everything,
+        strip_managed_fields,
+    );
+    let (services, services_sub) = r.reflect(
+        Api::<Service>::namespaced(c.clone(), ns),
+        &managed,
+        strip_managed_fields,
+    );
+    let (roles, roles_sub) = r.reflect(
+        Api::<Role>::namespaced(c.clone(), ns),
+        &managed,
+        strip_managed_fields,
+    );
+    let (role_bindings, role_bindings_sub) = r.reflect(
+        Api::<RoleBinding>::namespaced(c.clone(), ns),
+        &managed,
+        strip_managed_fields,
+    );
+    let (cluster_roles, cluster_roles_sub) = r.reflect(
+        Api::<ClusterRole>::all(c.clone()),
+        &managed,
+        strip_managed_fields,
+    );
+    let (cluster_role_bindings, cluster_role_bindings_sub) = r.reflect(
+        Api::<ClusterRoleBinding>::all(c.clone()),
+        &managed,
+        strip_managed_fields,
+    );
+    let (runtime_classes, runtime_classes_sub) = r.reflect(
+        Api::<RuntimeClass>::all(c.clone()),
+        &managed,
+        strip_managed_fields,
+    );
+    let (service_monitor_crds, service_monitor_crds_sub) =
+        r.crd_metadata(c, service_monitor::CRD_NAME);
+    let (prometheus_rule_crds, prometheus_rule_crds_sub) =
+        r.crd_metadata(c, prometheus_rule::CRD_NAME);
+
+    let driver = Box::pin(futures::stream::select_all(r.streams).for_each(|()| async {}));
+    let stores = Stores {
+        policies,
+        nodes,
+        node_runtimes,
+        daemonsets,
+        service_accounts,
+        config_maps,
+        services,
+        roles,
+        role_bindings,
+        cluster_roles,
+        cluster_role_bindings,
+        runtime_classes,
+        service_monitor_crds,
+        prometheus_rule_crds,
+        node_facts,
+        policy_events,
+    };
+    let subscriptions = Subscriptions {
+        policies: policies_sub,
+        nodes: nodes_sub,
+        node_runtimes: node_runtimes_sub,
+        daemonsets: daemonsets_sub,
+        service_accounts: service_accounts_sub,
+        config_maps: config_maps_sub,
+        services: services_sub,
+        roles: roles_sub,
+        role_bindings: role_bindings_sub,
+        cluster_roles: cluster_roles_sub,
+        cluster_role_bindings: cluster_role_bindings_sub,
+        runtime_classes: runtime_classes_sub,
+        service_monitor_crds: service_monitor_crds_sub,
+        prometheus_rule_crds: prometheus_rule_crds_sub,
+    };
+    (stores, subscriptions, driver)
+}
+
+/// Builds shared reflectors, collecting the streams that drive them.
+#[derive(Default)]
+struct Reflectors {
+    streams: Vec<BoxStream<'static, ()>>,
+}
+
+impl Reflectors {
+    /// The metadata of the one CustomResourceDefinition `name`.
+    fn crd_metadata(
+        &mut self,
+        client: &Client,
+        name: &str,
+    ) -> (
+        Store<PartialObjectMeta<CustomResourceDefinition>>,
+        Changes<PartialObjectMeta<CustomResourceDefinition>>,
+    ) {
+        self.reflect(
+            Api::<PartialObjectMeta<CustomResourceDefinition>>::all(client.clone()),
+            &watcher::Config::default().fields(&format!("metadata.name={name}")),
+            strip_managed_fields,
+        )
+    }
+
+    fn reflect<K>(
+        &mut self,
+        api: Api<K>,
+        config: &watcher::Config,
+        modify: fn(&mut K),
+    ) -> (Store<K>, Changes<K>)
+    where
+        K: Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+        K::DynamicType: Eq + Hash + Clone + Default,
+    {
+        self.reflect_tapped(api, config, modify, Tap::None)
+    }
+
+    /// Like `reflect`, and tells `tap` about each event (see [`Tap`]).
+    fn reflect_tapped<K>(
+        &mut self,
+        api: Api<K>,
+        config: &watcher::Config,
+        modify: fn(&mut K),
+        tap: Tap<K>,
+    ) -> (Store<K>, Changes<K>)
+    where
+        K: Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+        K::DynamicType: Eq + Hash + Clone + Default,
+    {
+        let kind = K::kind(&K::DynamicType::default()).into_owned();
+        let (store, writer) = reflector::store();
+        let tap = Arc::new(tap.start());
+        let (before, after, cache) = (tap.clone(), tap, store.clone());
+        let events = watcher(api, config.clone())
+            .default_backoff()
+            .modify(modify)
+            .inspect(move |event| {
+                if let Ok(event) = event {
+                    before.before_apply(event, &cache);
+                }
+            });
+        let (subscription, events) = change_stream::reflect(events, writer, BUFFER);
+        let stream = events
+            .inspect(move |_| after.after_dispatch())
+            .map(move |event| {
+                if let Err(error) = event {
+                    tracing::warn!(kind, %error, "watch error; retrying with backoff");
+                }
+            })
+            .boxed();
+        self.streams.push(stream);
+        (store, subscription)
+    }
+}
+
+/// What a reflector reports besides filling its cache.
+enum Tap<K> {
+    /// Nothing.
+    None,
+    /// Marks the events that change what the cluster facts read: when `changed(old, new)` says
+    /// so of an updated object, and for every object added or removed.
+    Facts(Arc<FactsMemo>, fn(&K, &K) -> bool),
+    /// Wakes the waiters after every event.
+    Notify(Arc<Notify>),
+}
+
+/// A [`Tap`] at work.
+enum Tapping<K> {
+    None,
+    Facts(
+        Arc<FactsMemo>,
+        crate::cache::facts_memo::Marker,
+        fn(&K, &K) -> bool,
+    ),
+    Notify(Arc<Notify>),
+}
+
+impl<K> Tap<K> {
+    fn start(self) -> Tapping<K> {
+        match self {
+            Self::None => Tapping::None,
+            Self::Facts(memo, changed) => Tapping::Facts(memo.clone(), memo.marker(), changed),
+            Self::Notify(notify) => Tapping::Notify(notify),
+        }
+    }
+}
+
+impl<K> Tapping<K>
+where
+    K: Resource + Clone,
+    K::DynamicType: Eq + Hash + Clone + Default,
+{
+    /// Called with each event before the reflector applies it to `cache`.
+    fn before_apply(&self, event: &watcher::Event<K>, cache: &Store<K>) {
+        let Self::Facts(_, marker, changed) = self else {
+            return;
+        };
+        let marks = match event {
+            watcher::Event::Apply(new) => cache
+                .get(&ObjectRef::from_obj(new))
+                .is_none_or(|old| changed(&old, new)),
+            watcher::Event::Delete(_)
+            | watcher::Event::Init
+            | watcher::Event::InitApply(_)
+            | watcher::Event::InitDone => true,
+        };
+        if marks {
+            marker.mark();
+        }
+    }
+
+    /// Called after the reflector applied the event and passed it to the subscribers.
+    fn after_dispatch(&self) {
+        match self {
+            Self::None => {}
+            Self::Facts(memo, marker, _) => memo.settle(marker),
+            Self::Notify(notify) => notify.notify_waiters(),
+        }
+    }
+}
+
+/// Managed fields are the bulk of most objects' metadata and nothing here reads them; dropping
+/// them keeps the caches small (a Node's metadata shrinks several times).
+fn strip_managed_fields<K: Resource>(object: &mut K) {
+    object.meta_mut().managed_fields = None;
+}

@@ -1,0 +1,238 @@
+//! The objects an operand renders ([`Children`]) and how the pipeline writes them: each kind is
+//! compared with its cache and applied only when it differs; what the operand no longer renders
+//! (found by its `app.kubernetes.io/component` label) is deleted. A live DaemonSet's selector is
+//! kept when our pods match it ([`crate::pipeline::adopt`]). ServiceMonitors and
+//! PrometheusRules, kinds the cluster may lack, are written by [`crate::build::service_monitor`]
+//! and [`crate::build::prometheus_rule`].
+
+use std::{collections::BTreeSet, fmt::Debug};
+
+use gpu_operator_api::ClusterPolicy;
+use k8s_openapi::api::{
+    apps::v1::DaemonSet,
+    core::v1::{ConfigMap, Service, ServiceAccount},
+    node::v1::RuntimeClass,
+    rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
+};
+use kube::{
+    Api, Resource, ResourceExt as _,
+    api::DynamicObject,
+    runtime::reflector::{ObjectRef, Store},
+};
+use serde::{Serialize, de::DeserializeOwned};
+
+use crate::{
+    Context, Error,
+    build::{meta, prometheus_rule, service_monitor},
+    pipeline::{
+        adopt,
+        apply::{self, Outcome},
+    },
+};
+
+/// Every kind of object an operand may render, in the order they are applied (identities and
+/// permissions before the workloads that use them). Destructured exhaustively on apply, so a new
+/// kind cannot be forgotten.
+#[derive(Clone, Debug, Default)]
+pub struct Children {
+    /// ServiceAccounts (operator namespace).
+    pub service_accounts: Vec<ServiceAccount>,
+    /// Roles (operator namespace).
+    pub roles: Vec<Role>,
+    /// RoleBindings (operator namespace).
+    pub role_bindings: Vec<RoleBinding>,
+    /// ClusterRoles.
+    pub cluster_roles: Vec<ClusterRole>,
+    /// ClusterRoleBindings.
+    pub cluster_role_bindings: Vec<ClusterRoleBinding>,
+    /// ConfigMaps (operator namespace).
+    pub config_maps: Vec<ConfigMap>,
+    /// Services (operator namespace).
+    pub services: Vec<Service>,
+    /// RuntimeClasses.
+    pub runtime_classes: Vec<RuntimeClass>,
+    /// DaemonSets (operator namespace).
+    pub daemonsets: Vec<DaemonSet>,
+    /// Prometheus Operator ServiceMonitors (operator namespace), written only while their CRD is
+    /// installed; build them with [`service_monitor::build`].
+    pub service_monitors: Vec<DynamicObject>,
+    /// Prometheus Operator PrometheusRules (operator namespace), written only while their CRD is
+    /// installed; build them with [`prometheus_rule::build`].
+    pub prometheus_rules: Vec<DynamicObject>,
+}
+
+impl Children {
+    /// How many objects there are, of every kind.
+    pub fn len(&self) -> usize {
+        let Self {
+            service_accounts,
+            roles,
+            role_bindings,
+            cluster_roles,
+            cluster_role_bindings,
+            config_maps,
+            services,
+            runtime_classes,
+            daemonsets,
+            service_monitors,
+            prometheus_rules,
+        } = self;
+        service_accounts.len()
+            + roles.len()
+            + role_bindings.len()
+            + cluster_roles.len()
+            + cluster_role_bindings.len()
+            + config_maps.len()
+            + services.len()
+            + runtime_classes.len()
+            + daemonsets.len()
+            + service_monitors.len()
+            + prometheus_rules.len()
+    }
+
+    /// Whether nothing is rendered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Applies what changed and prunes what is no longer rendered for reconciler `component`;
+/// returns how many objects were written or deleted. `monitored`: the reconciler may have
+/// ServiceMonitors or PrometheusRules to prune even when it renders none.
+pub async fn apply_all(
+    ctx: &Context,
+    policy: &ClusterPolicy,
+    component: &str,
+    children: &Children,
+    monitored: bool,
+) -> Result<usize, Error> {
+    let Children {
+        service_accounts,
+        roles,
+        role_bindings,
+        cluster_roles,
+        cluster_role_bindings,
+        config_maps,
+        services,
+        runtime_classes,
+        daemonsets,
+        service_monitors,
+        prometheus_rules,
+    } = children;
+    let stores = &ctx.stores;
+    let mut w = Writer {
+        policy,
+        component,
+        written: 0,
+    };
+    w.kind(namespaced(ctx), service_accounts, &stores.service_accounts)
+        .await?;
+    w.kind(namespaced(ctx), roles, &stores.roles).await?;
+    w.kind(namespaced(ctx), role_bindings, &stores.role_bindings)
+        .await?;
+    w.kind(cluster_wide(ctx), cluster_roles, &stores.cluster_roles)
+        .await?;
+    w.kind(
+        cluster_wide(ctx),
+        cluster_role_bindings,
+        &stores.cluster_role_bindings,
+    )
+    .await?;
+    w.kind(namespaced(ctx), config_maps, &stores.config_maps)
+        .await?;
+    w.kind(namespaced(ctx), services, &stores.services).await?;
+    w.kind(cluster_wide(ctx), runtime_classes, &stores.runtime_classes)
+        .await?;
+    let daemonsets: Vec<DaemonSet> = daemonsets
+        .iter()
+        .map(|ds| {
+            let key = ObjectRef::new(&ds.name_any()).within(&ctx.namespace);
+            adopt::keep_live_selector(ds.clone(), stores.daemonsets.get(&key).as_deref())
+        })
+        .collect();
+    w.kind(namespaced(ctx), &daemonsets, &stores.daemonsets)
+        .await?;
+    w.written +=
+        service_monitor::apply_all(ctx, policy, component, service_monitors, monitored).await?;
+    w.written +=
+        prometheus_rule::apply_all(ctx, policy, component, prometheus_rules, monitored).await?;
+    Ok(w.written)
+}
+
+/// Where objects of one kind live: their API and namespace (`None`: cluster-scoped).
+struct Target<'a, K> {
+    api: Api<K>,
+    namespace: Option<&'a str>,
+}
+
+/// Objects in the operator namespace.
+fn namespaced<K>(ctx: &Context) -> Target<'_, K>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+{
+    Target {
+        api: Api::namespaced(ctx.client.clone(), &ctx.namespace),
+        namespace: Some(&ctx.namespace),
+    }
+}
+
+/// Cluster-scoped objects.
+fn cluster_wide<K>(ctx: &Context) -> Target<'_, K>
+where
+    K: Resource<Scope = k8s_openapi::ClusterResourceScope, DynamicType = ()>,
+{
+    Target {
+        api: Api::all(ctx.client.clone()),
+        namespace: None,
+    }
+}
+
+/// Writes one reconciler's objects, counting its writes.
+struct Writer<'a> {
+    policy: &'a ClusterPolicy,
+    component: &'a str,
+    written: usize,
+}
+
+impl Writer<'_> {
+    /// Applies `objects` of one kind and deletes the cached ones of this reconciler that are not
+    /// among them.
+    async fn kind<K>(
+        &mut self,
+        Target { api, namespace }: Target<'_, K>,
+        objects: &[K],
+        cache: &Store<K>,
+    ) -> Result<(), Error>
+    where
+        K: Resource<DynamicType = ()> + Clone + Debug + Serialize + DeserializeOwned,
+    {
+        let mut keep = BTreeSet::new();
+        for object in objects {
+            let mut object = object.clone();
+            let meta = object.meta_mut();
+            meta.namespace = namespace.map(str::to_owned);
+            meta.owner_references = meta::owner_reference(self.policy).map(|owner| vec![owner]);
+            let name = object.name_any();
+            let key = ObjectRef::new(&name);
+            let key = match namespace {
+                Some(namespace) => key.within(namespace),
+                None => key,
+            };
+            let live = cache.get(&key);
+            if apply::apply(&api, &object, live.as_deref(), self.component).await?
+                == Outcome::Written
+            {
+                self.written += 1;
+            }
+            keep.insert(name);
+        }
+        for stale in cache.state().iter().filter(|o| {
+            o.labels().get(meta::COMPONENT_LABEL).map(String::as_str) == Some(self.component)
+                && !keep.contains(&o.name_any())
+        }) {
+            apply::delete(&api, &stale.name_any()).await?;
+            self.written += 1;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,268 @@
+//! What another operator (NVIDIA's GPU Operator) created for the ClusterPolicy and this operator
+//! does not render: its operator-metrics Service, the entrypoint ConfigMaps of its operand
+//! scripts, … Once every operand reconciler has applied the current generation of the active
+//! ClusterPolicy (so everything we render has been written, and so taken over), the objects still
+//! owned by that ClusterPolicy that no field manager of ours ever wrote are deleted, and one Event
+//! names them. Once per ClusterPolicy and process: an object someone adds later is not ours to
+//! judge, and a converged operator sends no request for it.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    fmt::Debug,
+    sync::{Mutex, PoisonError},
+};
+
+use gpu_operator_api::ClusterPolicy;
+use k8s_openapi::{
+    api::{
+        apps::v1::DaemonSet,
+        core::v1::{ConfigMap, Service, ServiceAccount},
+        node::v1::RuntimeClass,
+        rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
+    },
+    apimachinery::pkg::apis::meta::v1::ObjectMeta,
+};
+use kube::{
+    Api, Resource, ResourceExt as _,
+    api::ListParams,
+    runtime::events::{Event, EventType},
+};
+use serde::de::DeserializeOwned;
+
+use crate::{Context, Error, build::meta, pipeline::apply};
+
+/// Which operand reconcilers applied which ClusterPolicy generation, and which ClusterPolicies
+/// were swept.
+#[derive(Debug, Default)]
+pub struct Sweeps {
+    applied: Mutex<BTreeMap<String, (String, Option<i64>)>>,
+    swept: Mutex<BTreeSet<String>>,
+}
+
+impl Sweeps {
+    /// Records that the reconciler writing `condition` applied everything it renders for `policy`.
+    pub fn applied(&self, condition: &str, policy: &ClusterPolicy) {
+        let mut applied = self.applied.lock().unwrap_or_else(PoisonError::into_inner);
+        applied.insert(condition.to_owned(), key(policy));
+    }
+
+    /// Whether `policy` is to be swept now: every reconciler of `conditions` applied its current
+    /// generation, and it was not swept before.
+    fn due(&self, policy: &ClusterPolicy, conditions: &[&str]) -> bool {
+        let wanted = key(policy);
+        let applied = self.applied.lock().unwrap_or_else(PoisonError::into_inner);
+        let swept = self.swept.lock().unwrap_or_else(PoisonError::into_inner);
+        !swept.contains(&wanted.0) && conditions.iter().all(|c| applied.get(*c) == Some(&wanted))
+    }
+
+    fn done(&self, policy: &ClusterPolicy) {
+        let mut swept = self.swept.lock().unwrap_or_else(PoisonError::into_inner);
+        swept.insert(key(policy).0);
+    }
+}
+
+fn key(policy: &ClusterPolicy) -> (String, Option<i64>) {
+    (policy.uid().unwrap_or_default(), policy.metadata.generation)
+}
+
+/// Whether an object with `meta` is a leftover of the ClusterPolicy with uid `policy_uid`: owned
+/// by it, never written by a field manager of ours, and without our labels.
+pub fn is_leftover(meta: &ObjectMeta, policy_uid: &str) -> bool {
+    let owned = meta
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|owner| owner.uid == policy_uid);
+    let written_by_us = meta.managed_fields.iter().flatten().any(|entry| {
+        entry
+            .manager
+            .as_deref()
+            .is_some_and(|m| m.starts_with(apply::FIELD_MANAGER_PREFIX))
+    });
+    let labelled_ours = meta
+        .labels
+        .as_ref()
+        .is_some_and(|l| l.contains_key(meta::NAME_LABEL))
+        && meta
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(meta::MANAGED_BY_LABEL))
+            .is_some_and(|v| v == meta::MANAGED_BY);
+    owned && !written_by_us && !labelled_ours
+}
+
+/// Deletes the leftovers of `policy` once it is due (see the module documentation) and
+/// publishes one Event naming them.
+pub async fn sweep(
+    ctx: &Context,
+    policy: &ClusterPolicy,
+    conditions: &[&str],
+) -> Result<(), Error> {
+    if !ctx.sweeps.due(policy, conditions) {
+        return Ok(());
+    }
+    let uid = policy.uid().unwrap_or_default();
+    let ns = ctx.namespace.as_str();
+    let c = &ctx.client;
+    let mut removed = Vec::new();
+    remove(
+        Api::<ServiceAccount>::namespaced(c.clone(), ns),
+        &uid,
+        &mut removed,
+    )
+    .await?;
+    remove(Api::<Role>::namespaced(c.clone(), ns), &uid, &mut removed).await?;
+    remove(
+        Api::<RoleBinding>::namespaced(c.clone(), ns),
+        &uid,
+        &mut removed,
+    )
+    .await?;
+    remove(Api::<ClusterRole>::all(c.clone()), &uid, &mut removed).await?;
+    remove(
+        Api::<ClusterRoleBinding>::all(c.clone()),
+        &uid,
+        &mut removed,
+    )
+    .await?;
+    remove(
+        Api::<ConfigMap>::namespaced(c.clone(), ns),
+        &uid,
+        &mut removed,
+    )
+    .await?;
+    remove(
+        Api::<Service>::namespaced(c.clone(), ns),
+        &uid,
+        &mut removed,
+    )
+    .await?;
+    remove(Api::<RuntimeClass>::all(c.clone()), &uid, &mut removed).await?;
+    remove(
+        Api::<DaemonSet>::namespaced(c.clone(), ns),
+        &uid,
+        &mut removed,
+    )
+    .await?;
+    ctx.sweeps.done(policy);
+    if removed.is_empty() {
+        return Ok(());
+    }
+    let note = format!(
+        "removed {} object(s) a previous operator (NVIDIA's GPU Operator) created for this \
+         ClusterPolicy and this operator does not use: {}",
+        removed.len(),
+        removed.join(", ")
+    );
+    tracing::info!(%note, "removed leftovers");
+    let event = Event {
+        type_: EventType::Normal,
+        reason: "RemovedLeftovers".to_owned(),
+        action: "Adopt".to_owned(),
+        note: Some(crate::report::conditions::truncate(&note, 1024)),
+        secondary: None,
+    };
+    if let Err(error) = ctx.recorder.publish(&event, &policy.object_ref(&())).await {
+        tracing::warn!(%error, "could not publish an Event");
+    }
+    Ok(())
+}
+
+/// Lists the objects of one kind, deletes the leftovers among them, and notes `Kind name`.
+async fn remove<K>(api: Api<K>, uid: &str, removed: &mut Vec<String>) -> Result<(), Error>
+where
+    K: Resource<DynamicType = ()> + DeserializeOwned + Clone + Debug,
+{
+    let kind = K::kind(&());
+    let list = api
+        .list(&ListParams::default())
+        .await
+        .map_err(Error::kube(format!("listing {kind}s")))?;
+    for object in list.items.iter().filter(|o| is_leftover(o.meta(), uid)) {
+        apply::delete(&api, &object.name_any()).await?;
+        removed.push(format!("{kind} {}", object.name_any()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, OwnerReference};
+
+    use super::*;
+
+    fn meta(owner: &str, managers: &[&str], labels: &[(&str, &str)]) -> ObjectMeta {
+        ObjectMeta {
+            owner_references: Some(vec![OwnerReference {
+                uid: owner.to_owned(),
+                kind: "ClusterPolicy".to_owned(),
+                ..OwnerReference::default()
+            }]),
+            managed_fields: Some(
+                managers
+                    .iter()
+                    .map(|m| ManagedFieldsEntry {
+                        manager: Some((*m).to_owned()),
+                        ..ManagedFieldsEntry::default()
+                    })
+                    .collect(),
+            ),
+            labels: Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+            ),
+            ..ObjectMeta::default()
+        }
+    }
+
+    #[test]
+    fn what_nvidias_operator_alone_wrote_for_this_policy_is_a_leftover() {
+        // NVIDIA's operator-metrics Service: its manager `gpu-operator`, label `app`.
+        assert!(is_leftover(
+            &meta("u1", &["gpu-operator"], &[("app", "gpu-operator")]),
+            "u1"
+        ));
+        assert!(
+            !is_leftover(&meta("u2", &["gpu-operator"], &[]), "u1"),
+            "owned by another ClusterPolicy, or by none: not ours to judge"
+        );
+        assert!(
+            !is_leftover(
+                &meta("u1", &["gpu-operator", "gpu-operator/device-plugin"], &[]),
+                "u1"
+            ),
+            "taken over by one of our reconcilers"
+        );
+        let ours = [
+            ("app.kubernetes.io/name", "x"),
+            ("app.kubernetes.io/managed-by", "gpu-operator"),
+        ];
+        assert!(!is_leftover(&meta("u1", &[], &ours), "u1"), "our labels");
+    }
+
+    #[test]
+    fn a_policy_is_due_once_every_reconciler_applied_its_generation() {
+        let mut policy = ClusterPolicy::new("p", gpu_operator_api::ClusterPolicySpec::default());
+        policy.metadata.uid = Some("u1".to_owned());
+        policy.metadata.generation = Some(2);
+        let sweeps = Sweeps::default();
+        sweeps.applied("DriverReady", &policy);
+        assert!(!sweeps.due(&policy, &["DriverReady", "ToolkitReady"]));
+        let mut older = policy.clone();
+        older.metadata.generation = Some(1);
+        sweeps.applied("ToolkitReady", &older);
+        assert!(
+            !sweeps.due(&policy, &["DriverReady", "ToolkitReady"]),
+            "an older generation does not count"
+        );
+        sweeps.applied("ToolkitReady", &policy);
+        assert!(sweeps.due(&policy, &["DriverReady", "ToolkitReady"]));
+        sweeps.done(&policy);
+        assert!(
+            !sweeps.due(&policy, &["DriverReady", "ToolkitReady"]),
+            "once"
+        );
+    }
+}

@@ -1,0 +1,499 @@
+//! The reconcile pipeline every operand shares: validate → render → apply → status. An operand
+//! crate supplies the two pure steps through [`Operand`]; this module does the I/O.
+
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, spec::ImageSpec};
+use k8s_openapi::api::{
+    apps::v1::DaemonSet,
+    core::v1::{ConfigMap, Pod},
+};
+use kube::{
+    Resource,
+    runtime::{
+        controller::Action,
+        events::{Event, EventType},
+        reflector::ObjectRef,
+    },
+};
+
+pub use crate::pipeline::children::Children;
+use crate::{
+    Context, Error,
+    build::{digest, image, prometheus_rule, service_monitor},
+    cache::facts::ClusterFacts,
+    pipeline::{
+        active, children, coalesce,
+        status_write::{self, Desired, Outcome},
+    },
+    report::{conditions, deprecated, rollout_condition},
+};
+
+/// How many not-ready nodes a condition names.
+pub const PROBLEM_NODES: usize = 5;
+/// Safety resync of a converged operand.
+const RESYNC: Duration = Duration::from_secs(3600);
+/// How soon a reconcile that found the runtime cache behind the node cache, or GPU candidates
+/// the labeller has not labelled yet, tries again.
+const FACTS_SETTLING: Duration = Duration::from_millis(200);
+
+/// One operand: its names and its pure validate and render steps.
+pub trait Operand: Send + Sync + 'static {
+    /// Reconciler name: field manager suffix, `app.kubernetes.io/component`, metric label.
+    const NAME: &'static str;
+    /// The ClusterPolicy condition this reconciler owns, such as `DevicePluginReady`.
+    const CONDITION: &'static str;
+    /// The ClusterPolicy section, such as `devicePlugin`, for messages.
+    const SECTION: &'static str;
+    /// What validation produces for rendering.
+    type Input: Send + Sync;
+
+    /// Checks the spec and resolves what rendering needs; `Ok(None)` when the operand is
+    /// disabled. `cluster` tells what the operator knows besides the spec.
+    fn validate(
+        spec: &ClusterPolicySpec,
+        cluster: &Cluster<'_>,
+    ) -> Result<Option<Self::Input>, Error>;
+
+    /// The objects the operand needs, without namespace or owner (added on apply).
+    fn render(input: &Self::Input) -> Children;
+
+    /// Objects kept while the operand is disabled, such as the RuntimeClasses NVIDIA creates
+    /// whatever the toolkit's switch says; nothing by default.
+    fn render_disabled(_spec: &ClusterPolicySpec) -> Children {
+        Children::default()
+    }
+
+    /// GPU nodes the rendered objects cannot serve, said in a sentence (such as nodes without
+    /// the labels an image depends on); the condition is then not ready. `None` by default.
+    fn unserved(_input: &Self::Input) -> Option<String> {
+        None
+    }
+
+    /// What is wrong but does not stop the rollout (a setting that points at nothing, say): each
+    /// shows in the condition and once as a Warning Event. None by default.
+    fn warnings(_input: &Self::Input) -> Vec<Warning> {
+        Vec::new()
+    }
+
+    /// Settings the ClusterPolicy asks for that this operator does not deploy, said in a
+    /// sentence (the setting, the nodes it leaves without operands, the way out). The condition
+    /// is then `False` with reason `NotSupported`, and the sentence is published once as a
+    /// Warning Event. Nothing is rendered for it. `None` by default.
+    fn not_deployed(_input: &Self::Input) -> Option<String> {
+        None
+    }
+
+    /// Whether the operand may render ServiceMonitors or PrometheusRules, so its stale ones are
+    /// looked for even when it renders none.
+    const SERVICE_MONITORS: bool = false;
+
+    /// For an `OnDelete` DaemonSet: whether its live pod of an older revision still runs what the
+    /// DaemonSet asks for, so it needs no replacement and is not reported as an old revision.
+    /// `None` (the default): every pod of an older revision is outdated.
+    const POD_IN_SYNC: Option<fn(&DaemonSet, &Pod) -> bool> = None;
+}
+
+/// A problem that does not stop an operand's rollout: it is appended to the operand's condition
+/// (whose reason it becomes while the condition is `True`) and published as a Warning Event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning {
+    /// PascalCase reason, such as `ServiceMonitorCRDMissing`.
+    pub reason: &'static str,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+impl Warning {
+    /// The operand renders a ServiceMonitor but the cluster has no ServiceMonitor CRD.
+    fn service_monitor_crd_missing(section: &str) -> Self {
+        Self {
+            reason: "ServiceMonitorCRDMissing",
+            message: format!(
+                "{section}.serviceMonitor.enabled is true but the ServiceMonitor CRD ({}) is not \
+                 installed, so no ServiceMonitor was created: install the Prometheus Operator's \
+                 CRDs or set {section}.serviceMonitor.enabled=false",
+                service_monitor::CRD_NAME
+            ),
+        }
+    }
+
+    /// The operand renders a PrometheusRule but the cluster has no PrometheusRule CRD.
+    fn prometheus_rule_crd_missing(section: &str) -> Self {
+        Self {
+            reason: "PrometheusRuleCRDMissing",
+            message: format!(
+                "{section}.prometheusRule.enabled is true but the PrometheusRule CRD ({}) is not \
+                 installed, so no alert rules were created: install the Prometheus Operator's \
+                 CRDs or set {section}.prometheusRule.enabled=false",
+                prometheus_rule::CRD_NAME
+            ),
+        }
+    }
+}
+
+/// `desired` with `warnings` appended to its message; the first becomes the reason of a `True`
+/// condition.
+fn with_warnings(mut desired: Desired, warnings: &[Warning]) -> Desired {
+    if let Some(first) = warnings.first()
+        && desired.status
+    {
+        first.reason.clone_into(&mut desired.reason);
+    }
+    for warning in warnings {
+        desired.message.push_str("; ");
+        desired.message.push_str(&warning.message);
+    }
+    desired
+}
+
+/// What validation may know about the cluster besides the ClusterPolicy.
+#[derive(Clone, Copy)]
+pub struct Cluster<'a> {
+    /// The operator namespace, where namespaced operand objects live.
+    pub namespace: &'a str,
+    /// Facts about the GPU nodes.
+    pub facts: &'a ClusterFacts,
+    /// The operator's image environment fallbacks (`DEVICE_PLUGIN_IMAGE`, …) by variable name.
+    pub image_env: &'a (dyn Fn(&str) -> Option<String> + Sync),
+    /// The ConfigMaps of the operator namespace by name, such as the one `devicePlugin.config`
+    /// names.
+    pub config_maps: &'a (dyn Fn(&str) -> Option<Arc<ConfigMap>> + Sync),
+}
+
+impl Cluster<'_> {
+    /// Resolves the image of ClusterPolicy section `section` by NVIDIA's rules, with the
+    /// operator's environment variable `env` as the fallback.
+    pub fn image(&self, section: &str, spec: &ImageSpec, env: &str) -> Result<String, Error> {
+        Ok(image::resolve(
+            section,
+            spec,
+            env,
+            (self.image_env)(env).as_deref(),
+        )?)
+    }
+
+    /// The validator image (`validator` section, `VALIDATOR_IMAGE` fallback), which the
+    /// validation barrier init containers of other operands run.
+    pub fn validator_image(&self, spec: &ClusterPolicySpec) -> Result<String, Error> {
+        let validator = spec.validator.clone().unwrap_or_default();
+        self.image("validator", &validator.image, "VALIDATOR_IMAGE")
+    }
+}
+
+impl std::fmt::Debug for Cluster<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster")
+            .field("namespace", &self.namespace)
+            .field("facts", self.facts)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Reconciles operand `O` for `policy`.
+pub async fn reconcile<O: Operand>(
+    policy: Arc<ClusterPolicy>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    let started = Instant::now();
+    let result = reconcile_once::<O>(&policy, &ctx).await;
+    ctx.metrics.observe(
+        O::NAME,
+        started.elapsed(),
+        result.as_ref().err().map(Error::category),
+    );
+    if let Err(error) = &result {
+        let desired = Desired::not_ok(O::CONDITION, error.category(), error.to_string());
+        // Report the failure once (condition + Event); repeating the same failure writes nothing.
+        if status_write::write(&ctx, &policy, O::NAME, &desired)
+            .await
+            .unwrap_or(false)
+        {
+            publish(
+                &ctx,
+                &policy,
+                EventType::Warning,
+                error.category(),
+                &desired.message,
+            )
+            .await;
+        }
+    }
+    result
+}
+
+/// The error policy of operand `O` (see [`retry_transient`]).
+pub fn error_policy<O: Operand>(
+    _policy: Arc<ClusterPolicy>,
+    error: &Error,
+    _ctx: Arc<Context>,
+) -> Action {
+    retry_transient(error)
+}
+
+/// The decision table for errors of every reconciler: a spec problem waits for a change, the
+/// rest retry.
+pub fn retry_transient(error: &Error) -> Action {
+    if error.is_transient() {
+        Action::requeue(Duration::from_secs(10))
+    } else {
+        Action::await_change()
+    }
+}
+
+/// The children, the condition replacing the rollout's, the unserved sentence, the warnings.
+type Plan = (Children, Option<Desired>, Option<String>, Vec<Warning>);
+
+/// What the operand renders and reports for `spec`: the children, a condition that replaces the
+/// rollout's (disabled, no GPU nodes, not supported), the sentence on unserved nodes, warnings.
+fn plan<O: Operand>(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Plan, Error> {
+    Ok(match O::validate(spec, cluster)? {
+        None => (
+            O::render_disabled(spec),
+            Some(Desired::ok(
+                O::CONDITION,
+                "Disabled",
+                format!("{}.enabled is false: nothing deployed", O::SECTION),
+            )),
+            None,
+            Vec::new(),
+        ),
+        Some(input) if let Some(message) = O::not_deployed(&input) => (
+            Children::default(),
+            Some(Desired::not_ok(
+                O::CONDITION,
+                "NotSupported",
+                "not deployed by this operator",
+            )),
+            None,
+            vec![Warning {
+                reason: "NotSupported",
+                message,
+            }],
+        ),
+        Some(_) if cluster.facts.gpu_nodes == 0 => (
+            Children::default(),
+            Some(Desired::ok(
+                O::CONDITION,
+                "NoGPUNodes",
+                "no GPU nodes: nothing deployed yet",
+            )),
+            None,
+            Vec::new(),
+        ),
+        Some(input) => (
+            O::render(&input),
+            None,
+            O::unserved(&input),
+            O::warnings(&input),
+        ),
+    })
+}
+
+async fn reconcile_once<O: Operand>(
+    policy: &ClusterPolicy,
+    ctx: &Context,
+) -> Result<Action, Error> {
+    if !active::is_active(policy, &ctx.stores.policies.state()) {
+        return Ok(Action::await_change());
+    }
+    let image_env = |name: &str| ctx.image_env(name).map(str::to_owned);
+    let config_maps = |name: &str| {
+        ctx.stores
+            .config_maps
+            .get(&ObjectRef::new(name).within(&ctx.namespace))
+    };
+    let facts = ctx.facts();
+    if facts.gpu_nodes_without_runtime > 0 {
+        // A node just became a GPU node and the runtime cache has not seen it yet: rendering now
+        // would write a pod template from half the facts and rewrite it a moment later, and a
+        // driver pod (OnDelete) would keep the first one.
+        tracing::debug!(
+            operand = O::NAME,
+            nodes = facts.gpu_nodes_without_runtime,
+            "runtime cache behind the node cache; rendering once it catches up"
+        );
+        return Ok(Action::requeue(FACTS_SETTLING));
+    }
+    if ctx
+        .labeller_wait
+        .should_wait(facts.gpu_candidates_unlabelled, Instant::now())
+    {
+        // The labeller is labelling GPU nodes right now (a ClusterPolicy just created): the
+        // set of GPU nodes is about to change; the labels' watch events wake this reconciler.
+        tracing::debug!(
+            operand = O::NAME,
+            nodes = facts.gpu_candidates_unlabelled,
+            "GPU candidates not labelled yet; rendering once the labeller has labelled them"
+        );
+        return Ok(Action::requeue(FACTS_SETTLING));
+    }
+    let cluster = Cluster {
+        namespace: &ctx.namespace,
+        facts: &facts,
+        image_env: &image_env,
+        config_maps: &config_maps,
+    };
+    let (children, state, unserved, mut warnings) = plan::<O>(&policy.spec, &cluster)?;
+    warnings.extend(deprecated::warnings(O::SECTION, &policy.spec));
+    let started = Instant::now();
+    let written = children::apply_all(ctx, policy, O::NAME, &children, O::SERVICE_MONITORS).await?;
+    ctx.sweeps.applied(O::CONDITION, policy);
+    if !children.service_monitors.is_empty() && !facts.service_monitor_crd {
+        warnings.push(Warning::service_monitor_crd_missing(O::SECTION));
+    }
+    if !children.prometheus_rules.is_empty() && !facts.prometheus_rule_crd {
+        warnings.push(Warning::prometheus_rule_crd_missing(O::SECTION));
+    }
+    if written > 0 {
+        publish(
+            ctx,
+            policy,
+            EventType::Normal,
+            "Applied",
+            &format!("{}: wrote {written} object(s)", O::SECTION),
+        )
+        .await;
+    }
+    let applied = started.elapsed();
+    // The condition lists pods and writes the status: when a newer spec arrives meanwhile, that
+    // work is for a generation already gone, and the new spec's apply would wait for it. It is
+    // dropped and the controller's follow-up reconcile (queued by that very change) starts now.
+    let report = report::<O>(ctx, policy, &children, state, unserved, &warnings);
+    let outcome = tokio::select! {
+        biased;
+        () = coalesce::overtaken(&ctx.stores.policies, &ctx.stores.policy_events, policy) => None,
+        outcome = report => Some(outcome?),
+    };
+    tracing::debug!(
+        reconciler = O::NAME,
+        generation = policy.metadata.generation,
+        apply_ms = applied.as_millis(),
+        status_ms = started.elapsed().saturating_sub(applied).as_millis(),
+        written,
+        ?outcome,
+        "reconcile phases"
+    );
+    Ok(match outcome {
+        None => Action::requeue(Duration::ZERO),
+        Some(Outcome::Deferred(after)) => Action::requeue(after),
+        Some(Outcome::Current | Outcome::Written) => Action::requeue(RESYNC),
+    })
+}
+
+/// The operand's condition after an apply: `state` when the plan decided it, else the rollout
+/// of `children`; written (gated), with the first sighting of each warning as an Event.
+async fn report<O: Operand>(
+    ctx: &Context,
+    policy: &ClusterPolicy,
+    children: &Children,
+    state: Option<Desired>,
+    unserved: Option<String>,
+    warnings: &[Warning],
+) -> Result<Outcome, Error> {
+    let desired = match state {
+        Some(state) => state,
+        None => rollout_condition::rollout_condition::<O>(ctx, children, unserved).await?,
+    };
+    let desired = with_warnings(desired, warnings);
+    let live_message = policy
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == O::CONDITION))
+        .map(|c| c.message.clone())
+        .unwrap_or_default();
+    let outcome = status_write::write_gated(ctx, policy, O::NAME, &desired).await?;
+    // Racing reconciles may both see a cached ClusterPolicy without the new condition: the
+    // process remembers what it published, so each finding is one Event.
+    // (Recorded only with a write: a condition not written yet publishes nothing.)
+    if outcome == Outcome::Written {
+        let messages: Vec<&str> = warnings.iter().map(|w| w.message.as_str()).collect();
+        let fresh = ctx.warned.first_seen(O::CONDITION, &messages);
+        for warning in warnings
+            .iter()
+            .filter(|w| fresh.contains(&w.message.as_str()) && !live_message.contains(&w.message))
+        {
+            publish(
+                ctx,
+                policy,
+                EventType::Warning,
+                warning.reason,
+                &warning.message,
+            )
+            .await;
+        }
+    }
+    Ok(outcome)
+}
+
+async fn publish(
+    ctx: &Context,
+    policy: &ClusterPolicy,
+    type_: EventType,
+    reason: &str,
+    note: &str,
+) {
+    // The recorder folds an Event into an earlier one with the same type, reason and action,
+    // whatever its note, so a new problem of the same kind would only bump the old Event's count:
+    // the action carries a digest of the note, and only the same note repeats as a series.
+    let note = conditions::truncate(note, 1024);
+    let event = Event {
+        type_,
+        reason: reason.to_owned(),
+        action: format!("Reconcile-{}", &digest::of(note.as_bytes())[..8]),
+        note: Some(note),
+        secondary: None,
+    };
+    if let Err(error) = ctx.recorder.publish(&event, &policy.object_ref(&())).await {
+        tracing::warn!(%error, reason, "could not publish an Event");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warnings_keep_the_status_and_name_the_problem() {
+        let warning = Warning::service_monitor_crd_missing("dcgmExporter");
+        let ready = with_warnings(
+            Desired::ok("X", "Ready", "ready on 2/2 GPU nodes"),
+            std::slice::from_ref(&warning),
+        );
+        assert!(ready.status);
+        assert_eq!(ready.reason, "ServiceMonitorCRDMissing");
+        assert!(
+            ready
+                .message
+                .starts_with("ready on 2/2 GPU nodes; dcgmExporter.serviceMonitor")
+                && ready
+                    .message
+                    .contains("servicemonitors.monitoring.coreos.com"),
+            "{}",
+            ready.message
+        );
+        let rolling = with_warnings(Desired::not_ok("X", "NotReady", "rolling out"), &[warning]);
+        assert_eq!(
+            rolling.reason, "NotReady",
+            "a False condition keeps its reason"
+        );
+        let plain = Desired::ok("X", "Ready", "fine");
+        assert_eq!(with_warnings(plain.clone(), &[]), plain);
+    }
+
+    #[test]
+    fn a_missing_rule_crd_names_the_crd_and_the_switch() {
+        let warning = Warning::prometheus_rule_crd_missing("dcgmExporter");
+        assert_eq!(warning.reason, "PrometheusRuleCRDMissing");
+        for part in [
+            "prometheusrules.monitoring.coreos.com",
+            "dcgmExporter.prometheusRule.enabled=false",
+        ] {
+            assert!(warning.message.contains(part), "{}", warning.message);
+        }
+    }
+}

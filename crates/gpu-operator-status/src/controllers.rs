@@ -1,0 +1,89 @@
+//! The kube-runtime Controllers of the two status reconcilers, over the shared caches: the
+//! overall status is woken by every ClusterPolicy change and node label change, the node summary
+//! by its own condition's changes and the validators' reports.
+
+use std::{future::Future, hash::Hash as _, sync::Arc, time::Duration};
+
+use futures::StreamExt as _;
+use gpu_operator_api::{ClusterPolicy, conditions::NODES_VALIDATED};
+use gpu_operator_core::{
+    Context, Error,
+    cache::stores::Subscriptions,
+    pipeline::{
+        coalesce::{self, BURST_PERIOD, throttle},
+        controller::{active_ref, changes, label_changes, log, policy_changes},
+        operand,
+    },
+};
+use kube::runtime::{
+    Controller,
+    reflector::{ObjectRef, Store},
+};
+
+use crate::{node_validation, policy_status};
+
+/// How often at most the validators' reports wake the node summary, which reads every node:
+/// thousands of validators report during a rollout.
+const SUMMARY_PERIOD: Duration = Duration::from_secs(2);
+
+/// Runs the overall status reconciler until `shutdown` resolves; `operands` are the condition
+/// types of the operand reconcilers that run.
+pub fn run_policy_status(
+    ctx: Arc<Context>,
+    subs: Subscriptions,
+    operands: &'static [&'static str],
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) -> impl Future<Output = ()> {
+    let policies = ctx.stores.policies.clone();
+    let all = ctx.stores.policies.clone();
+    let nodes = throttle(label_changes(subs.nodes), BURST_PERIOD);
+    Controller::for_shared_stream(subs.policies, policies)
+        .with_config(coalesce::config())
+        .watches_shared_stream(nodes, move |_| all_refs(&all))
+        .graceful_shutdown_on(shutdown)
+        .run(
+            move |policy, ctx| policy_status::reconcile(policy, ctx, operands),
+            |_, error: &Error, _| operand::retry_transient(error),
+            ctx,
+        )
+        .for_each(|result| log(policy_status::NAME, result))
+}
+
+/// Runs the summary of the validators' node reports until `shutdown` resolves. Woken by a GPU
+/// node appearing or leaving and by a change of a node's validation annotation (at most once per
+/// [`SUMMARY_PERIOD`]: each summary reads every node).
+pub fn run_node_validation(
+    ctx: Arc<Context>,
+    subs: Subscriptions,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) -> impl Future<Output = ()> {
+    let policies = ctx.stores.policies.clone();
+    let policy_events = policy_changes(subs.policies, NODES_VALIDATED);
+    let reports = changes(subs.nodes, |node, hasher| {
+        node.labels()
+            .get(gpu_operator_api::labels::GPU_PRESENT)
+            .hash(hasher);
+        node.validation().hash(hasher);
+    });
+    let reports = throttle(reports, SUMMARY_PERIOD);
+    Controller::for_shared_stream(policy_events, policies.clone())
+        .with_config(coalesce::config())
+        .watches_shared_stream(reports, move |_| active_ref(&policies))
+        .graceful_shutdown_on(shutdown)
+        .run(
+            node_validation::reconcile,
+            |_, error: &Error, _| operand::retry_transient(error),
+            ctx,
+        )
+        .for_each(|result| log(node_validation::NAME, result))
+}
+
+/// Every ClusterPolicy: a node change may move any one's status (the active one's summary, or
+/// which one is active).
+fn all_refs(policies: &Store<ClusterPolicy>) -> Vec<ObjectRef<ClusterPolicy>> {
+    policies
+        .state()
+        .iter()
+        .map(|p| ObjectRef::from_obj(p.as_ref()))
+        .collect()
+}

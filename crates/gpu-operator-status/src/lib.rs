@@ -1,0 +1,12 @@
+//! The reconcilers of the ClusterPolicy's status that belong to no operand: [`policy_status`]
+//! sums the operands' conditions up into NVIDIA's `state` and `Ready`/`Error` (and applies the
+//! singleton rule, labels the namespace for `psa.enabled` with [`pod_security`], sweeps NVIDIA's
+//! leftovers); [`node_validation`] sums the validators' node reports up into `NodesValidated`.
+//! The binary calls [`run_policy_status`] and [`run_node_validation`].
+
+mod controllers;
+pub mod node_validation;
+pub mod pod_security;
+pub mod policy_status;
+
+pub use controllers::{run_node_validation, run_policy_status};
