@@ -6,10 +6,13 @@
 //! nothing. LISTs are counted in the audit log (those the API server served, from the round's
 //! start until converged; refused ones apart) against a fresh start from nothing to a converged
 //! rollout, measured first as the positive control. Every kind but pods is listed only by the
-//! operator's watches; pods, which no cache of ours holds, are listed by reconciles. So the watch
-//! LISTs (every kind but pods) may not exceed a fresh start's (each watch relists at most as often
-//! as a start lists it), and all LISTs may not exceed a fresh start's plus one relist of every
-//! watch (a rollout round rolls out in full, as a fresh start does, and its watches relist once).
+//! operator's watches; pods, which no cache of ours holds, are read by reconciles. The watches'
+//! LISTs (every kind but pods) may not exceed a fresh start's: each watch relists at most once,
+//! no storm. The reconciles' pod reads may not exceed twice a fresh start's: a rollout round rolls
+//! out before the restart, then (an outage past the renew deadline ends the leader's term) a new
+//! term starts the reconcilers again on the warm caches, and the round's change rolls the device
+//! plugin; a storm of reconciles (every relisted object waking every reconciler, as before
+//! `core::cache::change_stream` handed out only what a relist changed) reads several times that.
 //! The operator must also stay up: with `--leader-elect` an outage longer than its renew deadline
 //! (8 s here) costs it the Lease — it stops writing and its reconcilers at once — and it takes the
 //! Lease back in place as soon as the API answers (the Lease still names it). A process that
@@ -92,7 +95,7 @@ impl Restart {
             && self.acted_s.is_some_and(|s| s <= ACT_WITHIN.as_secs_f64())
             && self.converged_s.is_some()
             && watch_lists(&self.lists_by_resource) <= watch_lists(&self.start_by_resource)
-            && self.lists <= self.start_lists + watch_lists(&self.start_by_resource)
+            && pod_reads(&self.lists_by_resource) <= 2 * pod_reads(&self.start_by_resource)
             && self.quiet_writes.is_empty()
     }
 }
@@ -103,6 +106,15 @@ fn watch_lists(by_resource: &[(String, usize)]) -> usize {
     by_resource
         .iter()
         .filter(|(resource, _)| resource != "pods")
+        .map(|(_, n)| n)
+        .sum()
+}
+
+/// The LISTs of `by_resource` that reconciles make: those of pods.
+fn pod_reads(by_resource: &[(String, usize)]) -> usize {
+    by_resource
+        .iter()
+        .filter(|(resource, _)| resource == "pods")
         .map(|(_, n)| n)
         .sum()
 }
@@ -328,14 +340,14 @@ async fn create_policy(client: &kube::Client, spec: ClusterPolicySpec) -> anyhow
 pub fn markdown(rounds: &[Restart], out: &mut String) {
     out.push_str(
         "\n## Control plane restarted (stopped and started again with its data)\n\n\
-         | component | during | down for | operator | change acted on after | converged after | LISTs served (start needs) | of which by watches (start) | LISTs refused | writes once converged |\n\
-         |---|---|---|---|---|---|---|---|---|---|\n",
+         | component | during | down for | operator | change acted on after | converged after | LISTs served (start needs) | by watches (start) | pod reads (start) | LISTs refused | writes once converged |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     let secs = |s: Option<f64>| s.map_or_else(|| "**no**".to_owned(), |s| format!("{s:.1} s"));
     for r in rounds {
         let _ = writeln!(
             out,
-            "| {} | {} | {:.1} s | {} | {} | {} | {} ({}) | {} ({}) | {} | {} |",
+            "| {} | {} | {:.1} s | {} | {} | {} | {} ({}) | {} ({}) | {} ({}) | {} | {} |",
             r.component,
             r.during,
             r.down_s,
@@ -350,6 +362,8 @@ pub fn markdown(rounds: &[Restart], out: &mut String) {
             r.start_lists,
             watch_lists(&r.lists_by_resource),
             watch_lists(&r.start_by_resource),
+            pod_reads(&r.lists_by_resource),
+            pod_reads(&r.start_by_resource),
             r.refused_lists,
             r.quiet_writes.len(),
         );
@@ -357,8 +371,8 @@ pub fn markdown(rounds: &[Restart], out: &mut String) {
     let _ = writeln!(
         out,
         "\n**{} of {} restarts passed** (the operator stayed up, a change acted on within {} s, no \
-         watch listing more than at a fresh start, no more LISTs than a fresh start's plus one relist \
-         of every watch, no write once converged).",
+         watch listing more than at a fresh start, at most twice a fresh start's pod reads, no write \
+         once converged).",
         rounds.iter().filter(|r| r.passed()).count(),
         rounds.len(),
         ACT_WITHIN.as_secs(),
@@ -430,13 +444,13 @@ mod tests {
     }
 
     #[test]
-    fn a_round_may_relist_every_watch_once_on_top_of_a_rollouts_reads_and_no_more() {
+    fn watches_may_relist_once_and_reconciles_read_at_most_twice_a_fresh_starts_pods() {
         assert!(round(3, 2).passed(), "idle: every watch relisted once");
         assert!(
-            round(46, 2).passed(),
-            "a rollout's reads plus one relist of every watch"
+            round(80, 2).passed(),
+            "a rollout before the restart, a new term after it"
         );
-        assert!(!round(47, 2).passed(), "reconciles read more than that");
+        assert!(!round(81, 2).passed(), "a storm of reconciles");
         assert!(
             !round(3, 3).passed(),
             "a watch listed more often than at a fresh start"
