@@ -9,12 +9,6 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-/// jemalloc instead of glibc's malloc: every watch event is parsed into short-lived buffers on
-/// several threads, and glibc's per-thread arenas kept the freed pages (a 1,000-node driver
-/// upgrade left RSS at twice the live heap); jemalloc returns them as they decay.
-#[global_allocator]
-static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
-
 /// A Rust, drop-in replacement for NVIDIA's GPU Operator.
 #[derive(Parser)]
 #[command(name = "gpu-operator", version, about)]
