@@ -24,7 +24,7 @@ use gpu_operator_core::{
     pipeline::{
         active,
         coalesce::{self, BURST_PERIOD, throttle},
-        controller::changes,
+        controller::{active_ref, changes},
         operand::retry_transient,
         status_write::{self, Outcome},
     },
@@ -36,7 +36,7 @@ use kube::{
     runtime::{
         Controller, WatchStreamExt as _,
         controller::Action,
-        reflector::{self, ObjectRef, Store},
+        reflector::{self, Store},
         watcher,
     },
 };
@@ -142,10 +142,6 @@ pub fn controller(
             }
             std::future::ready(())
         })
-}
-
-fn active_ref(policies: &Store<ClusterPolicy>) -> Option<ObjectRef<ClusterPolicy>> {
-    active::active(&policies.state()).map(|p| ObjectRef::from_obj(p.as_ref()))
 }
 
 /// One pass over every GPU node.
