@@ -28,7 +28,7 @@ mod tests {
             .unwrap()
             .to_path_buf();
         let mut files = Vec::new();
-        for dir in ["crates", "xtask", "e2e", "harness"] {
+        for dir in ["crates", "xtask", "e2e", "harness", "fuzz"] {
             rust_files(&root.join(dir), &mut files);
         }
         assert!(
