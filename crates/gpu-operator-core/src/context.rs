@@ -11,7 +11,7 @@ use crate::{
         stores::Stores,
     },
     pipeline::write_gate::WriteGate,
-    report::{metrics::Metrics, problems::ScanClock},
+    report::{metrics::Metrics, one_off_events::OneOffEvents, problems::ScanClock},
 };
 
 /// Shared state of all reconcilers. Built once in `main`.
@@ -26,6 +26,8 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     /// Event recorder (reporting controller `gpu-operator`, instance = pod name).
     pub recorder: Recorder,
+    /// The same reporter's Events about one-off happenings, such as a node's upgrade steps.
+    pub one_off_events: OneOffEvents,
     /// Image fallbacks from the environment, by variable name (`DEVICE_PLUGIN_IMAGE`, …).
     pub image_env: BTreeMap<String, String>,
     /// Rate limit of the full pod scans behind the operand conditions' problem nodes.
@@ -77,6 +79,7 @@ impl Context {
             controller: "gpu-operator".to_owned(),
             instance,
         };
+        let one_off_events = OneOffEvents::new(client.clone(), reporter.clone());
         let recorder = Recorder::new(client.clone(), reporter);
         let image_env = IMAGE_ENV_VARS
             .iter()
@@ -92,6 +95,7 @@ impl Context {
             stores,
             metrics,
             recorder,
+            one_off_events,
             image_env,
             problem_scans: ScanClock::default(),
             status_gate: WriteGate::default(),

@@ -150,7 +150,7 @@ pub async fn publish(ctx: &Context, node: &str, event: &plan::NodeEvent) {
         action: "DriverUpgrade".to_owned(),
         secondary: None,
     };
-    if let Err(error) = ctx.recorder.publish(&event, &reference).await {
+    if let Err(error) = ctx.one_off_events.publish(&event, &reference).await {
         tracing::warn!(%error, node, "could not publish an Event");
     }
 }

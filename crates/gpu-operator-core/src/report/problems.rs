@@ -27,14 +27,25 @@ const PAGE: u32 = 100;
 /// Pods that are not running: pending (unscheduled, pulling an image, initialising) or failed.
 const NOT_RUNNING: &str = "status.phase!=Running,status.phase!=Succeeded";
 
-/// When each DaemonSet was last scanned in full; shared by the reconcilers.
+/// When each DaemonSet was last scanned in full, and what the scans that count pods found;
+/// shared by the reconcilers.
 #[derive(Debug, Default)]
-pub struct ScanClock(Mutex<HashMap<String, Instant>>);
+pub struct ScanClock {
+    last: Mutex<HashMap<String, Instant>>,
+    counts: Mutex<HashMap<String, Counted>>,
+}
+
+/// A count found by a scan, for the template generation it was made for.
+#[derive(Clone, Copy, Debug)]
+struct Counted {
+    generation: Option<i64>,
+    count: i32,
+}
 
 impl ScanClock {
     /// Whether DaemonSet `name` may be scanned in full at `now`; if so, the scan is recorded.
     pub fn due(&self, name: &str, now: Instant) -> bool {
-        let mut last = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
         match last.get(name) {
             Some(at) if now.saturating_duration_since(*at) < FULL_SCAN_EVERY => false,
             _ => {
@@ -42,6 +53,21 @@ impl ScanClock {
                 true
             }
         }
+    }
+
+    /// The count scan `name` found last, if it was made for template `generation`.
+    pub fn last_count(&self, name: &str, generation: Option<i64>) -> Option<i32> {
+        let counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        counts
+            .get(name)
+            .filter(|c| c.generation == generation)
+            .map(|c| c.count)
+    }
+
+    /// Records what scan `name` counted for template `generation`.
+    pub fn record_count(&self, name: &str, generation: Option<i64>, count: i32) {
+        let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        counts.insert(name.to_owned(), Counted { generation, count });
     }
 }
 
@@ -240,6 +266,18 @@ mod tests {
             pod_problem(&pod(&json!({"phase": "Pending"}))).unwrap(),
             "pod pending"
         );
+    }
+
+    #[test]
+    fn a_count_stands_only_for_the_template_it_was_made_for() {
+        let clock = ScanClock::default();
+        assert_eq!(clock.last_count("driver/old-revision", Some(3)), None);
+        clock.record_count("driver/old-revision", Some(3), 857);
+        assert_eq!(clock.last_count("driver/old-revision", Some(3)), Some(857));
+        assert_eq!(clock.last_count("driver/old-revision", Some(4)), None);
+        assert_eq!(clock.last_count("toolkit/old-revision", Some(3)), None);
+        clock.record_count("driver/old-revision", Some(4), 12);
+        assert_eq!(clock.last_count("driver/old-revision", Some(4)), Some(12));
     }
 
     #[test]
