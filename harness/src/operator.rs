@@ -18,6 +18,11 @@ use serde_json::json;
 
 use crate::access::kubeconfig_path;
 
+/// The malloc tuning the chart's Deployment gives the operator (`MALLOC_MMAP_THRESHOLD_`: large
+/// blocks mapped on their own and unmapped when freed), so a host-process run measures the
+/// memory a pod would have; the chart's tests check that the two agree.
+pub const MALLOC_ENV: [(&str, &str); 1] = [("MALLOC_MMAP_THRESHOLD_", "131072")];
+
 /// The operator's image environment, one image per operand, so a default ClusterPolicy can get
 /// ready; the device plugin's comes first (an e2e step drops it).
 pub const IMAGES: [(&str, &str); 9] = [
@@ -143,7 +148,8 @@ impl Operator {
         )
     }
 
-    /// Starts `binary` (a `gpu-operator` build) with log level `log_level`; see [`Self::start`].
+    /// Starts `binary` (a `gpu-operator` build) with log level `log_level` and the chart's
+    /// [`MALLOC_ENV`] (`env` may override it); see [`Self::start`].
     pub fn spawn(
         binary: &Path,
         log_level: &str,
@@ -162,7 +168,8 @@ impl Operator {
             "--metrics-bind-address=127.0.0.1:{metrics_port}",
         ]
         .map(str::to_owned);
-        Self::spawn_args(binary, &args, kubeconfig, namespace, env, log)
+        let env: Vec<(&str, &str)> = MALLOC_ENV.iter().chain(env).copied().collect();
+        Self::spawn_args(binary, &args, kubeconfig, namespace, &env, log)
     }
 
     /// Starts any operator `binary` with `args`, in which `{kubeconfig}`, `{probe_port}` and

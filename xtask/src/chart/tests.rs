@@ -171,6 +171,12 @@ fn the_deployment_runs_the_operator_with_nvidias_flags_and_image_fallbacks() {
         !images.contains(&"VGPU_MANAGER_IMAGE"),
         "vgpuManager has no default image"
     );
+    for (name, value) in gpu_operator_harness::operator::MALLOC_ENV {
+        assert!(
+            env.contains(&json!({"name": name, "value": value})),
+            "the Deployment lacks {name}={value}, which the bench and e2e runs give the operator"
+        );
+    }
 }
 
 #[test]
