@@ -3,7 +3,7 @@
 //! compact by `crate::cached`, and the driver DaemonSets' templates. The pods on a node that evicts
 //! or waits are read by `workload_pod`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use gpu_operator_api::labels;
 use gpu_operator_driver::in_sync;
@@ -85,8 +85,9 @@ pub fn node_facts(
     templates: &Templates<'_>,
     all: bool,
 ) -> Vec<NodeFacts> {
-    let mut drivers: BTreeMap<&str, &OperandPod> = BTreeMap::new();
-    let mut validators: BTreeMap<&str, &OperandPod> = BTreeMap::new();
+    // Looked up once per node: hashed, so a pass stays linear in the fleet.
+    let mut drivers: HashMap<&str, &OperandPod> = HashMap::with_capacity(nodes.len());
+    let mut validators: HashMap<&str, &OperandPod> = HashMap::with_capacity(nodes.len());
     for pod in pods {
         let Some(node) = pod.node.as_deref() else {
             continue;
