@@ -209,7 +209,7 @@ pub fn full_node(profile: Profile, name: &str, spec: &ClusterPolicySpec, version
             info.boot_id = format!("boot-{version:032}");
             info.machine_id = format!("{version:032x}");
             info.system_uuid = format!("{version:032x}");
-            info.kube_proxy_version = "v1.36.3".to_owned();
+            "v1.36.3".clone_into(&mut info.kube_proxy_version);
         }
     }
     node
