@@ -73,8 +73,9 @@ pub struct Args {
     #[arg(long, value_name = "PATH")]
     pub against_crds: Vec<PathBuf>,
     /// No control plane: the operator's caches, trigger filters, node label pass, every operand's
-    /// validate + render and the status summaries fed synthetic nodes in memory; `--nodes` then
-    /// counts GPU nodes (default 1,000, 5,000, 20,000 and 50,000).
+    /// validate + render, the status summaries and the driver upgrade (its node and pod caches,
+    /// one pass) fed synthetic nodes and pods in memory; `--nodes` then counts GPU nodes (default
+    /// 1,000, 5,000, 20,000 and 50,000).
     #[arg(long)]
     pub synthetic: bool,
     /// After the patch series, a driver upgrade of every GPU node (`maxParallelUpgrades: 0`,

@@ -4,10 +4,12 @@
 //! drain, restart the driver pod, validate, uncordon — and reports the upgrade in the
 //! `DriverUpgrade` condition, Events on the nodes and the `gpu_operator_nodes_upgrades_*` metrics.
 //!
-//! [`plan`] is the state machine as a pure function; [`view`] gathers its facts from the caches;
+//! [`plan`] is the state machine as a pure function; [`view`] gathers its facts from the caches
+//! (kept compact by `cached`);
 //! [`reconcile`] carries its steps out. The binary calls [`controller`].
 
 mod actions;
+mod cached;
 mod caught_up;
 pub mod condition;
 pub mod facts;

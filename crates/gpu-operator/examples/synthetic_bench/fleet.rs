@@ -1,14 +1,19 @@
 //! The synthetic fleet: the live bench's node profiles (NFD, GFD and kwok labels), plus the CPU
 //! feature labels NFD puts on every real node and the labels our operator adds, each node as the
 //! operator's caches hold it (metadata-only `NodeMeta`, the GPU nodes' runtime) with the
-//! validators' report of a node where everything is ready.
+//! validators' report of a node where everything is ready, and as the driver upgrade's watch
+//! receives it (the full Node, after an upgrade: `upgrade-done`, cordon off, Ready).
 
 use std::collections::BTreeMap;
 
 use gpu_operator_api::ClusterPolicySpec;
 use gpu_operator_core::cache::{node_meta::NodeMeta, node_runtime::NodeRuntime};
 use gpu_operator_harness::fleet::{Fleet, Profile};
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::{
+    api::core::v1::{Node, NodeAddress, NodeCondition, NodeSpec, Taint},
+    apimachinery::pkg::apis::meta::v1::Time,
+    jiff::Timestamp,
+};
 use kube::core::PartialObjectMeta;
 
 /// CPU flags NFD reports as `feature.node.kubernetes.io/cpu-cpuid.<FLAG>=true` on a current x86
@@ -120,4 +125,92 @@ pub fn arriving(profile: Profile, name: &str) -> NodeMeta {
     node.metadata.uid = Some(format!("uid-{name}"));
     node.metadata.resource_version = Some("1".to_owned());
     node.into()
+}
+
+/// When the synthetic objects were made and last moved.
+pub const CREATED: &str = "2026-11-20T08:00:00Z";
+
+/// A time as the API server writes it.
+pub fn time(text: &str) -> Option<Time> {
+    text.parse::<Timestamp>().ok().map(Time)
+}
+
+/// GPU node `name` of `profile` as the API server sends it to a full-Node watch: the cached
+/// labels plus the upgrade's, the kubelet's annotations, spec and status (conditions, addresses,
+/// capacity, node info), at `version`.
+pub fn full_node(profile: Profile, name: &str, spec: &ClusterPolicySpec, version: u64) -> Node {
+    let mut node = profile.node(name);
+    let mut labels = labels(profile, name, spec);
+    labels.insert(
+        gpu_operator_api::labels::DRIVER_UPGRADE_STATE.to_owned(),
+        "upgrade-done".to_owned(),
+    );
+    let meta = &mut node.metadata;
+    meta.labels = Some(labels);
+    meta.uid = Some(format!("00000000-0000-0000-0000-{version:012}"));
+    meta.resource_version = Some(version.to_string());
+    meta.creation_timestamp = time(CREATED);
+    let annotations = meta.annotations.get_or_insert_with(BTreeMap::new);
+    for (key, value) in [
+        (gpu_operator_api::node_validation::ANNOTATION, READY_REPORT),
+        (
+            "nvidia.com/gpu-driver-upgrade.state-since",
+            "2026-11-21T09:30:00Z",
+        ),
+        ("node.alpha.kubernetes.io/ttl", "0"),
+        (
+            "volumes.kubernetes.io/controller-managed-attach-detach",
+            "true",
+        ),
+        (
+            "nfd.node.kubernetes.io/feature-labels",
+            "cpu-cpuid.ADX,cpu-cpuid.AESNI,cpu-cpuid.AVX,cpu-cpuid.AVX2,cpu-cpuid.AVX512F,pci-10de.present",
+        ),
+    ] {
+        annotations.insert(key.to_owned(), value.to_owned());
+    }
+    node.spec = Some(NodeSpec {
+        pod_cidr: Some("10.244.7.0/24".to_owned()),
+        pod_cidrs: Some(vec!["10.244.7.0/24".to_owned()]),
+        provider_id: Some(format!("kwok://{name}")),
+        taints: Some(vec![Taint {
+            key: "nvidia.com/gpu".to_owned(),
+            effect: "NoSchedule".to_owned(),
+            ..Taint::default()
+        }]),
+        ..NodeSpec::default()
+    });
+    if let Some(status) = node.status.as_mut() {
+        let condition = |type_: &str, status: &str, reason: &str| NodeCondition {
+            type_: type_.to_owned(),
+            status: status.to_owned(),
+            reason: Some(reason.to_owned()),
+            message: Some(format!("kubelet reports {reason}")),
+            last_heartbeat_time: time("2026-11-26T12:00:00Z"),
+            last_transition_time: time(CREATED),
+        };
+        status.conditions = Some(vec![
+            condition("MemoryPressure", "False", "KubeletHasSufficientMemory"),
+            condition("DiskPressure", "False", "KubeletHasNoDiskPressure"),
+            condition("PIDPressure", "False", "KubeletHasSufficientPID"),
+            condition("Ready", "True", "KubeletReady"),
+        ]);
+        status.addresses = Some(vec![
+            NodeAddress {
+                type_: "InternalIP".to_owned(),
+                address: format!("10.0.{}.{}", version / 250 % 250, version % 250),
+            },
+            NodeAddress {
+                type_: "Hostname".to_owned(),
+                address: name.to_owned(),
+            },
+        ]);
+        if let Some(info) = status.node_info.as_mut() {
+            info.boot_id = format!("boot-{version:032}");
+            info.machine_id = format!("{version:032x}");
+            info.system_uuid = format!("{version:032x}");
+            "v1.36.3".clone_into(&mut info.kube_proxy_version);
+        }
+    }
+    node
 }

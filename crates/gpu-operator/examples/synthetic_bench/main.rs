@@ -1,5 +1,6 @@
 //! The operator's cost past what a local control plane holds: its caches, trigger filters, node
-//! label pass, every operand's validate + render and the status summaries fed synthetic Nodes in
+//! label pass, every operand's validate + render, the status summaries and the driver upgrade
+//! (its own node and pod caches, one pass of its state machine) fed synthetic Nodes and Pods in
 //! memory at 1,000 to 50,000 GPU nodes, with no API server. Each size runs in a fresh process
 //! (so its memory is its own); prints a Markdown table. Run by `cargo xtask bench --synthetic`.
 //!
@@ -8,6 +9,8 @@
 
 mod fleet;
 mod measure;
+mod pods;
+mod upgrade;
 
 use std::{fmt::Write as _, process::Command};
 
@@ -20,7 +23,7 @@ use serde_json::Value;
 type Render = fn(&ClusterPolicySpec, &ClusterFacts) -> Vec<Value>;
 
 /// Every operand `gpu-operator run` reconciles, by reconciler name.
-pub const OPERANDS: [(&str, Render); 9] = [
+pub const OPERANDS: [(&str, Render); 10] = [
     ("driver", measure::rendered::<gpu_operator_driver::Driver>),
     (
         "toolkit",
@@ -50,6 +53,10 @@ pub const OPERANDS: [(&str, Render); 9] = [
     (
         "node-status-exporter",
         measure::rendered::<gpu_operator_node_status_exporter::NodeStatusExporter>,
+    ),
+    (
+        "sandbox",
+        measure::rendered::<gpu_operator_sandbox::Sandbox>,
     ),
 ];
 
@@ -116,6 +123,12 @@ fn markdown(samples: &[Value]) -> String {
     row("memory per GPU node (caches + filters)", &|s| {
         format!("{:.2} KiB", num(s, "kib_per_gpu_node"))
     });
+    row("… shared node caches + their filters", &|s| {
+        format!("{:.2} KiB", num(s, "core_kib_per_gpu_node"))
+    });
+    row("… driver upgrade: node + pod caches, filter", &|s| {
+        format!("{:.2} KiB", num(s, "upgrade_kib_per_gpu_node"))
+    });
     row("one node event (caches, filters, label decision)", &|s| {
         format!("{:.1} µs", num(s, "node_event_us"))
     });
@@ -132,11 +145,27 @@ fn markdown(samples: &[Value]) -> String {
         format!("{:.2} ms", num(s, "node_summary_ms"))
     });
     row(
-        "one node change: nine operand reconciles, facts shared",
+        &format!(
+            "one node change: {} operand reconciles, facts shared",
+            OPERANDS.len()
+        ),
         &|s| format!("{:.2} ms", num(s, "trigger_shared_ms")),
     );
     row("the same, facts computed per reconcile (before)", &|s| {
         format!("{:.2} ms", num(s, "trigger_per_reconcile_ms"))
+    });
+    row("driver upgrade pass, every node, at rest", &|s| {
+        format!("{:.2} ms", num(s, "upgrade_pass_ms"))
+    });
+    row("the same after a driver change (nodes it moves)", &|s| {
+        format!(
+            "{:.2} ms ({})",
+            num(s, "upgrade_rollout_ms"),
+            s["upgrade_rollout_writes"]
+        )
+    });
+    row("one node event on the upgrade's full-Node watch", &|s| {
+        format!("{:.1} µs", num(s, "upgrade_node_event_us"))
     });
     for (i, (name, _)) in OPERANDS.iter().enumerate() {
         row(&format!("full reconcile: {name} (facts reused)"), &|s| {

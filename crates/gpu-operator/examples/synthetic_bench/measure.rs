@@ -1,6 +1,8 @@
 //! One fleet size, measured in this process: the caches and the per-node state of every trigger
-//! filter the operator keeps (wired as `gpu-operator run` wires them), then the time of each full
-//! pass and of one node event, and the requests that event causes.
+//! filter the operator keeps (wired as `gpu-operator run` wires them: the shared node caches and
+//! their filters, then the driver upgrade's own node and pod caches and its filter, see
+//! [`crate::upgrade`]), then the time of each full pass and of one node event, and the requests
+//! that event causes.
 
 use std::{hash::Hash as _, pin::Pin, sync::Arc};
 
@@ -8,7 +10,7 @@ use futures::{
     FutureExt as _, Stream, StreamExt as _,
     channel::mpsc::{UnboundedSender, unbounded},
 };
-use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
+use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, labels::GPU_PRESENT};
 use gpu_operator_core::{
     cache::{
         facts::ClusterFacts,
@@ -21,10 +23,11 @@ use gpu_operator_core::{
         operand::{Cluster, Operand},
     },
 };
+use gpu_operator_driver_upgrade::{policy::Policy, view::Templates};
 use gpu_operator_harness::{fleet::Profile, operator::IMAGES};
 use gpu_operator_node_labels::triggers::NodeLabelFilter;
 use gpu_operator_status::node_validation;
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::{api::core::v1::Node, jiff::Timestamp};
 use kube::{
     ResourceExt as _,
     core::PartialObjectMeta,
@@ -36,7 +39,7 @@ use kube::{
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::fleet;
+use crate::{fleet, upgrade};
 
 /// What one size measured.
 #[derive(Debug, Default, Serialize)]
@@ -49,6 +52,21 @@ pub struct Sample {
     pub base_rss_mib: f64,
     /// What the caches and trigger filters added, KiB per GPU node.
     pub kib_per_gpu_node: f64,
+    /// Of which the shared node caches and the filters over them (labels, operands, status).
+    pub core_kib_per_gpu_node: f64,
+    /// Of which the driver upgrade's node and pod caches and its node filter.
+    pub upgrade_kib_per_gpu_node: f64,
+    /// Nodes and operand pods in the driver upgrade's caches.
+    pub upgrade_cached: (usize, usize),
+    /// One driver upgrade pass over every GPU node at rest (every driver in sync), ms.
+    pub upgrade_pass_ms: f64,
+    /// The same right after a driver change (every driver pod out of sync), ms.
+    pub upgrade_rollout_ms: f64,
+    /// Nodes that pass moves (each a node patch).
+    pub upgrade_rollout_writes: usize,
+    /// CPU time of one node event on the upgrade's own watch (the full Node decoded, cached and
+    /// filtered), µs.
+    pub upgrade_node_event_us: f64,
     /// The node label pass over every node, ms.
     pub label_pass_ms: f64,
     /// The cluster facts from the node caches (each operand's reconcile computes them), ms.
@@ -56,7 +74,7 @@ pub struct Sample {
     /// One full reconcile of each operand without its requests (facts, validate, render, the
     /// compare with the live objects), the facts reused from the trigger's one pass, ms.
     pub operand_ms: Vec<(String, f64)>,
-    /// What one node change costs the nine operand reconciles it wakes, the facts computed once
+    /// What one node change costs the operand reconciles it wakes, the facts computed once
     /// and shared (as `gpu-operator run` does), ms.
     pub trigger_shared_ms: f64,
     /// The same with the facts computed by every reconcile (before the memo), ms.
@@ -106,7 +124,11 @@ impl Filters {
         let (tx, rx) = unbounded::<Arc<NodeMeta>>();
         this.nodes.push(tx);
         this.streams.push(Box::pin(
-            controller::changes(rx, |n: &NodeMeta, h| n.validation().hash(h)).map(|_| ()),
+            controller::changes(rx, |n: &NodeMeta, h| {
+                n.labels().get(GPU_PRESENT).hash(h);
+                n.validation().hash(h);
+            })
+            .map(|_| ()),
         ));
         this
     }
@@ -252,7 +274,7 @@ pub fn sample(gpu_nodes: u32, policy: &ClusterPolicy) -> anyhow::Result<Sample> 
         filters.node(node, runtime.as_ref());
     }
     drop((nodes, runtimes));
-    let grown_mib = rss_mib() - base_rss_mib;
+    let core_mib = rss_mib() - base_rss_mib;
     let real_gpu_nodes: u32 = Profile::ALL
         .iter()
         .filter(|p| p.gpu_count() > 0)
@@ -268,6 +290,59 @@ pub fn sample(gpu_nodes: u32, policy: &ClusterPolicy) -> anyhow::Result<Sample> 
         )
     };
     let facts = facts_of(&nodes);
+    // The driver upgrade's caches, filled from the rendered driver and validator DaemonSets.
+    let render_of = |name: &str| {
+        crate::OPERANDS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, render)| render(spec, &facts))
+            .unwrap_or_default()
+    };
+    let (driver, validator) = (render_of("driver"), render_of("validator"));
+    let before_upgrade = rss_mib();
+    let mut upgrades = upgrade::Caches::fill(&fleet, spec, &driver, &validator)?;
+    let upgrade_mib = rss_mib() - before_upgrade;
+    let upgrade_cached = upgrades.counts();
+    let policy_ok = Policy::resolve(spec.driver.upgrade_policy.as_ref())?;
+    let now = Timestamp::now();
+    let templates = Templates::new(&upgrades.driver);
+    let upgrade_pass_ms = per_run_ms(3, || {
+        std::hint::black_box(upgrades.pass(&templates, &policy_ok, now));
+    });
+    let changed = upgrade::changed_template(&upgrades.driver);
+    let next = Templates::new(&changed);
+    let upgrade_rollout_writes = upgrades.pass(&next, &policy_ok, now);
+    let upgrade_rollout_ms = per_run_ms(3, || {
+        std::hint::black_box(upgrades.pass(&next, &policy_ok, now));
+    });
+    drop((next, templates));
+    // Node events on the upgrade's watch: the same label change, as the full Node it receives.
+    let bodies = fleet
+        .nodes()
+        .filter(|(p, _)| p.gpu_count() > 0)
+        .take(2_000)
+        .enumerate()
+        .map(|(i, (profile, name))| {
+            let mut node = fleet::full_node(profile, &name, spec, 1);
+            if let Some(labels) = node.metadata.labels.as_mut() {
+                labels.insert("example.com/revision".to_owned(), i.to_string());
+            }
+            serde_json::to_vec(&node)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let started = cpu_now();
+    let mut woke = 0;
+    let mut decoded = 0_u32;
+    while decoded < 20_000 {
+        woke += upgrades.events(&bodies)?;
+        decoded += u32::try_from(bodies.len()).unwrap_or(u32::MAX);
+    }
+    let upgrade_node_event_us = (cpu_now() - started) * 1e6 / f64::from(decoded.max(1));
+    anyhow::ensure!(
+        woke == 0,
+        "a label the upgrade never reads woke {woke} upgrade passes"
+    );
+    drop(bodies);
     let facts_ms = per_run_ms(3, || drop(facts_of(&nodes)));
     let label_pass_ms = per_run_ms(1, || {
         for node in &nodes {
@@ -377,7 +452,14 @@ pub fn sample(gpu_nodes: u32, policy: &ClusterPolicy) -> anyhow::Result<Sample> 
         gpu_nodes: real_gpu_nodes,
         nodes: fleet.total(),
         base_rss_mib,
-        kib_per_gpu_node: grown_mib * 1024.0 / f64::from(real_gpu_nodes.max(1)),
+        kib_per_gpu_node: (core_mib + upgrade_mib) * 1024.0 / f64::from(real_gpu_nodes.max(1)),
+        core_kib_per_gpu_node: core_mib * 1024.0 / f64::from(real_gpu_nodes.max(1)),
+        upgrade_kib_per_gpu_node: upgrade_mib * 1024.0 / f64::from(real_gpu_nodes.max(1)),
+        upgrade_cached,
+        upgrade_pass_ms,
+        upgrade_rollout_ms,
+        upgrade_rollout_writes,
+        upgrade_node_event_us,
         label_pass_ms,
         facts_ms,
         operand_ms,
