@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use gpu_operator_api::{
     ClusterPolicySpec,
     labels::{self, operand},
-    spec::WorkloadConfig,
+    spec::{SandboxMode, WorkloadConfig},
 };
 
 use crate::workload::{self, deploy_label};
@@ -39,6 +39,25 @@ pub fn label_changes(
     let mut desired = node_labels.clone();
     apply_rules(&mut desired, policy);
     diff(node_labels, &desired)
+}
+
+/// What of the policy [`label_changes`] reads: the workload config nodes default to when sandbox
+/// workloads are enabled (`None` when not), the sandbox mode and the MIG layout seeded. Any other
+/// spec change (a `mig.strategy` or `devicePlugin.config` patch) changes no node's labels.
+pub type PolicyInputs = (Option<WorkloadConfig>, SandboxMode, Option<String>);
+
+/// The [`PolicyInputs`] of `policy`.
+pub fn policy_inputs(policy: &ClusterPolicySpec) -> PolicyInputs {
+    let default_workload = policy
+        .sandbox_workloads
+        .as_ref()
+        .filter(|s| s.enabled == Some(true))
+        .map(|s| s.default_workload.unwrap_or_default());
+    (
+        default_workload,
+        workload::sandbox_mode(policy),
+        mig_config_default(policy).map(str::to_owned),
+    )
 }
 
 /// Rewrites `labels` as the operator wants them (NVIDIA's in-place algorithm).
@@ -86,7 +105,7 @@ fn remove_all_state_labels(labels: &mut BTreeMap<String, String>) {
 fn update_state_labels(
     labels: &mut BTreeMap<String, String>,
     config: WorkloadConfig,
-    mode: gpu_operator_api::spec::SandboxMode,
+    mode: SandboxMode,
 ) {
     let effective = workload::state_labels(config, mode);
     let mig_manager = deploy_label(operand::MIG_MANAGER);

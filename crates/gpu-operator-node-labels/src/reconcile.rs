@@ -3,11 +3,12 @@
 //! active ClusterPolicy and sends one JSON merge patch when (and only when) something changes.
 //!
 //! Triggers: a node that is new or whose labels changed (status heartbeats are filtered out), and
-//! every node when the active ClusterPolicy changes (a spec change, or another policy becoming
-//! active). The patch is a JSON patch that first tests the node's labels are still the cached
-//! ones, so a label someone set after our read (say `paused-for-mig-change`) is never overwritten
-//! by a stale decision; unlike a `resourceVersion` precondition it is not refused when only the
-//! node's status moved (kubelet heartbeats), which thousands of nodes do all the time.
+//! every node when the active ClusterPolicy changes as the decision reads it (another policy
+//! becoming active, or a spec field [`crate::desired::policy_inputs`] names). The patch is a
+//! JSON patch that first tests the node's labels are still the cached ones, so a label someone
+//! set after our read (say `paused-for-mig-change`) is never overwritten by a stale decision;
+//! unlike a `resourceVersion` precondition it is not refused when only the node's status moved
+//! (kubelet heartbeats), which thousands of nodes do all the time.
 
 use std::{
     collections::BTreeMap,
