@@ -18,9 +18,8 @@ use serde_json::json;
 
 use crate::access::kubeconfig_path;
 
-/// The malloc tuning the chart's Deployment gives the operator (`MALLOC_MMAP_THRESHOLD_`: large
-/// blocks mapped on their own and unmapped when freed), so a host-process run measures the
-/// memory a pod would have; the chart's tests check that the two agree.
+/// The chart's malloc tuning (large blocks mapped apart, unmapped when freed), so a host-process
+/// run has a pod's memory; the chart's tests check that the two agree.
 pub const MALLOC_ENV: [(&str, &str); 1] = [("MALLOC_MMAP_THRESHOLD_", "131072")];
 
 /// The operator's image environment, one image per operand, so a default ClusterPolicy can get
