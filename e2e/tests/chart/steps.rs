@@ -87,7 +87,13 @@ pub async fn wait_generation_change(
     })
     .await
     .unwrap();
-    let names: Vec<String> = reconciled.keys().cloned().collect();
+    // The node labeller reconciles on a spec change only when it changes what its label decision
+    // reads (sandbox workloads, the MIG layout to seed), which this upgrade does not.
+    let names: Vec<String> = reconciled
+        .keys()
+        .filter(|r| r.as_str() != "node-labels")
+        .cloned()
+        .collect();
     super::quiet::wait_reconciled_after(operator, reconciled, &names, "the upgrade").await;
     super::generations(env).await
 }
