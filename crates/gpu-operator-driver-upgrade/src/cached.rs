@@ -114,18 +114,12 @@ impl UpgradeNode {
         self.annotations.get(key)
     }
 
-    /// Feeds what the state machine reads of the node to `hasher`: the upgrade labels and
-    /// annotations (the only ones the cache keeps), the cordon and readiness. A pass is woken only
-    /// when this changes, so the labels NFD, GFD or autoscalers keep changing wake nothing.
-    pub fn hash_what_upgrades_read(&self, hasher: &mut impl std::hash::Hasher) {
-        use std::hash::Hash as _;
-        (
-            &self.labels,
-            &self.annotations,
-            self.unschedulable,
-            self.ready,
-        )
-            .hash(hasher);
+    /// Whether `new` differs from `old` in what the state machine reads of a node: the upgrade
+    /// labels and annotations (the only ones the cache keeps), the cordon and readiness. A pass is
+    /// woken only then, so the labels NFD, GFD or autoscalers keep changing wake nothing.
+    pub fn upgrade_inputs_changed(old: &Self, new: &Self) -> bool {
+        (&old.labels, &old.annotations, old.unschedulable, old.ready)
+            != (&new.labels, &new.annotations, new.unschedulable, new.ready)
     }
 }
 

@@ -21,7 +21,7 @@ pub mod report;
 pub mod selector;
 pub mod state;
 mod transitions;
-mod triggers;
+pub mod triggers;
 pub mod view;
 #[cfg(test)]
 mod view_tests;

@@ -79,9 +79,10 @@ pub fn controller(
     let operand_pods =
         watcher::Config::default().labels(&format!("app in ({DRIVER_APP},{VALIDATOR_APP})"));
     // The Controller polls these (and so fills both caches) also while a pass runs.
-    let node_changes = triggers::touched(
+    let node_changes = triggers::touched_if(
         watcher(Api::<UpgradeNode>::all(ctx.client.clone()), gpu_nodes).default_backoff(),
         node_writer,
+        UpgradeNode::upgrade_inputs_changed,
     );
     let pod_changes = triggers::touched(
         watcher(
@@ -120,10 +121,7 @@ pub fn controller(
         pods,
         written: InFlight::default(),
     });
-    let node_changes = throttle(
-        changes(node_changes, UpgradeNode::hash_what_upgrades_read),
-        BURST_PERIOD,
-    );
+    let node_changes = throttle(node_changes, BURST_PERIOD);
     let pod_changes = throttle(pod_changes, BURST_PERIOD);
     Controller::for_shared_stream(policy_events, policies)
         .with_config(coalesce::config())

@@ -47,7 +47,7 @@ use serde_json::json;
 use crate::{
     desired::{LabelChanges, label_changes},
     own_writes::{self, OwnWrites},
-    triggers::{ActivePolicyFilter, NodeLabelFilter},
+    triggers::ActivePolicyFilter,
 };
 
 /// Reconciler name: metric label and field manager suffix.
@@ -105,11 +105,16 @@ impl NodeLabeler {
         shutdown: impl Future<Output = ()> + Send + Sync + 'static,
     ) -> impl Future<Output = ()> + Send + 'static {
         let nodes = self.ctx.stores.nodes.clone();
-        let mut node_filter = NodeLabelFilter::new(nodes.clone());
         let observer = self.clone();
-        let node_events = subs.nodes.clone().filter(move |node| {
+        // New nodes and label changes only (the event that brings our own patch's labels is
+        // one); a deleted node has nothing left to label.
+        let node_events = subs.node_labels.clone().filter(move |node| {
             observer.own_writes.observe(&node.name_any(), node.labels());
-            future::ready(node_filter.changed(node))
+            future::ready(
+                kube::Resource::meta(node.as_ref())
+                    .deletion_timestamp
+                    .is_none(),
+            )
         });
         let mut policy_filter = ActivePolicyFilter::new(self.ctx.stores.policies.clone());
         let policy_changes = subs

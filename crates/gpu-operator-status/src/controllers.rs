@@ -2,7 +2,7 @@
 //! overall status is woken by every ClusterPolicy change and node label change, the node summary
 //! by its own condition's changes and the validators' reports.
 
-use std::{future::Future, hash::Hash as _, sync::Arc, time::Duration};
+use std::{future::Future, sync::Arc, time::Duration};
 
 use futures::StreamExt as _;
 use gpu_operator_api::{ClusterPolicy, conditions::NODES_VALIDATED};
@@ -11,7 +11,7 @@ use gpu_operator_core::{
     cache::stores::Subscriptions,
     pipeline::{
         coalesce::{self, BURST_PERIOD, throttle},
-        controller::{active_ref, changes, label_changes, log, policy_changes},
+        controller::{active_ref, log, policy_changes},
         operand,
     },
 };
@@ -36,7 +36,7 @@ pub fn run_policy_status(
 ) -> impl Future<Output = ()> {
     let policies = ctx.stores.policies.clone();
     let all = ctx.stores.policies.clone();
-    let nodes = throttle(label_changes(subs.nodes), BURST_PERIOD);
+    let nodes = throttle(subs.node_labels, BURST_PERIOD);
     Controller::for_shared_stream(subs.policies, policies)
         .with_config(coalesce::config())
         .watches_shared_stream(nodes, move |_| all_refs(&all))
@@ -59,13 +59,7 @@ pub fn run_node_validation(
 ) -> impl Future<Output = ()> {
     let policies = ctx.stores.policies.clone();
     let policy_events = policy_changes(subs.policies, NODES_VALIDATED);
-    let reports = changes(subs.nodes, |node, hasher| {
-        node.labels()
-            .get(gpu_operator_api::labels::GPU_PRESENT)
-            .hash(hasher);
-        node.validation().hash(hasher);
-    });
-    let reports = throttle(reports, SUMMARY_PERIOD);
+    let reports = throttle(subs.node_reports, SUMMARY_PERIOD);
     Controller::for_shared_stream(policy_events, policies.clone())
         .with_config(coalesce::config())
         .watches_shared_stream(reports, move |_| active_ref(&policies))

@@ -13,6 +13,12 @@
 //! changed: objects new or at another resource version, and those gone from the cache as
 //! deleted. Handing out the whole cache again woke every reconciler for objects it had already
 //! seen, and each woken reconcile listed pods: a relist storm behind every watch that resumed.
+//!
+//! A filtered subscription ([`Dispatcher::filtered`]) is handed only new objects, deletions and
+//! updates that a [`Changed`] test tells from the version the cache held before: the test runs
+//! once per event for all its subscribers, against the object the cache already holds, so no
+//! subscriber keeps a fingerprint per object (at 50,000 nodes, 23 such maps cost 0.7 KiB per GPU
+//! node).
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -27,11 +33,14 @@ use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
 use kube::{
     Resource,
     runtime::{
-        WatchStreamExt as _,
         reflector::{ObjectRef, Store, store::Writer},
         watcher,
     },
 };
+
+/// Whether an update matters to a filtered subscription: `changed(old, new)`, with the version
+/// the cache held before and the one the event brought.
+pub type Changed<K> = fn(&K, &K) -> bool;
 
 /// The sending side, fed by one reflector's events.
 pub struct Dispatcher<K>
@@ -39,11 +48,43 @@ where
     K: Resource,
     K::DynamicType: Eq + std::hash::Hash,
 {
+    all: Channel<K>,
+    /// The filtered channels, each with its test.
+    filtered: Vec<(Changed<K>, Channel<K>)>,
+    /// While a (re)list runs: the cache as it was before it, to hand out only what it changed.
+    before_list: Mutex<HashMap<ObjectRef<K>, Arc<K>>>,
+}
+
+/// One broadcast channel.
+struct Channel<K> {
     sender: Sender<Arc<K>>,
     /// Keeps the channel open while no subscriber is active.
     _open: InactiveReceiver<Arc<K>>,
-    /// While a (re)list runs: the cache as it was before it, to hand out only what it changed.
-    before_list: Mutex<HashMap<ObjectRef<K>, Arc<K>>>,
+}
+
+impl<K> Channel<K> {
+    /// A channel holding `capacity` changes, and its first subscription.
+    fn new(capacity: usize) -> (Self, Changes<K>) {
+        let (mut sender, receiver) = async_broadcast::broadcast(capacity);
+        // With no subscriber active, changes are dropped rather than held until one comes.
+        sender.set_await_active(false);
+        let open = receiver.clone().deactivate();
+        (
+            Self {
+                sender,
+                _open: open,
+            },
+            Changes {
+                receiver,
+                replay: VecDeque::new(),
+            },
+        )
+    }
+
+    async fn send(&self, object: Arc<K>) {
+        // Fails only when the channel is closed, which `_open` prevents.
+        let _ = self.sender.broadcast_direct(object).await;
+    }
 }
 
 /// One subscriber's stream of changed objects. Each clone sees the changes from its creation on;
@@ -93,49 +134,68 @@ where
     K: Resource,
     K::DynamicType: Eq + std::hash::Hash,
 {
-    let (mut sender, receiver) = async_broadcast::broadcast(capacity);
-    // With no subscriber active, changes are dropped rather than held until one comes.
-    sender.set_await_active(false);
-    let open = receiver.clone().deactivate();
+    let (all, changes) = Channel::new(capacity);
     (
         Dispatcher {
-            sender,
-            _open: open,
+            all,
+            filtered: Vec::new(),
             before_list: Mutex::new(HashMap::new()),
         },
-        Changes {
-            receiver,
-            replay: VecDeque::new(),
-        },
+        changes,
     )
 }
 
 /// Applies `events` (a watcher's) to the cache `writer` fills, then hands each change to the
-/// returned subscription (a channel of `capacity`); the returned stream passes the events on and
-/// must be polled for either to happen.
-pub fn reflect<K, S>(
+/// returned subscription (a channel of `capacity`) and to one filtered subscription per test of
+/// `filters`; the returned stream passes the events on and must be polled for any to happen.
+pub fn reflect<K, S, const N: usize>(
     events: S,
-    writer: Writer<K>,
+    mut writer: Writer<K>,
     capacity: usize,
-) -> (Changes<K>, impl Stream<Item = S::Item> + Send)
+    filters: [Changed<K>; N],
+) -> (
+    Changes<K>,
+    [Changes<K>; N],
+    impl Stream<Item = S::Item> + Send,
+)
 where
     S: Stream<Item = watcher::Result<watcher::Event<K>>> + Send,
     K: Resource + Clone + Send + Sync + 'static,
     K::DynamicType: Eq + std::hash::Hash + Clone + Default + Send + Sync,
 {
-    let (dispatcher, changes) = channel(capacity);
+    let (mut dispatcher, changes) = channel(capacity);
+    let filtered = filters.map(|changed| dispatcher.filtered(changed, capacity));
     let dispatcher = Arc::new(dispatcher);
     let cache = writer.as_reader();
-    let stream = events.reflect(writer).then(move |event| {
-        let (dispatcher, cache) = (dispatcher.clone(), cache.clone());
-        async move {
-            if let Ok(event) = &event {
-                dispatcher.dispatch(event, &cache).await;
+    let stream = events
+        .map(move |event| {
+            let old = event.as_ref().ok().and_then(|e| apply(&mut writer, e));
+            (event, old)
+        })
+        .then(move |(event, old)| {
+            let (dispatcher, cache) = (dispatcher.clone(), cache.clone());
+            async move {
+                if let Ok(event) = &event {
+                    dispatcher.dispatch(event, old, &cache).await;
+                }
+                event
             }
-            event
-        }
-    });
-    (changes, stream)
+        });
+    (changes, filtered, stream)
+}
+
+/// Applies `event` to the cache `writer` fills; returns the version an applied object replaced.
+pub fn apply<K>(writer: &mut Writer<K>, event: &watcher::Event<K>) -> Option<Arc<K>>
+where
+    K: Resource + Clone,
+    K::DynamicType: Eq + std::hash::Hash + Clone + Default,
+{
+    let old = match event {
+        watcher::Event::Apply(object) => writer.as_reader().get(&ObjectRef::from_obj(object)),
+        _ => None,
+    };
+    writer.apply_watcher_event(event);
+    old
 }
 
 impl<K> Dispatcher<K>
@@ -143,17 +203,28 @@ where
     K: Resource + Clone,
     K::DynamicType: Eq + std::hash::Hash + Clone + Default,
 {
+    /// A subscription handed only new objects, deletions and the updates `test` tells from
+    /// the cached version, through a channel of `capacity`; made before the first dispatch.
+    pub fn filtered(&mut self, test: Changed<K>, capacity: usize) -> Changes<K> {
+        let (channel, subscription) = Channel::new(capacity);
+        self.filtered.push((test, channel));
+        subscription
+    }
+
     /// Hands the object of `event` to every subscriber (after the reflector applied it to
-    /// `cache`): an applied object as the cache now holds it, a deleted one marked deleted, and at
-    /// the end of a (re)list what the list changed (every object, the first time).
-    pub async fn dispatch(&self, event: &watcher::Event<K>, cache: &Store<K>) {
+    /// `cache`; `old` is the version an applied object replaced): an applied object as the cache
+    /// now holds it, a deleted one marked deleted, and at the end of a (re)list what the list
+    /// changed (every object, the first time).
+    pub async fn dispatch(&self, event: &watcher::Event<K>, old: Option<Arc<K>>, cache: &Store<K>) {
         match event {
             watcher::Event::Apply(object) => {
                 let cached = cache.get(&ObjectRef::from_obj(object));
-                self.send(cached.unwrap_or_else(|| Arc::new(object.clone())))
+                self.send(cached.unwrap_or_else(|| Arc::new(object.clone())), old)
                     .await;
             }
-            watcher::Event::Delete(object) => self.send(Arc::new(deleted(object.clone()))).await,
+            watcher::Event::Delete(object) => {
+                self.send(Arc::new(deleted(object.clone())), None).await;
+            }
             // The reflector applies a list's objects to its cache only at `InitDone`: here the
             // cache still holds what the last watch left.
             watcher::Event::Init => {
@@ -164,8 +235,8 @@ where
                     .collect();
             }
             watcher::Event::InitDone => {
-                for object in self.changed_by_list(cache) {
-                    self.send(object).await;
+                for (object, old) in self.changed_by_list(cache) {
+                    self.send(object, old).await;
                 }
             }
             watcher::Event::InitApply(_) => {}
@@ -179,28 +250,38 @@ where
     }
 
     /// The objects of `cache` (just listed) that are new or at another resource version than
-    /// before the list, then those the list no longer has, marked deleted.
-    fn changed_by_list(&self, cache: &Store<K>) -> Vec<Arc<K>> {
+    /// before the list, each with the version it replaced, then those the list no longer has,
+    /// marked deleted.
+    fn changed_by_list(&self, cache: &Store<K>) -> Vec<(Arc<K>, Option<Arc<K>>)> {
         let mut before = std::mem::take(&mut *self.before_list());
-        let mut changed: Vec<Arc<K>> = cache
+        let mut changed: Vec<(Arc<K>, Option<Arc<K>>)> = cache
             .state()
             .into_iter()
-            .filter(|object| {
-                let old = before.remove(&ObjectRef::from_obj(&**object));
-                !old.is_some_and(|old| same_version(&*old, &**object))
+            .filter_map(|object| {
+                let old = before.remove(&ObjectRef::from_obj(&*object));
+                match old {
+                    Some(old) if same_version(&*old, &*object) => None,
+                    old => Some((object, old)),
+                }
             })
             .collect();
         changed.extend(
             before
                 .into_values()
-                .map(|gone| Arc::new(deleted((*gone).clone()))),
+                .map(|gone| (Arc::new(deleted((*gone).clone())), None)),
         );
         changed
     }
 
-    async fn send(&self, object: Arc<K>) {
-        // Fails only when the channel is closed, which `_open` prevents.
-        let _ = self.sender.broadcast_direct(object).await;
+    /// Hands `object` to every plain subscriber, and to each filtered one whose test tells it
+    /// from `old` (the version it replaced; none for a new or deleted object: always passed).
+    async fn send(&self, object: Arc<K>, old: Option<Arc<K>>) {
+        for (changed, channel) in &self.filtered {
+            if old.as_deref().is_none_or(|old| changed(old, &object)) {
+                channel.send(object.clone()).await;
+            }
+        }
+        self.all.send(object).await;
     }
 }
 
@@ -231,183 +312,4 @@ impl<K> Stream for Changes<K> {
 }
 
 #[cfg(test)]
-mod tests {
-    use futures::{FutureExt as _, StreamExt as _};
-    use k8s_openapi::api::core::v1::ConfigMap;
-    use kube::{api::ObjectMeta, runtime::reflector};
-
-    use super::*;
-
-    fn config_map(name: &str, version: &str) -> ConfigMap {
-        ConfigMap {
-            metadata: ObjectMeta {
-                name: Some(name.to_owned()),
-                namespace: Some("ns".to_owned()),
-                resource_version: Some(version.to_owned()),
-                ..ObjectMeta::default()
-            },
-            ..ConfigMap::default()
-        }
-    }
-
-    #[tokio::test]
-    async fn subscribers_see_applies_and_deletes_even_once_the_object_left_the_cache() {
-        let (cache, mut writer) = reflector::store::<ConfigMap>();
-        let (dispatcher, mut changes) = channel(16);
-        let mut late = changes.clone();
-        for event in [
-            watcher::Event::Apply(config_map("a", "1")),
-            watcher::Event::Delete(config_map("a", "1")),
-        ] {
-            writer.apply_watcher_event(&event);
-            dispatcher.dispatch(&event, &cache).await;
-        }
-        assert!(cache.state().is_empty());
-        for stream in [&mut changes, &mut late] {
-            let applied = stream.next().await.unwrap();
-            assert_eq!(applied.metadata.resource_version.as_deref(), Some("1"));
-            assert!(applied.metadata.deletion_timestamp.is_none());
-            let gone = stream.next().await.unwrap();
-            assert_eq!(gone.metadata.name.as_deref(), Some("a"));
-            assert!(gone.metadata.deletion_timestamp.is_some());
-            // Nothing more, and the stream is still open (pending), not ended.
-            assert!(stream.next().now_or_never().is_none());
-        }
-    }
-
-    #[tokio::test]
-    async fn the_end_of_a_list_hands_out_every_cached_object() {
-        let (cache, mut writer) = reflector::store::<ConfigMap>();
-        let (dispatcher, mut changes) = channel(16);
-        for event in [
-            watcher::Event::Init,
-            watcher::Event::InitApply(config_map("a", "1")),
-            watcher::Event::InitApply(config_map("b", "2")),
-            watcher::Event::InitDone,
-        ] {
-            writer.apply_watcher_event(&event);
-            dispatcher.dispatch(&event, &cache).await;
-        }
-        let mut names = vec![
-            changes.next().await.unwrap().metadata.name.clone(),
-            changes.next().await.unwrap().metadata.name.clone(),
-        ];
-        names.sort();
-        assert_eq!(names, [Some("a".to_owned()), Some("b".to_owned())]);
-        assert!(changes.next().now_or_never().is_none());
-    }
-
-    #[tokio::test]
-    async fn a_relist_hands_out_only_what_it_changed_and_what_it_no_longer_has() {
-        let (cache, mut writer) = reflector::store::<ConfigMap>();
-        let (dispatcher, mut changes) = channel(16);
-        let list = |objects: Vec<ConfigMap>| {
-            let mut events = vec![watcher::Event::Init];
-            events.extend(objects.into_iter().map(watcher::Event::InitApply));
-            events.push(watcher::Event::InitDone);
-            events
-        };
-        let mut seen = Vec::new();
-        for events in [
-            list(vec![
-                config_map("same", "1"),
-                config_map("moved", "2"),
-                config_map("gone", "3"),
-            ]),
-            list(vec![
-                config_map("same", "1"),
-                config_map("moved", "4"),
-                config_map("new", "5"),
-            ]),
-        ] {
-            for event in events {
-                writer.apply_watcher_event(&event);
-                dispatcher.dispatch(&event, &cache).await;
-            }
-            let mut passed = Vec::new();
-            while let Some(object) = changes.next().now_or_never().flatten() {
-                passed.push((
-                    object.metadata.name.clone().unwrap_or_default(),
-                    object.metadata.resource_version.clone().unwrap_or_default(),
-                    object.metadata.deletion_timestamp.is_some(),
-                ));
-            }
-            passed.sort();
-            seen.push(passed);
-        }
-        let row = |name: &str, version: &str, deleted: bool| {
-            (name.to_owned(), version.to_owned(), deleted)
-        };
-        assert_eq!(
-            seen,
-            [
-                vec![
-                    row("gone", "3", false),
-                    row("moved", "2", false),
-                    row("same", "1", false)
-                ],
-                vec![
-                    row("gone", "3", true),
-                    row("moved", "4", false),
-                    row("new", "5", false)
-                ],
-            ],
-            "the first list hands out everything; a relist what moved, what came and what left"
-        );
-    }
-
-    #[tokio::test]
-    async fn with_no_subscriber_left_changes_are_dropped_not_held() {
-        let (cache, _writer) = reflector::store::<ConfigMap>();
-        let (dispatcher, changes) = channel(1);
-        drop(changes);
-        for _ in 0..3 {
-            // Would wait forever on a full channel if changes were held for nobody.
-            dispatcher
-                .dispatch(&watcher::Event::Apply(config_map("a", "1")), &cache)
-                .await;
-        }
-    }
-
-    #[tokio::test]
-    async fn a_standby_holds_nothing_back_and_resumes_with_the_whole_cache_first() {
-        let (cache, mut writer) = reflector::store::<ConfigMap>();
-        let (dispatcher, changes) = channel(1);
-        let standby = changes.standby();
-        drop(changes);
-        for event in [
-            watcher::Event::Apply(config_map("a", "1")),
-            watcher::Event::Apply(config_map("b", "2")),
-            watcher::Event::Apply(config_map("a", "3")),
-        ] {
-            writer.apply_watcher_event(&event);
-            // A channel of 1: would wait forever if the standby held changes.
-            dispatcher.dispatch(&event, &cache).await;
-        }
-        let mut resumed = standby.resume(&cache);
-        let mut seen: Vec<_> = vec![
-            resumed
-                .next()
-                .await
-                .unwrap()
-                .metadata
-                .resource_version
-                .clone(),
-            resumed
-                .next()
-                .await
-                .unwrap()
-                .metadata
-                .resource_version
-                .clone(),
-        ];
-        seen.sort();
-        assert_eq!(seen, [Some("2".to_owned()), Some("3".to_owned())]);
-        assert!(resumed.next().now_or_never().is_none(), "only the cache");
-        let event = watcher::Event::Apply(config_map("b", "4"));
-        writer.apply_watcher_event(&event);
-        dispatcher.dispatch(&event, &cache).await;
-        let live = resumed.next().await.unwrap();
-        assert_eq!(live.metadata.resource_version.as_deref(), Some("4"));
-    }
-}
+mod tests;

@@ -1,6 +1,6 @@
 //! The shared caches and what is computed from them: one reflector per watched kind
 //! ([`stores`]) with its [`change_stream`]s, the narrow projections the big kinds are cached as
-//! ([`node_meta`], [`node_runtime`], [`pod_install`], [`pod_summary`], declared with the
+//! ([`node_meta`] with its `node_labels`, [`node_runtime`], [`pod_install`], [`pod_summary`], declared with the
 //! `projection!` macro), and the cluster [`facts`] every reconciler reads ([`facts_memo`],
 //! [`labeller_wait`]).
 
@@ -8,6 +8,7 @@ pub mod change_stream;
 pub mod facts;
 pub mod facts_memo;
 pub mod labeller_wait;
+mod node_labels;
 pub mod node_meta;
 pub mod node_runtime;
 pub mod pod_install;

@@ -1,21 +1,16 @@
 //! A Node as the shared node cache holds it: name, uid, version, every label, and the one
-//! annotation anything here reads (the validators' report). At 5,000 nodes the cache is the
-//! operator's largest structure, so labels are stored compactly: one sorted slice per node instead
-//! of a `BTreeMap` (whose tree nodes cost more than the labels), with label keys and short values
-//! shared between nodes (`nvidia.com/gpu.present` and `true` exist once, not once per node).
+//! annotation anything here reads (the validators' report). At thousands of nodes the cache is
+//! the operator's largest structure, so labels are stored compactly (see [`Labels`]).
 //!
 //! The type shadows `ResourceExt::labels` with its own method, so reading `node.labels()` gives
 //! the compact labels, never the empty map of its bare `ObjectMeta`; the report is `validation()`.
 
-use std::{
-    collections::{BTreeMap, HashSet},
-    sync::{Arc, LazyLock, Mutex, PoisonError},
-};
-
 use gpu_operator_api::node_validation;
 use k8s_openapi::{ClusterResourceScope, api::core::v1::Node};
 use kube::{api::ObjectMeta, core::PartialObjectMeta};
-use serde::{Deserialize, Serialize, Serializer, ser::SerializeMap as _};
+use serde::Deserialize;
+
+pub use super::node_labels::Labels;
 
 /// A cached Node's metadata. `Api<NodeMeta>` asks the API server for the metadata-only form
 /// (`PartialObjectMetadata`) and deserializes it straight into this type.
@@ -57,6 +52,19 @@ impl NodeMeta {
     pub fn validation(&self) -> Option<&str> {
         self.validation.as_deref()
     }
+
+    /// Whether `new` has other labels than `old`, or is another node under the same name (what
+    /// the operands, the overall status and the node labeller are woken by).
+    pub fn labels_changed(old: &Self, new: &Self) -> bool {
+        old.labels != new.labels || old.metadata.uid != new.metadata.uid
+    }
+
+    /// Whether `new` differs from `old` in what the validators' summary reads: GPU presence
+    /// (label [`gpu_operator_api::labels::GPU_PRESENT`]) and the report.
+    pub fn report_changed(old: &Self, new: &Self) -> bool {
+        let present = gpu_operator_api::labels::GPU_PRESENT;
+        old.labels.get(present) != new.labels.get(present) || old.validation != new.validation
+    }
 }
 
 impl From<PartialObjectMeta<Node>> for NodeMeta {
@@ -80,122 +88,6 @@ impl From<PartialObjectMeta<Node>> for NodeMeta {
 }
 
 crate::projection!(NodeMeta, Node, ClusterResourceScope, metadata_only);
-
-/// A node's labels, sorted by key. Serializes as the JSON map the API server holds.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Labels(Box<[(Arc<str>, Arc<str>)]>);
-
-impl Labels {
-    /// The value of label `key`.
-    pub fn get(&self, key: &str) -> Option<&str> {
-        self.0
-            .binary_search_by(|(k, _)| k.as_ref().cmp(key))
-            .ok()
-            .map(|i| self.0[i].1.as_ref())
-    }
-
-    /// Every label, by key.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.0.iter().map(|(k, v)| (k.as_ref(), v.as_ref()))
-    }
-
-    /// Every label key, sorted.
-    pub fn keys(&self) -> impl Iterator<Item = &str> {
-        self.0.iter().map(|(k, _)| k.as_ref())
-    }
-
-    /// Whether the node has no labels.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    fn from_pairs(labels: &[(&str, &str)]) -> Self {
-        Self::from(
-            labels
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect::<BTreeMap<_, _>>(),
-        )
-    }
-
-    /// The labels as the map the label rules take.
-    pub fn to_map(&self) -> BTreeMap<String, String> {
-        self.iter()
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect()
-    }
-}
-
-impl From<BTreeMap<String, String>> for Labels {
-    fn from(labels: BTreeMap<String, String>) -> Self {
-        // The map iterates in key order, so the slice is sorted for `get`'s binary search.
-        Self(
-            labels
-                .into_iter()
-                .map(|(k, v)| (shared(&k), value(v)))
-                .collect(),
-        )
-    }
-}
-
-impl Serialize for Labels {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(self.0.len()))?;
-        for (k, v) in self.iter() {
-            map.serialize_entry(k, v)?;
-        }
-        map.end()
-    }
-}
-
-/// Values up to this length are shared between nodes: `true`, `false`, counts, product families.
-/// Longer ones (host names, product names) are often unique to a node and are kept per node, so a
-/// node that leaves takes them with it.
-const SHARED_VALUE_LEN: usize = 16;
-
-/// The label keys and short values of the cached nodes; they repeat across nodes, so the set
-/// stays small. Strings no node uses any more (the host name of a node that left) are dropped
-/// whenever the set has doubled since the last sweep, so node churn does not grow it.
-static SHARED: LazyLock<Mutex<Interner>> = LazyLock::new(Mutex::default);
-
-/// Size below which the shared set is never swept.
-const SWEEP_FROM: usize = 1024;
-
-#[derive(Default)]
-struct Interner {
-    strings: HashSet<Arc<str>>,
-    sweep_at: usize,
-}
-
-impl Interner {
-    fn get(&mut self, text: &str) -> Arc<str> {
-        if let Some(existing) = self.strings.get(text) {
-            return existing.clone();
-        }
-        if self.strings.len() >= self.sweep_at.max(SWEEP_FROM) {
-            self.strings.retain(|s| Arc::strong_count(s) > 1);
-            self.sweep_at = self.strings.len() * 2;
-        }
-        let new: Arc<str> = Arc::from(text);
-        self.strings.insert(new.clone());
-        new
-    }
-}
-
-fn shared(text: &str) -> Arc<str> {
-    SHARED
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(text)
-}
-
-fn value(text: String) -> Arc<str> {
-    if text.len() <= SHARED_VALUE_LEN {
-        shared(&text)
-    } else {
-        Arc::from(text)
-    }
-}
 
 #[cfg(test)]
 mod tests {
@@ -239,62 +131,40 @@ mod tests {
     }
 
     #[test]
-    fn labels_look_up_iterate_and_serialize_like_the_map_they_came_from() {
-        let map: BTreeMap<String, String> =
-            [("b", "2"), ("a", "1"), ("c", "a-long-host-name-0042")]
-                .into_iter()
-                .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                .collect();
-        let labels = Labels::from(map.clone());
-        assert_eq!(labels.keys().collect::<Vec<_>>(), ["a", "b", "c"]);
-        for (k, v) in &map {
-            assert_eq!(labels.get(k), Some(v.as_str()));
-        }
-        assert_eq!(labels.get("d"), None);
-        assert_eq!(labels.to_map(), map);
-        assert_eq!(serde_json::to_value(&labels).unwrap(), json!(map));
-        assert!(Labels::default().is_empty() && !labels.is_empty());
-    }
-
-    #[test]
-    fn keys_and_short_values_are_shared_between_nodes() {
-        let labels = |host: &str| {
-            Labels::from(BTreeMap::from([
-                ("nvidia.com/gpu.present".to_owned(), "true".to_owned()),
-                ("kubernetes.io/hostname".to_owned(), host.to_owned()),
-            ]))
+    fn label_and_report_changes_are_told_apart_from_heartbeats() {
+        let node = |uid: &str, version: &str, labels: serde_json::Value, report: Option<&str>| {
+            let annotations = report.map(|r| json!({node_validation::ANNOTATION: r}));
+            NodeMeta::from(partial(json!({
+                "metadata": {
+                    "name": "gpu-1", "uid": uid, "resourceVersion": version,
+                    "labels": labels, "annotations": annotations,
+                }
+            })))
         };
-        let (a, b) = (
-            labels("node-a-with-a-long-name"),
-            labels("node-b-with-a-long-name"),
-        );
-        let present = |l: &Labels| l.0[1].clone();
-        assert!(Arc::ptr_eq(&present(&a).0, &present(&b).0), "one key");
-        assert!(
-            Arc::ptr_eq(&present(&a).1, &present(&b).1),
-            "one short value"
-        );
-        assert!(
-            !Arc::ptr_eq(&a.0[0].1, &b.0[0].1),
-            "host names are the nodes' own"
-        );
-    }
+        let gpu = json!({"nvidia.com/gpu.present": "true", "x": "1"});
+        let base = node("u1", "1", gpu.clone(), None);
+        let heartbeat = node("u1", "2", gpu.clone(), None);
+        assert!(!NodeMeta::labels_changed(&base, &heartbeat));
+        assert!(!NodeMeta::report_changed(&base, &heartbeat));
 
-    #[test]
-    fn strings_no_node_uses_are_swept_once_the_set_has_doubled() {
-        let mut interner = Interner::default();
-        let kept = interner.get("kept");
-        for i in 0..SWEEP_FROM * 3 {
-            drop(interner.get(&format!("gone-{i}")));
-        }
-        assert!(
-            interner.strings.len() <= SWEEP_FROM,
-            "{}",
-            interner.strings.len()
+        let relabelled = node(
+            "u1",
+            "3",
+            json!({"nvidia.com/gpu.present": "true", "x": "2"}),
+            None,
         );
+        assert!(NodeMeta::labels_changed(&base, &relabelled));
         assert!(
-            Arc::ptr_eq(&kept, &interner.get("kept")),
-            "a string in use stays"
+            !NodeMeta::report_changed(&base, &relabelled),
+            "the summary reads no other label than GPU presence"
         );
+        let recreated = node("u2", "4", gpu.clone(), None);
+        assert!(NodeMeta::labels_changed(&base, &recreated));
+
+        let reported = node("u1", "5", gpu, Some("driver=ok"));
+        assert!(NodeMeta::report_changed(&base, &reported));
+        assert!(!NodeMeta::labels_changed(&base, &reported));
+        let no_gpu = node("u1", "6", json!({"x": "1"}), None);
+        assert!(NodeMeta::report_changed(&base, &no_gpu));
     }
 }

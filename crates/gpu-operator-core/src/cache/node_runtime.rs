@@ -28,6 +28,11 @@ impl NodeRuntime {
             container_runtime_version: container_runtime_version.to_owned(),
         }
     }
+
+    /// Whether `new` runs another container runtime than `old` (what wakes the operands).
+    pub fn runtime_changed(old: &Self, new: &Self) -> bool {
+        old.container_runtime_version != new.container_runtime_version
+    }
 }
 
 crate::projection!(NodeRuntime, Node, ClusterResourceScope);

@@ -45,7 +45,10 @@ use crate::{
 
 /// Declares the cached kinds once: the caches, their change streams and the readiness wait.
 macro_rules! kinds {
-    ($($field:ident: $kind:ty),* $(,)?) => {
+    (
+        $($field:ident: $kind:ty),* ;
+        $($(#[doc = $doc:literal])* $filtered:ident: $filtered_kind:ty = $source:ident),* $(,)?
+    ) => {
         /// Read handles of the shared caches.
         #[derive(Clone)]
         pub struct Stores {
@@ -62,18 +65,23 @@ macro_rules! kinds {
         #[derive(Clone)]
         pub struct Subscriptions {
             $(#[doc = concat!("Changes of `", stringify!($kind), "`.")] pub $field: Changes<$kind>,)*
+            $($(#[doc = $doc])* pub $filtered: Changes<$filtered_kind>,)*
         }
 
         /// The subscriptions kept while no reconciler runs (between two leadership terms),
         /// holding nothing back.
         pub struct StandbySubscriptions {
             $($field: Standby<$kind>,)*
+            $($filtered: Standby<$filtered_kind>,)*
         }
 
         impl Subscriptions {
             /// Standbys of every change stream.
             pub fn standby(&self) -> StandbySubscriptions {
-                StandbySubscriptions { $($field: self.$field.standby(),)* }
+                StandbySubscriptions {
+                    $($field: self.$field.standby(),)*
+                    $($filtered: self.$filtered.standby(),)*
+                }
             }
         }
 
@@ -81,7 +89,10 @@ macro_rules! kinds {
             /// Live subscriptions that hand out every cached object first, then every change: a
             /// reconciler started on them sees the world as one started with the caches does.
             pub fn resume(&self, stores: &Stores) -> Subscriptions {
-                Subscriptions { $($field: self.$field.resume(&stores.$field),)* }
+                Subscriptions {
+                    $($field: self.$field.resume(&stores.$field),)*
+                    $($filtered: self.$filtered.resume(&stores.$source),)*
+                }
             }
         }
 
@@ -109,14 +120,22 @@ kinds! {
     cluster_role_bindings: ClusterRoleBinding,
     runtime_classes: RuntimeClass,
     service_monitor_crds: PartialObjectMeta<CustomResourceDefinition>,
-    prometheus_rule_crds: PartialObjectMeta<CustomResourceDefinition>,
+    prometheus_rule_crds: PartialObjectMeta<CustomResourceDefinition>;
+    /// Nodes that are new, deleted, or whose labels or uid changed ([`NodeMeta::labels_changed`]).
+    node_labels: NodeMeta = nodes,
+    /// Nodes that are new, deleted, or whose GPU presence or validators' report changed
+    /// ([`NodeMeta::report_changed`]).
+    node_reports: NodeMeta = nodes,
+    /// GPU nodes that are new, deleted, or run another container runtime
+    /// ([`NodeRuntime::runtime_changed`]).
+    runtime_changes: NodeRuntime = node_runtimes,
 }
 
 /// The future that runs every reflector; it must be polled for the caches to fill.
 pub type Driver = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// Buffer of each subscription; a slow controller holds back the reflector beyond this.
-const BUFFER: usize = 1024;
+pub const BUFFER: usize = 1024;
 
 /// Starts the shared reflectors (lazily: they run once the returned driver is polled).
 #[expect(clippy::too_many_lines, reason = "one reflector per kind, in order")]
@@ -128,23 +147,26 @@ pub fn start(client: &Client, namespace: &str) -> (Stores, Subscriptions, Driver
     let mut r = Reflectors::default();
     let node_facts = Arc::new(FactsMemo::default());
     let policy_events = Arc::new(Notify::new());
-    let (policies, policies_sub) = r.reflect_tapped(
+    let (policies, policies_sub, []) = r.reflect_tapped(
         Api::<ClusterPolicy>::all(c.clone()),
         &everything,
         strip_managed_fields,
         Tap::Notify(policy_events.clone()),
+        [],
     );
-    let (nodes, nodes_sub) = r.reflect_tapped(
+    let (nodes, nodes_sub, [node_labels, node_reports]) = r.reflect_tapped(
         Api::<NodeMeta>::all(c.clone()),
         &everything,
         |_| {},
         Tap::Facts(node_facts.clone(), facts_memo::node_changed),
+        [NodeMeta::labels_changed, NodeMeta::report_changed],
     );
-    let (node_runtimes, node_runtimes_sub) = r.reflect_tapped(
+    let (node_runtimes, node_runtimes_sub, [runtime_changes]) = r.reflect_tapped(
         Api::<NodeRuntime>::all(c.clone()),
         &gpu_nodes,
         |_| {},
         Tap::Facts(node_facts.clone(), facts_memo::runtime_changed),
+        [NodeRuntime::runtime_changed],
     );
     let (daemonsets, daemonsets_sub) = r.reflect(
         Api::<DaemonSet>::namespaced(c.clone(), ns),
@@ -230,6 +252,9 @@ pub fn start(client: &Client, namespace: &str) -> (Stores, Subscriptions, Driver
         runtime_classes: runtime_classes_sub,
         service_monitor_crds: service_monitor_crds_sub,
         prometheus_rule_crds: prometheus_rule_crds_sub,
+        node_labels,
+        node_reports,
+        runtime_changes,
     };
     (stores, subscriptions, driver)
 }
@@ -267,17 +292,20 @@ impl Reflectors {
         K: Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
         K::DynamicType: Eq + Hash + Clone + Default,
     {
-        self.reflect_tapped(api, config, modify, Tap::None)
+        let (store, changes, []) = self.reflect_tapped(api, config, modify, Tap::None, []);
+        (store, changes)
     }
 
-    /// Like `reflect`, and tells `tap` about each event (see [`Tap`]).
-    fn reflect_tapped<K>(
+    /// Like `reflect`, tells `tap` about each event (see [`Tap`]), and adds one filtered
+    /// subscription per test of `filters` (see [`change_stream::Changed`]).
+    fn reflect_tapped<K, const N: usize>(
         &mut self,
         api: Api<K>,
         config: &watcher::Config,
         modify: fn(&mut K),
         tap: Tap<K>,
-    ) -> (Store<K>, Changes<K>)
+        filters: [change_stream::Changed<K>; N],
+    ) -> (Store<K>, Changes<K>, [Changes<K>; N])
     where
         K: Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
         K::DynamicType: Eq + Hash + Clone + Default,
@@ -294,7 +322,8 @@ impl Reflectors {
                     before.before_apply(event, &cache);
                 }
             });
-        let (subscription, events) = change_stream::reflect(events, writer, BUFFER);
+        let (subscription, filtered, events) =
+            change_stream::reflect(events, writer, BUFFER, filters);
         let stream = events
             .inspect(move |_| after.after_dispatch())
             .map(move |event| {
@@ -304,7 +333,7 @@ impl Reflectors {
             })
             .boxed();
         self.streams.push(stream);
-        (store, subscription)
+        (store, subscription, filtered)
     }
 }
 

@@ -4,9 +4,10 @@
 //! of a user's ConfigMap in the operator namespace (one the ClusterPolicy may name) and when the
 //! ServiceMonitor CRD comes or goes. A reconcile starts on the first event; see
 //! [`crate::pipeline::coalesce`] for how bursts are merged. Every trigger names the ClusterPolicy
-//! by the same key, so one operand never runs two reconciles at once. The stream filters
-//! ([`changes`], [`policy_changes`], [`label_changes`]) and [`active_ref`] serve the other
-//! reconcilers' controllers too.
+//! by the same key, so one operand never runs two reconciles at once. The node streams come
+//! filtered by the shared caches (see [`crate::cache::change_stream`]); the stream filters
+//! ([`changes`], [`policy_changes`]) and [`active_ref`] serve the other reconcilers' controllers
+//! too.
 
 use std::{
     collections::HashMap,
@@ -28,7 +29,7 @@ use kube::{
 use crate::{
     Context,
     build::meta,
-    cache::{node_meta::NodeMeta, stores::Subscriptions},
+    cache::stores::Subscriptions,
     pipeline::{
         active,
         coalesce::{self, BURST_PERIOD, throttle},
@@ -53,15 +54,12 @@ pub fn run_operand<O: Operand>(
             .filter(|cm| std::future::ready(!meta::is_managed(cm.as_ref()))),
         |cm, hasher| cm.data.hash(hasher),
     );
-    let runtimes = changes(subs.node_runtimes, |node, hasher| {
-        node.container_runtime_version.hash(hasher);
-    });
     let policy_events = policy_changes(subs.policies, O::CONDITION);
     // Pod rollouts move DaemonSet statuses and node labels in bursts: throttled (the patch path,
     // ClusterPolicy → render → apply, is not).
     let daemonsets = throttle(of_component(subs.daemonsets, O::NAME), BURST_PERIOD);
-    let runtimes = throttle(runtimes, BURST_PERIOD);
-    let nodes = throttle(label_changes(subs.nodes), BURST_PERIOD);
+    let runtimes = throttle(subs.runtime_changes, BURST_PERIOD);
+    let nodes = throttle(subs.node_labels, BURST_PERIOD);
     Controller::for_shared_stream(policy_events, policies.clone())
         .with_config(coalesce::config())
         .watches_shared_stream(of_component(subs.service_accounts, O::NAME), owner_policy)
@@ -155,14 +153,6 @@ where
         let label = object.labels().get(meta::COMPONENT_LABEL);
         std::future::ready(label.is_none_or(|c| c == component))
     })
-}
-
-/// Passes a node on only when its labels changed since it was last seen (or it is new).
-pub fn label_changes<S>(nodes: S) -> impl Stream<Item = Arc<NodeMeta>> + Send
-where
-    S: Stream<Item = Arc<NodeMeta>> + Send,
-{
-    changes(nodes, |node, hasher| node.labels().hash(hasher))
 }
 
 /// Passes an object on only when what `fingerprint` hashes of it changed (or it is new), and

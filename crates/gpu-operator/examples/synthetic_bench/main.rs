@@ -9,6 +9,7 @@
 
 mod fleet;
 mod measure;
+mod node_caches;
 mod pods;
 mod upgrade;
 

@@ -4,42 +4,26 @@
 //! [`crate::upgrade`]), then the time of each full pass and of one node event, and the requests
 //! that event causes.
 
-use std::{hash::Hash as _, pin::Pin, sync::Arc};
+use std::sync::Arc;
 
-use futures::{
-    FutureExt as _, Stream, StreamExt as _,
-    channel::mpsc::{UnboundedSender, unbounded},
-};
-use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, labels::GPU_PRESENT};
+use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
 use gpu_operator_core::{
     cache::{
         facts::ClusterFacts,
         facts_memo::{self, FactsMemo},
         node_meta::NodeMeta,
-        node_runtime::NodeRuntime,
     },
-    pipeline::{
-        controller,
-        operand::{Cluster, Operand},
-    },
+    pipeline::operand::{Cluster, Operand},
 };
 use gpu_operator_driver_upgrade::{policy::Policy, view::Templates};
 use gpu_operator_harness::{fleet::Profile, operator::IMAGES};
-use gpu_operator_node_labels::triggers::NodeLabelFilter;
 use gpu_operator_status::node_validation;
 use k8s_openapi::{api::core::v1::Node, jiff::Timestamp};
-use kube::{
-    ResourceExt as _,
-    core::PartialObjectMeta,
-    runtime::{
-        reflector::{ObjectRef, store::Writer},
-        watcher::Event,
-    },
-};
+use kube::{ResourceExt as _, core::PartialObjectMeta, runtime::reflector::ObjectRef};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::{fleet, upgrade};
+use crate::{fleet, node_caches::NodeCaches, upgrade};
 
 /// What one size measured.
 #[derive(Debug, Default, Serialize)]
@@ -86,68 +70,6 @@ pub struct Sample {
     pub node_event_us: f64,
     /// Requests a GPU node joining causes: its label patch, and objects whose rendering changed.
     pub event_requests: u32,
-}
-
-type Filter = Pin<Box<dyn Stream<Item = ()> + Send>>;
-
-/// The trigger filters `gpu-operator run` builds over the node caches (per operand, node label
-/// changes and runtime changes; the status reconciler's label changes; the validators' summary),
-/// fed by the returned senders as the shared reflector feeds them.
-struct Filters {
-    nodes: Vec<UnboundedSender<Arc<NodeMeta>>>,
-    runtimes: Vec<UnboundedSender<Arc<NodeRuntime>>>,
-    streams: Vec<Filter>,
-}
-
-impl Filters {
-    fn new() -> Self {
-        let mut this = Self {
-            nodes: Vec::new(),
-            runtimes: Vec::new(),
-            streams: Vec::new(),
-        };
-        for _ in crate::OPERANDS {
-            let (tx, rx) = unbounded();
-            this.nodes.push(tx);
-            this.streams
-                .push(Box::pin(controller::label_changes(rx).map(|_| ())));
-            let (tx, rx) = unbounded::<Arc<NodeRuntime>>();
-            this.runtimes.push(tx);
-            this.streams.push(Box::pin(
-                controller::changes(rx, |n, h| n.container_runtime_version.hash(h)).map(|_| ()),
-            ));
-        }
-        let (tx, rx) = unbounded();
-        this.nodes.push(tx);
-        this.streams
-            .push(Box::pin(controller::label_changes(rx).map(|_| ())));
-        let (tx, rx) = unbounded::<Arc<NodeMeta>>();
-        this.nodes.push(tx);
-        this.streams.push(Box::pin(
-            controller::changes(rx, |n: &NodeMeta, h| {
-                n.labels().get(GPU_PRESENT).hash(h);
-                n.validation().hash(h);
-            })
-            .map(|_| ()),
-        ));
-        this
-    }
-
-    /// Passes `node` through every filter.
-    fn node(&mut self, node: &Arc<NodeMeta>, runtime: Option<&Arc<NodeRuntime>>) {
-        for tx in &self.nodes {
-            let _ = tx.unbounded_send(node.clone());
-        }
-        if let Some(runtime) = runtime {
-            for tx in &self.runtimes {
-                let _ = tx.unbounded_send(runtime.clone());
-            }
-        }
-        // The item is in every channel: one poll lets each filter take it (and pass or drop it).
-        for filter in &mut self.streams {
-            std::hint::black_box(filter.next().now_or_never());
-        }
-    }
 }
 
 fn rss_mib() -> f64 {
@@ -251,29 +173,16 @@ pub fn sample(gpu_nodes: u32, policy: &ClusterPolicy) -> anyhow::Result<Sample> 
     let spec = &policy.spec;
     let fleet = fleet::fleet(gpu_nodes)?;
     let base_rss_mib = rss_mib();
-    let mut node_writer = Writer::<NodeMeta>::default();
-    let mut runtime_writer = Writer::<NodeRuntime>::default();
+    let mut caches = NodeCaches::new(crate::OPERANDS.len());
     let mut version = 0;
     for (profile, name) in fleet.nodes() {
         version += 1;
-        node_writer.apply_watcher_event(&Event::Apply(fleet::node_meta(
-            profile, &name, spec, version,
-        )));
+        caches.node(fleet::node_meta(profile, &name, spec, version));
         if profile.gpu_count() > 0 {
-            runtime_writer.apply_watcher_event(&Event::Apply(fleet::node_runtime(profile, &name)));
+            caches.runtime(fleet::node_runtime(profile, &name));
         }
     }
-    let nodes_store = node_writer.as_reader();
-    let runtimes_store = runtime_writer.as_reader();
-    let (nodes, runtimes) = (nodes_store.state(), runtimes_store.state());
-    let mut label_filter = NodeLabelFilter::new(nodes_store.clone());
-    let mut filters = Filters::new();
-    for node in &nodes {
-        label_filter.changed(node);
-        let runtime = runtimes_store.get(&ObjectRef::new(&node.name_any()));
-        filters.node(node, runtime.as_ref());
-    }
-    drop((nodes, runtimes));
+    let (nodes_store, runtimes_store) = (caches.nodes(), caches.runtimes());
     let core_mib = rss_mib() - base_rss_mib;
     let real_gpu_nodes: u32 = Profile::ALL
         .iter()
@@ -414,15 +323,10 @@ pub fn sample(gpu_nodes: u32, policy: &ClusterPolicy) -> anyhow::Result<Sample> 
         {
             marker.mark();
         }
-        node_writer.apply_watcher_event(&Event::Apply(node.clone()));
+        let labels = node.labels().to_map();
+        caches.node(node);
         memo.settle(&marker);
-        let node = Arc::new(node);
-        label_filter.changed(&node);
-        filters.node(&node, None);
-        std::hint::black_box(gpu_operator_node_labels::label_changes(
-            &node.labels().to_map(),
-            spec,
-        ));
+        std::hint::black_box(gpu_operator_node_labels::label_changes(&labels, spec));
     }
     let node_event_us = (cpu_now() - started) * 1e6 / f64::from(events);
     // What a GPU node joining causes: its label patch, and the objects whose rendering moved
@@ -431,13 +335,8 @@ pub fn sample(gpu_nodes: u32, policy: &ClusterPolicy) -> anyhow::Result<Sample> 
     let mut requests = u32::from(
         !gpu_operator_node_labels::label_changes(&joined.labels().to_map(), spec).is_empty(),
     );
-    node_writer.apply_watcher_event(&Event::Apply(fleet::node_meta(
-        Profile::H100,
-        "joined",
-        spec,
-        version + 1,
-    )));
-    runtime_writer.apply_watcher_event(&Event::Apply(fleet::node_runtime(Profile::H100, "joined")));
+    caches.node(fleet::node_meta(Profile::H100, "joined", spec, version + 1));
+    caches.runtime(fleet::node_runtime(Profile::H100, "joined"));
     let after = ClusterFacts::from_nodes(
         nodes_store.state().iter().map(AsRef::as_ref),
         runtimes_store.state().iter().map(AsRef::as_ref),

@@ -12,27 +12,30 @@ use futures::{
     channel::mpsc::{UnboundedSender, unbounded},
 };
 use gpu_operator_api::{ClusterPolicySpec, labels::GPU_PRESENT};
-use gpu_operator_core::pipeline::controller;
 use gpu_operator_driver_upgrade::{
     condition::Summary,
     plan::{self, Step},
     policy::Policy,
+    triggers,
     view::{self, DRIVER_APP, OperandPod, Templates, UpgradeNode, VALIDATOR_APP},
 };
 use gpu_operator_harness::fleet::Fleet;
 use k8s_openapi::{api::apps::v1::DaemonSet, jiff::Timestamp};
-use kube::runtime::{reflector::store::Writer, watcher::Event};
+use kube::runtime::{
+    reflector::{Store, store::Writer},
+    watcher::{self, Event},
+};
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::{fleet, pods};
 
-/// The upgrade reconciler's caches and node filter, filled.
+/// The upgrade reconciler's caches and node trigger stream, filled.
 pub struct Caches {
-    nodes: Writer<UpgradeNode>,
+    nodes: Store<UpgradeNode>,
     pods: Writer<OperandPod>,
-    filter: UnboundedSender<Arc<UpgradeNode>>,
-    filtered: Pin<Box<dyn Stream<Item = Arc<UpgradeNode>> + Send>>,
+    node_events: UnboundedSender<watcher::Result<Event<UpgradeNode>>>,
+    woken: Pin<Box<dyn Stream<Item = Arc<UpgradeNode>> + Send>>,
     /// The driver DaemonSets, as the shared cache holds them.
     pub driver: Vec<Arc<DaemonSet>>,
 }
@@ -54,13 +57,15 @@ impl Caches {
         let drivers = pods::daemonsets(driver, DRIVER_APP);
         let validators = pods::daemonsets(validator, VALIDATOR_APP);
         let (tx, rx) = unbounded();
+        let nodes = Writer::default();
         let mut this = Self {
-            nodes: Writer::default(),
+            nodes: nodes.as_reader(),
             pods: Writer::default(),
-            filter: tx,
-            filtered: Box::pin(controller::changes(
+            node_events: tx,
+            woken: Box::pin(triggers::touched_if(
                 rx,
-                UpgradeNode::hash_what_upgrades_read,
+                nodes,
+                UpgradeNode::upgrade_inputs_changed,
             )),
             driver: drivers.iter().cloned().map(Arc::new).collect(),
         };
@@ -73,7 +78,7 @@ impl Caches {
                 continue;
             }
             let cached: UpgradeNode = decoded(&node)?;
-            this.node(cached);
+            std::hint::black_box(this.node(cached));
             for ds in [
                 pods::for_node(&drivers, &labels),
                 pods::for_node(&validators, &labels),
@@ -94,17 +99,17 @@ impl Caches {
         Ok(this)
     }
 
-    /// Applies `node` to the node cache and passes it through the trigger filter.
-    fn node(&mut self, node: UpgradeNode) {
-        self.nodes.apply_watcher_event(&Event::Apply(node.clone()));
-        let _ = self.filter.unbounded_send(Arc::new(node));
-        std::hint::black_box(self.filtered.next().now_or_never());
+    /// A node event of the watch: the trigger stream caches `node` and tells whether it wakes a
+    /// pass.
+    fn node(&mut self, node: UpgradeNode) -> bool {
+        let _ = self.node_events.unbounded_send(Ok(Event::Apply(node)));
+        matches!(self.woken.next().now_or_never(), Some(Some(_)))
     }
 
     /// GPU nodes and operand pods cached.
     pub fn counts(&self) -> (usize, usize) {
         (
-            self.nodes.as_reader().state().len(),
+            self.nodes.state().len(),
             self.pods.as_reader().state().len(),
         )
     }
@@ -112,10 +117,7 @@ impl Caches {
     /// One upgrade pass over every node with the driver `templates`: facts, admission, each
     /// node's step, the summary and its condition (no requests); returns the steps that write.
     pub fn pass(&self, templates: &Templates<'_>, policy: &Policy, now: Timestamp) -> usize {
-        let (nodes, pods) = (
-            self.nodes.as_reader().state(),
-            self.pods.as_reader().state(),
-        );
+        let (nodes, pods) = (self.nodes.state(), self.pods.as_reader().state());
         let facts = view::node_facts(&nodes, &pods, templates, false);
         let admitted: BTreeSet<String> = plan::admit(&facts, policy).into_iter().collect();
         let available = plan::available(&facts, policy).saturating_sub(admitted.len());
@@ -135,9 +137,7 @@ impl Caches {
         let mut woke = 0;
         for body in bodies {
             let node: UpgradeNode = serde_json::from_slice(body)?;
-            self.nodes.apply_watcher_event(&Event::Apply(node.clone()));
-            let _ = self.filter.unbounded_send(Arc::new(node));
-            woke += usize::from(matches!(self.filtered.next().now_or_never(), Some(Some(_))));
+            woke += usize::from(self.node(node));
         }
         Ok(woke)
     }
