@@ -104,7 +104,40 @@ fn table(sizes: &[u32]) -> anyhow::Result<()> {
         samples.push(sample);
     }
     println!("{}", markdown(&samples));
+    if let Some((base_mib, kib)) = beyond_base(&samples) {
+        println!(
+            "\nBeyond a fixed base: {kib:.2} KiB per GPU node (the least-squares slope of the \
+             caches' growth over these sizes; base {base_mib:.1} MiB)."
+        );
+    }
     Ok(())
+}
+
+/// The caches' growth as a fixed base (MiB) plus a cost per GPU node (KiB): the least-squares
+/// line through each size's growth. Needs two sizes or more.
+fn beyond_base(samples: &[Value]) -> Option<(f64, f64)> {
+    let points: Vec<(f64, f64)> = samples
+        .iter()
+        .map(|s| {
+            let nodes = s["gpu_nodes"].as_f64().unwrap_or_default();
+            (nodes, s["kib_per_gpu_node"].as_f64().unwrap_or_default() * nodes)
+        })
+        .collect();
+    let n = f64::from(u32::try_from(points.len()).unwrap_or(u32::MAX));
+    let (mean_x, mean_y) = (
+        points.iter().map(|p| p.0).sum::<f64>() / n,
+        points.iter().map(|p| p.1).sum::<f64>() / n,
+    );
+    let spread: f64 = points.iter().map(|p| (p.0 - mean_x).powi(2)).sum();
+    if points.len() < 2 || spread == 0.0 {
+        return None;
+    }
+    let slope = points
+        .iter()
+        .map(|p| (p.0 - mean_x) * (p.1 - mean_y))
+        .sum::<f64>()
+        / spread;
+    Some(((mean_y - slope * mean_x) / 1024.0, slope))
 }
 
 fn markdown(samples: &[Value]) -> String {
