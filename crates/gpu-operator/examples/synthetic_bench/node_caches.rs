@@ -73,28 +73,13 @@ impl NodeCaches {
 
     /// A node event: cached, then handed to the subscribers, each of which takes it.
     pub fn node(&mut self, node: NodeMeta) {
-        let event = Event::Apply(node);
-        let old = change_stream::apply(&mut self.nodes, &event);
-        let cache = self.nodes.as_reader();
-        // The channels hold the event (capacity to spare): the send completes at once.
-        std::hint::black_box(
-            self.node_changes
-                .dispatch(&event, old, &cache)
-                .now_or_never(),
-        );
+        reflect(&mut self.nodes, &self.node_changes, node);
         self.drain();
     }
 
     /// A GPU node's runtime event, as [`Self::node`].
     pub fn runtime(&mut self, runtime: NodeRuntime) {
-        let event = Event::Apply(runtime);
-        let old = change_stream::apply(&mut self.runtimes, &event);
-        let cache = self.runtimes.as_reader();
-        std::hint::black_box(
-            self.runtime_changes
-                .dispatch(&event, old, &cache)
-                .now_or_never(),
-        );
+        reflect(&mut self.runtimes, &self.runtime_changes, runtime);
         self.drain();
     }
 
@@ -103,4 +88,16 @@ impl NodeCaches {
             while let Some(Some(())) = subscriber.next().now_or_never() {}
         }
     }
+}
+
+/// What `change_stream::reflect` does with one applied `object`: cached, then dispatched.
+fn reflect<K>(writer: &mut Writer<K>, dispatcher: &Dispatcher<K>, object: K)
+where
+    K: kube::Resource<DynamicType = ()> + Clone,
+{
+    let event = Event::Apply(object);
+    let old = change_stream::apply(writer, &event);
+    let cache = writer.as_reader();
+    // The channels hold the event (capacity to spare): the send completes at once.
+    std::hint::black_box(dispatcher.dispatch(&event, old, &cache).now_or_never());
 }
