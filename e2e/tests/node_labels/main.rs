@@ -170,8 +170,9 @@ impl Reconciler {
             watcher::Config::default().labels(&selector),
         )
         .default_backoff();
-        let (changes, events) = change_stream::reflect(events, writer, 256);
-        subs.nodes = changes;
+        let (_, [labels], events) =
+            change_stream::reflect(events, writer, 256, [NodeMeta::labels_changed]);
+        subs.node_labels = labels;
         let node_watch = events.for_each(|_| future::ready(()));
         let caches_task = tokio::spawn(async move {
             futures::join!(driver, node_watch);
