@@ -61,6 +61,11 @@ impl Kept {
     }
 }
 
+/// Whether the `Ready` condition among `conditions` (type, status) is `True`: a node's or a pod's.
+fn is_ready<'a>(mut conditions: impl Iterator<Item = (&'a str, &'a str)>) -> bool {
+    conditions.any(|(type_, status)| type_ == "Ready" && status == "True")
+}
+
 /// A GPU node as the upgrade cache holds it.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(from = "Node")]
@@ -78,12 +83,8 @@ pub struct UpgradeNode {
 impl From<Node> for UpgradeNode {
     fn from(node: Node) -> Self {
         let meta = node.metadata;
-        let ready = node
-            .status
-            .and_then(|s| s.conditions)
-            .unwrap_or_default()
-            .iter()
-            .any(|c| c.type_ == "Ready" && c.status == "True");
+        let conditions = node.status.and_then(|s| s.conditions).unwrap_or_default();
+        let ready = is_ready(conditions.iter().map(|c| (&*c.type_, &*c.status)));
         Self {
             metadata: ObjectMeta {
                 name: meta.name,
@@ -167,12 +168,8 @@ impl From<Pod> for OperandPod {
             .flatten()
             .find(|o| o.controller == Some(true) && o.kind == "DaemonSet")
             .map(|o| o.name.into_boxed_str());
-        let ready = pod
-            .status
-            .and_then(|s| s.conditions)
-            .unwrap_or_default()
-            .iter()
-            .any(|c| c.type_ == "Ready" && c.status == "True");
+        let conditions = pod.status.and_then(|s| s.conditions).unwrap_or_default();
+        let ready = is_ready(conditions.iter().map(|c| (&*c.type_, &*c.status)));
         Self {
             metadata: ObjectMeta {
                 name: meta.name,
