@@ -197,12 +197,20 @@ impl NodeLabeler {
                 Ok(Action::requeue(RESYNC))
             }
             Err(kube::Error::Api(status)) if labels_moved(&status) => {
+                // The API's reason for a failed test is generic: name what moved, and in which
+                // version (one read, only on a refusal).
+                let current = api.get_metadata(name).await.ok().map(|n| n.metadata);
+                let moved = current
+                    .as_ref()
+                    .map(|meta| moved_labels(cached, meta.labels.as_ref()));
                 tracing::warn!(
                     node = name,
                     code = status.code,
                     reason = %status.reason,
-                    message = %status.message,
+                    api_message = %status.message,
                     cached_version = version.as_deref().unwrap_or_default(),
+                    current_version = current.and_then(|m| m.resource_version).unwrap_or_default(),
+                    ?moved,
                     "label patch refused: the node's labels differ from the cached ones; retrying from the node's current labels"
                 );
                 Ok(Action::requeue(CONFLICT_RETRY))
@@ -246,6 +254,26 @@ fn label_patch(
     Some(json_patch::Patch(
         std::iter::once(test).chain(edits).collect(),
     ))
+}
+
+/// The labels of `current` (the node as the API server has it now) that differ from `cached`,
+/// as `key: cached -> current` (`-` for absent).
+fn moved_labels(
+    cached: &BTreeMap<String, String>,
+    current: Option<&BTreeMap<String, String>>,
+) -> Vec<String> {
+    let empty = BTreeMap::new();
+    let current = current.unwrap_or(&empty);
+    let keys: std::collections::BTreeSet<&String> = cached.keys().chain(current.keys()).collect();
+    keys.into_iter()
+        .filter(|key| cached.get(*key) != current.get(*key))
+        .map(|key| {
+            let value = |map: &BTreeMap<String, String>| {
+                map.get(key).map_or("-", String::as_str).to_owned()
+            };
+            format!("{key}: {} -> {}", value(cached), value(current))
+        })
+        .collect()
 }
 
 /// Whether the API server refused the patch because the node's labels (the test operation) or,
@@ -321,5 +349,22 @@ mod tests {
         assert!(json_patch::patch(&mut paused, &patch).is_err());
         assert_eq!(paused, before, "nothing is written");
         assert!(label_patch(&BTreeMap::new(), &changes).is_none());
+    }
+
+    #[test]
+    fn a_refusal_names_the_labels_that_moved() {
+        let map = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        let cached = map(&[("same", "1"), ("changed", "a"), ("gone", "x")]);
+        let current = map(&[("same", "1"), ("changed", "b"), ("new", "y")]);
+        assert_eq!(
+            moved_labels(&cached, Some(&current)),
+            ["changed: a -> b", "gone: x -> -", "new: - -> y"]
+        );
+        assert_eq!(moved_labels(&cached, Some(&cached)), Vec::<String>::new());
     }
 }
