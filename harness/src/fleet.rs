@@ -158,6 +158,11 @@ impl Profile {
             ("kubernetes.io/hostname", node_name.to_owned()),
             ("kubernetes.io/os", "linux".to_owned()),
             ("kubernetes.io/arch", "amd64".to_owned()),
+            // As a kubelet registers its node. Without them the controller-manager adds them a
+            // moment after creation, and the operator's first label patch of the last-created
+            // nodes failed its test of the labels (HTTP 422) and was retried.
+            ("beta.kubernetes.io/os", "linux".to_owned()),
+            ("beta.kubernetes.io/arch", "amd64".to_owned()),
             (
                 "node.kubernetes.io/instance-type",
                 spec.instance_type.to_owned(),

@@ -112,8 +112,9 @@ impl World {
         name
     }
 
-    /// The node's labels, without the `beta.kubernetes.io/*` ones kwok adds on its own
-    /// schedule when it takes a node over (neither the test nor the operator writes them).
+    /// The node's labels, without the `beta.kubernetes.io/*` ones the controller-manager adds on
+    /// its own schedule to a node created without them (neither the test nor the operator writes
+    /// them).
     async fn labels(&self, name: &str) -> BTreeMap<String, String> {
         let mut labels = self.nodes().get(name).await.unwrap().labels().clone();
         labels.retain(|key, _| !key.starts_with("beta.kubernetes.io/"));
