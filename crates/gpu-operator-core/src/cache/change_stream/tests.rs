@@ -158,22 +158,18 @@ async fn a_standby_holds_nothing_back_and_resumes_with_the_whole_cache_first() {
         step(&mut writer, &dispatcher, &event).await;
     }
     let mut resumed = standby.resume(&cache);
-    let mut seen: Vec<_> = vec![
-        resumed
-            .next()
-            .await
-            .unwrap()
-            .metadata
-            .resource_version
-            .clone(),
-        resumed
-            .next()
-            .await
-            .unwrap()
-            .metadata
-            .resource_version
-            .clone(),
-    ];
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        seen.push(
+            resumed
+                .next()
+                .await
+                .unwrap()
+                .metadata
+                .resource_version
+                .clone(),
+        );
+    }
     seen.sort();
     assert_eq!(seen, [Some("2".to_owned()), Some("3".to_owned())]);
     assert!(resumed.next().now_or_never().is_none(), "only the cache");
