@@ -1,17 +1,12 @@
 //! What NVIDIA's users bring, against the real API server with our CRD: every sample
 //! ClusterPolicy of NVIDIA's releases (`../shared/fixtures/nvidia/clusterpolicies`) passes
 //! `kubectl apply --dry-run=server --validate=strict` with no field pruned, and everything our
-//! chart renders from each of NVIDIA's nine values files (the operator image made ours, the one
-//! change the install error asks for) passes the same server-side dry run: every object, the
-//! ClusterPolicy with no field pruned.
+//! chart renders from each of NVIDIA's nine values files, unedited, passes the same server-side
+//! dry run: every object, the ClusterPolicy with no field pruned.
 #![cfg(feature = "e2e")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::{
-    io::Write as _,
-    path::{Path, PathBuf},
-    process::Stdio,
-};
+use std::{io::Write as _, path::PathBuf, process::Stdio};
 
 use gpu_operator_harness::{
     access::kubectl,
@@ -103,18 +98,6 @@ async fn nvidias_sample_cluster_policies_are_accepted_with_no_field_pruned() {
     }
 }
 
-fn with_our_operator_image(file: &Path, dir: &Path) -> PathBuf {
-    let mut values: Value = serde_yaml::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
-    let operator = values["operator"].as_object_mut().unwrap();
-    for key in ["repository", "image", "version"] {
-        operator.remove(key);
-    }
-    let out = dir.join(file.file_name().unwrap());
-    // As JSON (valid YAML): re-serialised YAML would leave `"off"` unquoted, a YAML 1.1 boolean to helm.
-    std::fs::write(&out, serde_json::to_string_pretty(&values).unwrap()).unwrap();
-    out
-}
-
 #[tokio::test]
 async fn the_chart_renders_each_nvidia_values_file_into_objects_the_api_server_accepts() {
     ensure_crd().await.unwrap();
@@ -122,9 +105,7 @@ async fn the_chart_renders_each_nvidia_values_file_into_objects_the_api_server_a
     assert_eq!(files.len(), 9, "{files:?}");
     let namespace = unique_name("nvidia-values");
     gpu_operator_harness::access::kubectl_ok(&["create", "namespace", &namespace]).unwrap();
-    let dir = tempfile::tempdir().unwrap();
     for file in files {
-        let values = with_our_operator_image(&file, dir.path());
         let chart = chart_dir();
         let rendered = helm_ok(&[
             "template",
@@ -133,7 +114,7 @@ async fn the_chart_renders_each_nvidia_values_file_into_objects_the_api_server_a
             "-n",
             &namespace,
             "-f",
-            values.to_str().unwrap(),
+            file.to_str().unwrap(),
         ])
         .unwrap();
         // Hook Jobs and their RBAC included: everything `helm install` would create.
@@ -179,12 +160,15 @@ fn notes(args: &[&str]) -> String {
 
 #[test]
 fn removed_nvidia_keys_are_accepted_and_named_once_in_the_install_notes() {
-    let dir = tempfile::tempdir().unwrap();
     let files = fixtures("values");
-    // v23.3.2 still had every one of these (the fixture shows them); v26.7.0 none.
-    let oldest = with_our_operator_image(&files[0], dir.path());
+    // v23.3.2 still had every one of these (the fixture shows them); v26.7.0 none. Both unedited.
+    let oldest = &files[0];
     assert!(oldest.ends_with("v23.3.2.yaml"), "{}", oldest.display());
     let text = notes(&["-f", oldest.to_str().unwrap()]);
+    assert!(
+        text.contains("names NVIDIA's operator (a values file written for NVIDIA's chart): this chart runs its own operator image instead, ghcr.io/gpu-operator-rs/gpu-operator:"),
+        "no line on NVIDIA's operator coordinates in:\n{text}"
+    );
     for key in [
         "psp.enabled",
         "operator.initContainer",
@@ -199,12 +183,7 @@ fn removed_nvidia_keys_are_accepted_and_named_once_in_the_install_notes() {
         );
     }
     let latest = files.iter().find(|f| f.ends_with("v26.7.0.yaml")).unwrap();
-    let text = notes(&[
-        "-f",
-        with_our_operator_image(latest, dir.path())
-            .to_str()
-            .unwrap(),
-    ]);
+    let text = notes(&["-f", latest.to_str().unwrap()]);
     assert!(text.contains("logs deploy/gpu-operator"), "{text}");
     assert!(
         !text.contains("Deprecated"),

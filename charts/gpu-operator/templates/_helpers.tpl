@@ -95,6 +95,29 @@ to the chart's appVersion; a sha256 digest is joined with "@". */}}
 {{- end -}}
 {{- end -}}
 
+{{/* "true" when the values name NVIDIA's own operator image: operator.repository nvcr.io/nvidia
+and operator.image gpu-operator (or unset), whatever the tag, as every values file written for
+NVIDIA's chart does. To a user switching charts they mean "the operator", so they stand for this
+operator's image (gpu-operator.operatorImage); the install notes say so. */}}
+{{- define "gpu-operator.nvidiaOperatorCoordinates" -}}
+{{- $operator := .Values.operator -}}
+{{- if and (eq (toString ($operator.repository | default "")) "nvcr.io/nvidia") (eq (toString ($operator.image | default "gpu-operator")) "gpu-operator") -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* The operator's image (its Deployment, the discovery agent, the hook Jobs): from operator.*,
+or this operator's image at the chart's appVersion where the values name NVIDIA's operator
+(gpu-operator.nvidiaOperatorCoordinates). The repository is values.yaml's default (Helm gives
+templates no access to the chart's own values.yaml; a test renders both and compares). */}}
+{{- define "gpu-operator.operatorImage" -}}
+{{- if include "gpu-operator.nvidiaOperatorCoordinates" . -}}
+{{- include "gpu-operator.image" (list (dict "repository" "ghcr.io/gpu-operator-rs" "image" "gpu-operator") .Chart.AppVersion) -}}
+{{- else -}}
+{{- include "gpu-operator.image" (list .Values.operator .Chart.AppVersion) -}}
+{{- end -}}
+{{- end -}}
+
 {{/* A ClusterPolicy section from a values dict: empty strings, lists and maps are left out (the
 CRD's defaults apply); booleans and numbers are always kept. */}}
 {{- define "gpu-operator.section" -}}
@@ -221,7 +244,7 @@ spec:
           type: RuntimeDefault
       containers:
         - name: {{ $name }}
-          image: {{ include "gpu-operator.image" (list $.Values.operator $.Chart.AppVersion) | quote }}
+          image: {{ include "gpu-operator.operatorImage" $ | quote }}
           imagePullPolicy: {{ $.Values.operator.imagePullPolicy }}
           args: {{ toJson $args }}
           securityContext:

@@ -43,6 +43,7 @@ booleans:
   - driver.useNvidiaDriverCRD
   - driver.useOpenKernelModules
   - driver.usePrecompiled
+  - enabled
   - gdrcopy.enabled
   - gds.enabled
   - gfd.enabled

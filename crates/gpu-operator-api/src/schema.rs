@@ -80,6 +80,10 @@ pub(crate) fn conditions(_: &mut SchemaGenerator) -> Schema {
 ///   that behaviour.
 /// - Joins the lines of descriptions taken from wrapped doc comments, keeping paragraph breaks,
 ///   so `kubectl explain` can wrap them to the terminal.
+/// - Replaces the integer formats schemars writes for Rust's unsigned and small types (`uint32`,
+///   ...), which the API server does not know (it answers every apply of the CRD with `Warning:
+///   unrecognized format "uint32"`, and `helm install` prints it), with `int32` or `int64`; the
+///   field's `minimum` and `maximum` still bound it.
 pub(crate) fn tidy(schema: &mut Schema) {
     if let Some(object) = schema.as_object_mut() {
         strip_null_object(object);
@@ -107,7 +111,21 @@ fn is_null_schema(value: &Value) -> bool {
     }
 }
 
+/// The Kubernetes integer format for a format schemars writes that the API server does not know.
+fn kubernetes_integer_format(format: &str) -> Option<&'static str> {
+    match format {
+        "int8" | "int16" | "uint8" | "uint16" => Some("int32"),
+        "uint32" | "uint64" | "uint" => Some("int64"),
+        _ => None,
+    }
+}
+
 fn strip_null_object(object: &mut Map<String, Value>) {
+    if let Some(Value::String(format)) = object.get_mut("format")
+        && let Some(known) = kubernetes_integer_format(format)
+    {
+        *format = known.to_owned();
+    }
     if let Some(Value::String(description)) = object.get_mut("description") {
         *description = unwrap_lines(description);
     }

@@ -1,4 +1,5 @@
-//! The chart as GitOps tools use it: as a subchart of an umbrella chart (Helm passes `global:`),
+//! The chart as GitOps tools use it: as a subchart of an umbrella chart (Helm passes `global:`
+//! and the `enabled` key of its `condition`),
 //! through a kustomize post-renderer, read by a YAML parser that rejects duplicate keys, and with
 //! NVIDIA's object names whatever the release name (`nameOverride`/`fullnameOverride` as NVIDIA's
 //! helpers take them). Needs the harness's helm (and kubectl for kustomize).
@@ -40,28 +41,52 @@ const EVERY_TEMPLATE: [&str; 6] = [
     "monitoring.coreos.com/v1/ServiceMonitor",
 ];
 
-#[test]
-fn works_as_a_subchart_of_an_umbrella_chart() {
+/// An umbrella chart with this chart as a dependency under the usual
+/// `condition: gpu-operator.enabled`, rendered with `umbrella_values`.
+fn render_umbrella(umbrella_values: &str) -> Vec<Value> {
     let umbrella = scratch("umbrella");
     std::fs::write(
         umbrella.join("Chart.yaml"),
-        "apiVersion: v2\nname: platform\nversion: 1.0.0\n",
+        "apiVersion: v2\nname: platform\nversion: 1.0.0\ndependencies:\n  - name: gpu-operator\n    version: \">=0.0.0-0\"\n    condition: gpu-operator.enabled\n",
     )
     .unwrap();
-    std::fs::write(
-        umbrella.join("values.yaml"),
-        "global:\n  imageRegistry: registry.local\ngpu-operator:\n  mig:\n    strategy: mixed\n",
-    )
-    .unwrap();
+    std::fs::write(umbrella.join("values.yaml"), umbrella_values).unwrap();
     copy_dir(
         &workspace_root().join(CHART_DIR),
         &umbrella.join("charts/gpu-operator"),
     );
     let yaml = template(&umbrella, "platform", "gpu-operator", &[]).unwrap();
-    assert!(yaml.contains("kind: ClusterPolicy"), "{yaml}");
-    assert!(
-        yaml.contains("strategy: mixed"),
+    serde_yaml::Deserializer::from_str(&yaml)
+        .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
+        .filter(|doc: &Value| !doc.is_null())
+        .collect()
+}
+
+#[test]
+fn works_as_a_subchart_of_an_umbrella_chart_with_its_condition_globals_and_a_nested_override() {
+    // Helm hands the subchart its `enabled` key and the umbrella's `global:`.
+    let docs = render_umbrella(
+        "global:\n  imageRegistry: registry.local\ngpu-operator:\n  enabled: true\n  mig:\n    strategy: mixed\n  driver:\n    upgradePolicy:\n      maxParallelUpgrades: 3\n",
+    );
+    let policy = docs
+        .iter()
+        .find(|d| d["kind"] == "ClusterPolicy")
+        .expect("no ClusterPolicy rendered");
+    let spec = &policy["spec"];
+    assert_eq!(
+        spec["mig"]["strategy"], "mixed",
         "the umbrella's values did not arrive"
+    );
+    assert_eq!(spec["driver"]["upgradePolicy"]["maxParallelUpgrades"], 3);
+    // The nested override keeps the chart's other defaults of the same section (values.yaml:
+    // driver.upgradePolicy.autoUpgrade: true, driver.enabled: true).
+    assert_eq!(spec["driver"]["upgradePolicy"]["autoUpgrade"], true);
+    assert_eq!(spec["driver"]["enabled"], true);
+
+    let disabled = render_umbrella("gpu-operator:\n  enabled: false\n");
+    assert!(
+        disabled.iter().all(|d| d["kind"] != "ClusterPolicy"),
+        "the condition did not turn the subchart off"
     );
 }
 

@@ -1,9 +1,10 @@
 //! The chart against NVIDIA's own values files of nine releases (v23.3.2 … v26.7.0, read from
-//! `../shared/fixtures/nvidia/values`): each renders once the operator image is ours, every key
-//! the file sets arrives in the rendered ClusterPolicy (key by key), and the unchanged file fails
-//! only on NVIDIA's operator image, saying what to remove. (The release notes naming removed keys
-//! need a cluster for `helm install`: e2e `nvidia_compat`.) These tests need the harness's helm and fail with the
-//! command that builds it when it is missing.
+//! `../shared/fixtures/nvidia/values`): each renders unedited, NVIDIA's operator coordinates
+//! (`nvcr.io/nvidia` `gpu-operator`) run this operator's image, and every key the file sets
+//! arrives in the rendered ClusterPolicy (key by key); operator images that are neither NVIDIA's
+//! coordinates nor this operator (another NVIDIA image, a mirror of NVIDIA's operator) are refused.
+//! (The install notes need a cluster for `helm install`: e2e `nvidia_compat`.) These tests need
+//! the harness's helm and fail with the command that builds it when it is missing.
 
 use std::path::{Path, PathBuf};
 
@@ -39,22 +40,6 @@ fn tag(path: &Path) -> String {
 /// `path` as JSON.
 pub(super) fn read_yaml(path: &Path) -> Value {
     serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-/// NVIDIA's file with the one change the install error asks for: no `operator.repository`,
-/// `operator.image` or `operator.version` (NVIDIA's operator image). Written to a temporary file.
-pub(super) fn with_our_operator_image(path: &Path) -> PathBuf {
-    let mut values = read_yaml(path);
-    let operator = values["operator"].as_object_mut().unwrap();
-    for key in ["repository", "image", "version"] {
-        operator.remove(key);
-    }
-    let dir = std::env::temp_dir().join(format!("gpu-operator-chart-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join(format!("{}.yaml", tag(path)));
-    // As JSON (valid YAML): re-serialised YAML would leave `"off"` unquoted, a YAML 1.1 boolean to helm.
-    std::fs::write(&out, serde_json::to_string_pretty(&values).unwrap()).unwrap();
-    out
 }
 
 /// Every document `helm template` renders with `args`; fails when helm fails or is not built.
@@ -192,20 +177,48 @@ pub(super) fn compare(values: &Value, spec: &Value, path: &str, out: &mut Vec<St
     }
 }
 
+/// The images of the operator's own pods (its Deployment, the discovery agent, the hook Jobs).
+fn operator_images(docs: &[Value]) -> Vec<(String, String)> {
+    docs.iter()
+        .filter(|d| ["Deployment", "DaemonSet", "Job"].contains(&d["kind"].as_str().unwrap_or("")))
+        .map(|d| {
+            let image = d["spec"]["template"]["spec"]["containers"][0]["image"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            (d["metadata"]["name"].as_str().unwrap().to_owned(), image)
+        })
+        .collect()
+}
+
 #[test]
-fn every_nvidia_values_file_renders_and_what_it_sets_arrives_in_the_cluster_policy() {
+fn every_nvidia_values_file_renders_unedited_and_what_it_sets_arrives_in_the_cluster_policy() {
+    let ours = operator_images(&render_docs("gpu-operator", &[]));
+    assert!(!ours.is_empty());
     for file in nvidia_values_files() {
-        let ours = with_our_operator_image(&file);
-        let docs = render_docs("gpu-operator", &["-f", ours.to_str().unwrap()]);
+        let docs = render_docs("gpu-operator", &["-f", file.to_str().unwrap()]);
         let policy = cluster_policy(&docs);
         let values = read_yaml(&file);
+        assert_eq!(
+            values["operator"]["repository"],
+            "nvcr.io/nvidia",
+            "{}",
+            tag(&file)
+        );
         let mut differences = Vec::new();
         compare(&values, &policy["spec"], "", &mut differences);
         assert!(differences.is_empty(), "{}: {differences:#?}", tag(&file));
+        // NVIDIA's operator coordinates run this operator's image, as the default values do.
+        let images = operator_images(&docs);
+        for (name, image) in &images {
+            let default = ours.iter().find(|(n, _)| n == name).map(|(_, i)| i);
+            assert_eq!(Some(image), default, "{}: {name}", tag(&file));
+        }
         // NVIDIA's default nfd.enabled=true gives the discovery agent instead of NFD.
         assert!(
-            docs.iter().any(|d| d["kind"] == "DaemonSet"
-                && d["metadata"]["name"] == "gpu-operator-node-discovery"),
+            images
+                .iter()
+                .any(|(name, _)| name == "gpu-operator-node-discovery"),
             "{}: no discovery agent",
             tag(&file)
         );
@@ -222,24 +235,60 @@ fn the_key_by_key_comparison_sees_a_value_that_does_not_arrive() {
     assert_eq!(out, ["driver.enabled: values true, policy null"]);
 }
 
+/// The operator Deployment's image with `--set <set>`, or helm's error.
+fn operator_image(set: &str) -> Result<String, String> {
+    let chart = workspace_root().join(CHART_DIR);
+    let yaml = template(&chart, "gpu-operator", "gpu-operator", &["--set", set])
+        .map_err(|e| e.to_string())?;
+    let docs: Vec<Value> = serde_yaml::Deserializer::from_str(&yaml)
+        .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
+        .collect();
+    Ok(operator_images(&docs)
+        .into_iter()
+        .find(|(name, _)| name == "gpu-operator")
+        .expect("no operator Deployment")
+        .1)
+}
+
 #[test]
-fn an_unchanged_nvidia_values_file_fails_only_on_nvidias_operator_image() {
-    for file in nvidia_values_files() {
-        let chart = workspace_root().join(CHART_DIR);
-        let error = template(
-            &chart,
-            "gpu-operator",
-            "gpu-operator",
-            &["-f", file.to_str().unwrap()],
-        )
-        .expect_err("NVIDIA's operator image was accepted")
-        .to_string();
-        assert!(
-            error.contains("operator.repository=nvcr.io/nvidia")
-                && error
-                    .contains("Remove operator.repository, operator.image and operator.version"),
-            "{}: {error}",
-            tag(&file)
-        );
+fn nvidias_coordinates_run_this_operator_and_images_that_are_neither_are_refused() {
+    let chart_yaml =
+        std::fs::read_to_string(workspace_root().join(CHART_DIR).join("Chart.yaml")).unwrap();
+    let app_version = chart_yaml
+        .lines()
+        .find_map(|l| l.strip_prefix("appVersion: "))
+        .unwrap()
+        .trim_matches('"');
+    let ours = format!("ghcr.io/gpu-operator-rs/gpu-operator:{app_version}");
+    assert_eq!(operator_image("operator.env=null").unwrap(), ours);
+    // NVIDIA's coordinates, with or without NVIDIA's tag, are this operator.
+    for nvidia in [
+        "operator.repository=nvcr.io/nvidia",
+        "operator.repository=nvcr.io/nvidia,operator.image=gpu-operator,operator.version=v25.3.4",
+    ] {
+        assert_eq!(operator_image(nvidia).unwrap(), ours, "{nvidia}");
     }
+    // A mirror of this operator (its own tag, or the chart's appVersion) renders as asked.
+    assert_eq!(
+        operator_image("operator.repository=registry.local/nvidia").unwrap(),
+        format!("registry.local/nvidia/gpu-operator:{app_version}")
+    );
+    assert_eq!(
+        operator_image("operator.repository=registry.local/gpu,operator.version=0.2.0").unwrap(),
+        "registry.local/gpu/gpu-operator:0.2.0"
+    );
+    // A mirror of NVIDIA's operator (its image name and a vYY.M.P tag) is refused.
+    let mirror =
+        operator_image("operator.repository=registry.local/nvidia,operator.version=v25.10.1")
+            .unwrap_err();
+    assert!(
+        mirror.contains("operator.version=v25.10.1 is a tag of NVIDIA's operator"),
+        "{mirror}"
+    );
+    // Another image from NVIDIA's registry is neither.
+    let other = operator_image(
+        "operator.repository=nvcr.io/nvidia/cloud-native,operator.image=gpu-operator-validator",
+    )
+    .unwrap_err();
+    assert!(other.contains("is neither NVIDIA's operator"), "{other}");
 }

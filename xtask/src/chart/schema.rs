@@ -416,6 +416,10 @@ fn chart_only() -> Vec<(&'static str, Value)> {
             json!({"type": "object", "description": "Values Helm passes to every chart of an umbrella chart (`global:`); accepted so this chart works as a subchart, unused."}),
         ),
         (
+            "enabled",
+            json!({"type": "boolean", "description": "The key an umbrella chart's `condition: gpu-operator.enabled` reads; Helm passes it to this chart as a value. Unused here (the umbrella chart decides whether this chart is installed)."}),
+        ),
+        (
             "extraObjects",
             json!({
                 "type": "array",
