@@ -3,7 +3,9 @@
 //! ClusterPolicy; `helm upgrade` rolls only the DaemonSet whose values changed; the CRD hook's
 //! `gpu-operator crds apply` updates a stale CRD in place under the hook's own RBAC; `helm
 //! uninstall` plus the label-cleanup hook leave nothing of ours behind; a reinstall works; a typo
-//! in the values fails the install with the key named.
+//! in the values fails the install with the key named. A default install is quiet: helm prints no
+//! warning (the API server's included: the CRD's schema formats, Pod Security), and the
+//! ClusterPolicy draws no Warning Event until a test sets a deprecated value on purpose.
 //!
 //! Hooks: kwok runs no containers, so a hook Job would never finish. The scenario installs with
 //! `--no-hooks` and runs each hook's command as a host process under a token of the hook's own
@@ -47,7 +49,16 @@ async fn install_upgrade_crd_hook_uninstall_and_reinstall() {
     let dir = std::env::temp_dir().join(&release);
     std::fs::create_dir_all(&dir).unwrap();
 
-    steps::install(&release, &[]);
+    let crd_warnings = steps::crd_apply_warnings();
+    assert!(
+        !crd_warnings.to_lowercase().contains("warning"),
+        "the API server warns about the chart's CRD:\n{crd_warnings}"
+    );
+    let install_warnings = steps::install(&release, &[]);
+    assert!(
+        !install_warnings.to_lowercase().contains("warning"),
+        "helm install with default values warned:\n{install_warnings}"
+    );
     let env = steps::env(&client, &release, &dir).await;
     let operator = env.start(&[]);
     let policy = wait_policy(
@@ -57,6 +68,13 @@ async fn install_upgrade_crd_hook_uninstall_and_reinstall() {
         is_ready,
     )
     .await;
+    let uid = policy.uid().unwrap();
+    assert_eq!(
+        steps::warning_events(&uid),
+        Vec::<String>::new(),
+        "a default install drew Warning Events"
+    );
+    steps::a_deprecated_value_draws_a_warning_event(POLICY, &uid).await;
     assert_eq!(
         policy
             .labels()
@@ -112,7 +130,7 @@ async fn install_upgrade_crd_hook_uninstall_and_reinstall() {
     steps::nothing_of_ours_remains(&client, &release).await;
 
     // Reinstall into the same namespace.
-    steps::install(&release, &[]);
+    let _ = steps::install(&release, &[]);
     let env = steps::env(&client, &release, &dir).await;
     let operator = env.start(&[]);
     wait_policy(

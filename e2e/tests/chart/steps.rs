@@ -5,7 +5,7 @@ use std::{path::Path, process::Command};
 
 use gpu_operator_harness::{
     access::kubectl_ok,
-    chart::{chart_dir, helm_ok, kubectl_apply, render, token_kubeconfig},
+    chart::{chart_dir, helm, helm_ok, kubectl_apply, render, token_kubeconfig},
     operator::{Operator, workspace_binary},
     wait_until,
 };
@@ -19,22 +19,84 @@ use serde_json::Value;
 use super::support::{Env, TIMEOUT};
 
 /// `helm install --wait` of the chart as `release` into namespace `release`, without hooks.
-pub fn install(release: &str, args: &[&str]) {
+/// Returns what helm printed on stderr (its warnings and the API server's).
+pub fn install(release: &str, args: &[&str]) -> String {
     let chart = chart_dir();
-    let mut all = vec![
-        "install",
-        release,
-        chart.to_str().unwrap(),
-        "-n",
-        release,
-        "--create-namespace",
-        "--no-hooks",
-        "--wait",
-        "--timeout",
-        "2m",
-    ];
-    all.extend(args);
-    helm_ok(&all).unwrap();
+    let output = helm()
+        .args(["install", release])
+        .arg(&chart)
+        .args([
+            "-n",
+            release,
+            "--create-namespace",
+            "--no-hooks",
+            "--wait",
+            "--timeout",
+            "2m",
+        ])
+        .args(args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "helm install failed: {stderr}");
+    stderr
+}
+
+/// The chart's CRD with `kubectl apply --dry-run=server`: what the API server warns about it
+/// (`helm install` prints the same when it creates the CRD).
+pub fn crd_apply_warnings() -> String {
+    let crd = chart_dir().join("crds/clusterpolicies.nvidia.com.yaml");
+    let output = gpu_operator_harness::access::kubectl()
+        .args(["apply", "--dry-run=server", "-f"])
+        .arg(&crd)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{stderr}");
+    stderr
+}
+
+/// The reasons of the Warning Events about the object with `uid`.
+pub fn warning_events(uid: &str) -> Vec<String> {
+    let selector = format!("involvedObject.uid={uid},type=Warning");
+    let out = kubectl_ok(&[
+        "get",
+        "events",
+        "-A",
+        "--field-selector",
+        &selector,
+        "-o",
+        "jsonpath={range .items[*]}{.reason}: {.message}{\"\\n\"}{end}",
+    ])
+    .unwrap();
+    out.lines().map(str::to_owned).collect()
+}
+
+/// A deprecated field set to a value that changes behaviour (`cdi.default: true`) draws a
+/// `DeprecatedField` Warning Event (the positive control of the check for none), then is reset.
+pub async fn a_deprecated_value_draws_a_warning_event(policy: &str, uid: &str) {
+    let patch = |default: bool| {
+        kubectl_ok(&[
+            "patch",
+            "clusterpolicy",
+            policy,
+            "--type",
+            "merge",
+            "-p",
+            &format!(r#"{{"spec":{{"cdi":{{"default":{default}}}}}}}"#),
+        ])
+        .unwrap();
+    };
+    patch(true);
+    wait_until("a DeprecatedField Warning Event", TIMEOUT, || async {
+        Ok(warning_events(uid)
+            .iter()
+            .any(|e| e.starts_with("DeprecatedField: spec.cdi.default"))
+            .then_some(()))
+    })
+    .await
+    .unwrap();
+    patch(false);
 }
 
 /// `helm upgrade --reuse-values --wait` with `args`, without hooks.

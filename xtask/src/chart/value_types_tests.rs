@@ -29,6 +29,7 @@ fn has(docs: &[Value], kind: &str, name: &str) -> bool {
 }
 
 #[test]
+#[ignore = "runs helm: `cargo xtask cluster up` builds it, `cargo xtask ci` runs this"]
 fn numbers_where_nvidia_quotes_become_strings() {
     let spec = policy(&[
         "--set",
@@ -56,6 +57,7 @@ fn numbers_where_nvidia_quotes_become_strings() {
 }
 
 #[test]
+#[ignore = "runs helm: `cargo xtask cluster up` builds it, `cargo xtask ci` runs this"]
 fn booleans_given_as_strings_become_booleans() {
     let spec = policy(&[
         "--set-string",
@@ -84,6 +86,7 @@ fn booleans_given_as_strings_become_booleans() {
 }
 
 #[test]
+#[ignore = "runs helm: `cargo xtask cluster up` builds it, `cargo xtask ci` runs this"]
 fn timeouts_and_counts_given_as_strings_become_integers() {
     let spec = policy(&[
         "--set-string",
@@ -97,6 +100,7 @@ fn timeouts_and_counts_given_as_strings_become_integers() {
 }
 
 #[test]
+#[ignore = "runs helm: `cargo xtask cluster up` builds it, `cargo xtask ci` runs this"]
 fn values_that_are_not_the_type_in_any_form_are_refused_with_the_key_named() {
     for (flag, set, named) in [
         ("--set-string", "toolkit.enabled=yes", "enabled"),
@@ -113,6 +117,7 @@ fn values_that_are_not_the_type_in_any_form_are_refused_with_the_key_named() {
 }
 
 #[test]
+#[ignore = "runs helm: `cargo xtask cluster up` builds it, `cargo xtask ci` runs this"]
 fn keys_no_nvidia_release_had_are_refused_with_the_key_named() {
     for (set, named) in [
         ("mig.config=all-balanced", "'config'"),
@@ -125,14 +130,9 @@ fn keys_no_nvidia_release_had_are_refused_with_the_key_named() {
 }
 
 #[test]
-fn nvidias_operator_image_fails_with_what_to_remove_and_its_validator_image_may_stay() {
-    let error = refused(&["--set", "operator.repository=nvcr.io/nvidia"]);
-    assert!(
-        error.contains("operator.repository=nvcr.io/nvidia")
-            && error.contains("nvcr.io/nvidia/gpu-operator:0.1.0")
-            && error.contains("Remove operator.repository, operator.image and operator.version"),
-        "{error}"
-    );
+#[ignore = "runs helm: `cargo xtask cluster up` builds it, `cargo xtask ci` runs this"]
+fn nvidias_validator_and_node_status_exporter_images_may_stay() {
+    // (NVIDIA's operator image itself: nvidia_values_tests.)
     let spec = policy(&[
         "--set",
         "validator.repository=nvcr.io/nvidia,validator.image=gpu-operator,validator.version=v26.7.0,nodeStatusExporter.repository=nvcr.io/nvidia,nodeStatusExporter.image=gpu-operator,nodeStatusExporter.version=v26.7.0",
