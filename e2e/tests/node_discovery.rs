@@ -5,7 +5,7 @@
 //! (so it runs with exactly the chart's RBAC). It labels the node, a second run writes nothing,
 //! a changed fact changes one label, a label another writer also set survives the agent letting go
 //! of it, the agent writes nothing where NFD's labels are present, and a long-running agent makes
-//! no write while nothing changes (its RSS is printed for the README).
+//! no write while nothing changes (its RSS is printed for the book's install page).
 #![cfg(feature = "e2e")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

@@ -1,5 +1,6 @@
-//! `cargo xtask ci`: exactly what CI runs — the harness binaries (helm among them) and promtool
-//! built if missing, fmt check, clippy with `-D warnings`, `helm lint` of the chart, unit tests
+//! `cargo xtask ci`: exactly what CI runs — the harness binaries (helm among them), promtool and
+//! mdbook built if missing, fmt check, clippy with `-D warnings`, `helm lint` of the chart, the
+//! book (its links checked, `mdbook build`), unit tests
 //! (with the `#[ignore]`d ones that need helm; the alert-rule and dashboard tests run promtool),
 //! e2e with the real node (`--real-node`, so as root), the short chaos profile — and at the end
 //! how many tests each tier ran.
@@ -9,7 +10,7 @@ use std::{process::Command, time::Instant};
 use crate::{
     chaos, chart,
     cluster::{self, Layout},
-    codegen, e2e, process, test_counts,
+    codegen, docs, e2e, process, test_counts,
 };
 
 /// Runs every check in order and stops at the first failure.
@@ -36,6 +37,7 @@ pub fn run() -> anyhow::Result<()> {
     cluster::ensure_built(&layout)?;
     // On its own and after the control plane: a failed promtool build leaves the rest usable.
     cluster::ensure_promtool(&layout)?;
+    let mdbook = docs::ensure_mdbook(&layout)?;
     for (name, args) in steps {
         let step = Instant::now();
         eprintln!("==> ci: {name} (cargo {})", args.join(" "));
@@ -44,6 +46,8 @@ pub fn run() -> anyhow::Result<()> {
         if name == "clippy" {
             eprintln!("==> ci: helm lint --strict {}", chart::CHART_DIR);
             chart::lint(&codegen::workspace_root().join(chart::CHART_DIR))?;
+            eprintln!("==> ci: the book (link check, mdbook build)");
+            docs::build(&codegen::workspace_root(), &mdbook)?;
         }
     }
     // The tests that need helm are `#[ignore]`d for a plain `cargo test`; here helm is built.

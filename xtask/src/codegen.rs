@@ -1,12 +1,12 @@
 //! `cargo xtask codegen`: writes the files generated from the Rust sources (the ClusterPolicy CRD,
-//! for `crds/` and the chart; the chart's values schema) and from the chart (the static manifests,
+//! for `crds/` and the chart; the chart's values schema; the book's reference pages) and from the chart (the static manifests,
 //! rendered by the harness's helm), and a test that fails when they are stale.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
-use crate::chart;
+use crate::{chart, docs};
 
 /// First line of every generated YAML file.
 const HEADER: &str =
@@ -43,7 +43,7 @@ fn write_all(root: &Path, files: Vec<(PathBuf, String)>) -> anyhow::Result<()> {
 /// Every generated file: its path relative to the workspace root, and its content.
 fn generated_files() -> anyhow::Result<Vec<(PathBuf, String)>> {
     let crd = clusterpolicy_crd_yaml()?;
-    Ok(vec![
+    let mut files = vec![
         (
             PathBuf::from("crds/clusterpolicies.nvidia.com.yaml"),
             crd.clone(),
@@ -60,7 +60,9 @@ fn generated_files() -> anyhow::Result<Vec<(PathBuf, String)>> {
             PathBuf::from("charts/gpu-operator/templates/_value_types.tpl"),
             chart::schema::value_types_template(HEADER)?,
         ),
-    ])
+    ];
+    files.extend(docs::generated_pages()?);
+    Ok(files)
 }
 
 /// The files rendered from the chart with the harness's helm.
@@ -135,6 +137,14 @@ mod tests {
     fn generated_yaml_starts_with_the_header() {
         for (path, content) in generated_files().unwrap() {
             if path.extension().is_some_and(|e| e == "json") {
+                continue;
+            }
+            if path.extension().is_some_and(|e| e == "md") {
+                assert!(
+                    content.starts_with(docs::GENERATED_HEADER),
+                    "{} lacks the header",
+                    path.display()
+                );
                 continue;
             }
             if path.extension().is_some_and(|e| e == "tpl") {

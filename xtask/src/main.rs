@@ -7,6 +7,7 @@ mod ci;
 mod cluster;
 mod codegen;
 mod demo;
+mod docs;
 mod e2e;
 mod image;
 #[cfg(test)]
@@ -36,10 +37,14 @@ enum Task {
     },
     /// Run the end-to-end tests, starting the local cluster first when none is up.
     E2e(e2e::Args),
-    /// What CI runs: fmt check, clippy -D warnings, unit tests, e2e tests.
+    /// What CI runs: fmt check, clippy -D warnings, helm lint, the book, unit tests (helm and
+    /// promtool ones included), e2e tests (with the real node: as root), the short chaos profile.
     Ci,
     /// The operator's main job on the local cluster, with simulated GPU nodes.
     Demo(demo::Args),
+    /// Check the links of the documentation book in docs/ and build it into target/book (mdbook is
+    /// installed into the harness cache the first time).
+    Book,
     /// Build promtool (first time only) into the harness cache; the alert-rule tests need it.
     Promtool,
     /// Build our container image without Docker (OCI layout and tarball under target/image).
@@ -63,6 +68,10 @@ fn main() -> std::process::ExitCode {
         Task::Bench(args) => bench::run(&args),
         Task::Image(args) => image::run(&args),
         Task::Chaos(args) => chaos::run(&args),
+        Task::Book => cluster::Layout::from_env().and_then(|layout| {
+            let mdbook = docs::ensure_mdbook(&layout)?;
+            docs::build(&codegen::workspace_root(), &mdbook)
+        }),
         Task::Promtool => cluster::Layout::from_env()
             .and_then(|layout| cluster::ensure_promtool(&layout))
             .map(|path| println!("{}", path.display())),

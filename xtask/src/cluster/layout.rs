@@ -15,6 +15,9 @@ pub const HELM: &str = "v3.21.4";
 /// Go module version of Prometheus that promtool is built from (`v0.316.0` is Prometheus 3.16.0).
 pub const PROMETHEUS: &str = "v0.316.0";
 
+/// mdBook release the documentation book is built with (`cargo install`ed, not a Go module).
+pub const MDBOOK: &str = "0.4.52";
+
 /// Environment variable that moves the whole cache (default `~/.cache/gpu-operator-e2e`).
 pub const CACHE_ENV: &str = "GPU_OPERATOR_E2E_CACHE";
 
@@ -102,6 +105,14 @@ impl Layout {
     /// Where promtool lives (built apart from the control plane; see `build::ensure_promtool`).
     pub fn promtool_bin(&self) -> PathBuf {
         self.root.join("bin").join(format!("promtool-{PROMETHEUS}"))
+    }
+    /// Where mdBook is installed (`cargo install --root`; see `docs::ensure_mdbook`).
+    pub fn mdbook_root(&self) -> PathBuf {
+        self.root.join("bin").join(format!("mdbook-{MDBOOK}"))
+    }
+    /// Where `cargo install` builds mdBook (removed once it is installed).
+    pub fn mdbook_build(&self) -> PathBuf {
+        self.root.join("src").join("mdbook-build")
     }
     /// Go module directories used to build the binaries (kept so a rebuild is incremental).
     pub fn go_src(&self, name: &str) -> PathBuf {

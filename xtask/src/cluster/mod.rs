@@ -18,7 +18,7 @@ use clap::Subcommand;
 pub use build::PROMTOOL_BUILD_COMMAND;
 pub use build::{ensure as ensure_built, ensure_promtool};
 pub use components::http_ok;
-pub use layout::{Layout, display as display_path};
+pub use layout::{Layout, MDBOOK, display as display_path};
 pub use nodes::is_ready as node_is_ready;
 pub use up::{UpArgs, restart};
 
