@@ -16,7 +16,9 @@ use crate::{
     process,
 };
 
-pub use reference::{HEADER as GENERATED_HEADER, generated_pages};
+#[cfg(test)]
+pub use reference::HEADER as GENERATED_HEADER;
+pub use reference::generated_pages;
 
 /// The book's directory, relative to the workspace root.
 pub const BOOK_DIR: &str = "docs";

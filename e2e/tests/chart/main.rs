@@ -49,16 +49,7 @@ async fn install_upgrade_crd_hook_uninstall_and_reinstall() {
     let dir = std::env::temp_dir().join(&release);
     std::fs::create_dir_all(&dir).unwrap();
 
-    let crd_warnings = steps::crd_apply_warnings();
-    assert!(
-        !crd_warnings.to_lowercase().contains("warning"),
-        "the API server warns about the chart's CRD:\n{crd_warnings}"
-    );
-    let install_warnings = steps::install(&release, &[]);
-    assert!(
-        !install_warnings.to_lowercase().contains("warning"),
-        "helm install with default values warned:\n{install_warnings}"
-    );
+    steps::install_quietly(&release);
     let env = steps::env(&client, &release, &dir).await;
     let operator = env.start(&[]);
     let policy = wait_policy(
@@ -68,13 +59,7 @@ async fn install_upgrade_crd_hook_uninstall_and_reinstall() {
         is_ready,
     )
     .await;
-    let uid = policy.uid().unwrap();
-    assert_eq!(
-        steps::warning_events(&uid),
-        Vec::<String>::new(),
-        "a default install drew Warning Events"
-    );
-    steps::a_deprecated_value_draws_a_warning_event(POLICY, &uid).await;
+    steps::no_warning_event_until_a_deprecated_value_is_set(POLICY, &policy.uid().unwrap()).await;
     assert_eq!(
         policy
             .labels()

@@ -42,12 +42,35 @@ pub fn install(release: &str, args: &[&str]) -> String {
     stderr
 }
 
-/// The chart's CRD with `kubectl apply --dry-run=server`: what the API server warns about it
-/// (`helm install` prints the same when it creates the CRD).
-pub fn crd_apply_warnings() -> String {
+/// Installs the chart with default values (`install`) and fails on any warning: helm's, and the
+/// API server's about the chart's objects and its CRD.
+pub fn install_quietly(release: &str) {
+    let crd = crd_apply_warnings();
+    assert!(
+        !crd.to_lowercase().contains("warning"),
+        "the API server warns about the chart's CRD:\n{crd}"
+    );
+    let install = install(release, &[]);
+    assert!(
+        !install.to_lowercase().contains("warning"),
+        "helm install with default values warned:\n{install}"
+    );
+}
+
+/// The chart's CRD with a server-side dry-run apply: what the API server warns about it (`helm
+/// install` prints the same when it creates the CRD; the CRD of before this check drew `Warning:
+/// unrecognized format "uint32"`).
+fn crd_apply_warnings() -> String {
     let crd = chart_dir().join("crds/clusterpolicies.nvidia.com.yaml");
     let output = gpu_operator_harness::access::kubectl()
-        .args(["apply", "--dry-run=server", "-f"])
+        .args([
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--field-manager=gpu-operator-e2e-dry-run",
+            "--dry-run=server",
+            "-f",
+        ])
         .arg(&crd)
         .output()
         .unwrap();
@@ -57,7 +80,7 @@ pub fn crd_apply_warnings() -> String {
 }
 
 /// The reasons of the Warning Events about the object with `uid`.
-pub fn warning_events(uid: &str) -> Vec<String> {
+fn warning_events(uid: &str) -> Vec<String> {
     let selector = format!("involvedObject.uid={uid},type=Warning");
     let out = kubectl_ok(&[
         "get",
@@ -72,9 +95,15 @@ pub fn warning_events(uid: &str) -> Vec<String> {
     out.lines().map(str::to_owned).collect()
 }
 
-/// A deprecated field set to a value that changes behaviour (`cdi.default: true`) draws a
-/// `DeprecatedField` Warning Event (the positive control of the check for none), then is reset.
-pub async fn a_deprecated_value_draws_a_warning_event(policy: &str, uid: &str) {
+/// The ClusterPolicy `policy` (`uid`) has no Warning Event; then a deprecated field set to a
+/// value that changes behaviour (`cdi.default: true`) draws a `DeprecatedField` one (the positive
+/// control of the query), and is reset.
+pub async fn no_warning_event_until_a_deprecated_value_is_set(policy: &str, uid: &str) {
+    assert_eq!(
+        warning_events(uid),
+        Vec::<String>::new(),
+        "a default install drew Warning Events"
+    );
     let patch = |default: bool| {
         kubectl_ok(&[
             "patch",

@@ -3,7 +3,7 @@
 //! `gpu-operator-api` declares (each constant with its doc comment). `cargo xtask codegen` writes
 //! them; its freshness test fails naming the stale page.
 
-use std::path::PathBuf;
+use std::{fmt::Write as _, path::PathBuf};
 
 use anyhow::Context as _;
 use gpu_operator_api::ClusterPolicy;
@@ -118,7 +118,9 @@ fn cluster_policy_reference() -> anyhow::Result<String> {
     for (name, section) in sections {
         let mut rows = Vec::new();
         walk(section, &format!("spec.{name}"), &mut rows);
-        page.push_str(&format!(
+        // Writing to a String cannot fail.
+        let _ = write!(
+            page,
             "\n## `spec.{name}`\n\n{}\n",
             cell(
                 section
@@ -126,7 +128,7 @@ fn cluster_policy_reference() -> anyhow::Result<String> {
                     .and_then(Value::as_str)
                     .unwrap_or("")
             )
-        ));
+        );
         if !rows.is_empty() {
             page.push_str("\n| field | type | default | description |\n|---|---|---|---|\n");
             page.push_str(&rows.join("\n"));
@@ -186,12 +188,14 @@ fn reasons_page() -> String {
          What to do about each is in [Troubleshooting](../troubleshooting.md).\n"
     );
     let mut table = |title: &str, consts: &[Constant]| {
-        page.push_str(&format!(
+        // Writing to a String cannot fail.
+        let _ = write!(
+            page,
             "\n## {}\n\n| name | meaning |\n|---|---|\n",
             cell(title)
-        ));
+        );
         for c in consts {
-            page.push_str(&format!("| `{}` | {} |\n", c.value, cell(&c.doc)));
+            let _ = writeln!(page, "| `{}` | {} |", c.value, cell(&c.doc));
         }
     };
     for (title, consts) in constants(CONDITIONS_RS, None) {

@@ -3,7 +3,7 @@
 //! [`coalesce`]), which ClusterPolicy is [`active`], how children are written ([`children`],
 //! [`apply`], with [`adopt`] and [`takeover`] for what another operator left, and [`leftovers`]
 //! for what it left that we do not render), and how conditions reach the ClusterPolicy status
-//! ([`status_write`], [`write_gate`]).
+//! ([`status_write`], [`write_gate`], with an operand's [`warning`]s).
 
 pub mod active;
 pub mod adopt;
@@ -15,4 +15,5 @@ pub mod leftovers;
 pub mod operand;
 pub mod status_write;
 pub mod takeover;
+pub mod warning;
 pub mod write_gate;

@@ -21,9 +21,10 @@ use kube::{
 };
 
 pub use crate::pipeline::children::Children;
+pub use crate::pipeline::warning::Warning;
 use crate::{
     Context, Error,
-    build::{digest, image, prometheus_rule, service_monitor},
+    build::{digest, image},
     cache::facts::ClusterFacts,
     pipeline::{
         active, children, coalesce,
@@ -95,59 +96,6 @@ pub trait Operand: Send + Sync + 'static {
     /// DaemonSet asks for, so it needs no replacement and is not reported as an old revision.
     /// `None` (the default): every pod of an older revision is outdated.
     const POD_IN_SYNC: Option<fn(&DaemonSet, &Pod) -> bool> = None;
-}
-
-/// A problem that does not stop an operand's rollout: it is appended to the operand's condition
-/// (whose reason it becomes while the condition is `True`) and published as a Warning Event.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Warning {
-    /// PascalCase reason, such as `ServiceMonitorCRDMissing`.
-    pub reason: &'static str,
-    /// What is wrong and how to fix it.
-    pub message: String,
-}
-
-impl Warning {
-    /// The operand renders a ServiceMonitor but the cluster has no ServiceMonitor CRD.
-    fn service_monitor_crd_missing(section: &str) -> Self {
-        Self {
-            reason: "ServiceMonitorCRDMissing",
-            message: format!(
-                "{section}.serviceMonitor.enabled is true but the ServiceMonitor CRD ({}) is not \
-                 installed, so no ServiceMonitor was created: install the Prometheus Operator's \
-                 CRDs or set {section}.serviceMonitor.enabled=false",
-                service_monitor::CRD_NAME
-            ),
-        }
-    }
-
-    /// The operand renders a PrometheusRule but the cluster has no PrometheusRule CRD.
-    fn prometheus_rule_crd_missing(section: &str) -> Self {
-        Self {
-            reason: "PrometheusRuleCRDMissing",
-            message: format!(
-                "{section}.prometheusRule.enabled is true but the PrometheusRule CRD ({}) is not \
-                 installed, so no alert rules were created: install the Prometheus Operator's \
-                 CRDs or set {section}.prometheusRule.enabled=false",
-                prometheus_rule::CRD_NAME
-            ),
-        }
-    }
-}
-
-/// `desired` with `warnings` appended to its message; the first becomes the reason of a `True`
-/// condition.
-fn with_warnings(mut desired: Desired, warnings: &[Warning]) -> Desired {
-    if let Some(first) = warnings.first()
-        && desired.status
-    {
-        first.reason.clone_into(&mut desired.reason);
-    }
-    for warning in warnings {
-        desired.message.push_str("; ");
-        desired.message.push_str(&warning.message);
-    }
-    desired
 }
 
 /// What validation may know about the cluster besides the ClusterPolicy.
@@ -398,7 +346,7 @@ async fn report<O: Operand>(
         Some(state) => state,
         None => rollout_condition::rollout_condition::<O>(ctx, children, unserved).await?,
     };
-    let desired = with_warnings(desired, warnings);
+    let desired = crate::pipeline::warning::with_warnings(desired, warnings);
     let live_message = policy
         .status
         .as_ref()
@@ -413,10 +361,11 @@ async fn report<O: Operand>(
     if outcome == Outcome::Written {
         let messages: Vec<&str> = warnings.iter().map(|w| w.message.as_str()).collect();
         let fresh = ctx.warned.first_seen(O::CONDITION, &messages);
-        for warning in warnings
-            .iter()
-            .filter(|w| fresh.contains(&w.message.as_str()) && !live_message.contains(&w.message))
-        {
+        for warning in warnings.iter().filter(|w| {
+            w.publishes_event()
+                && fresh.contains(&w.message.as_str())
+                && !live_message.contains(&w.message)
+        }) {
             publish(
                 ctx,
                 policy,
@@ -450,50 +399,5 @@ async fn publish(
     };
     if let Err(error) = ctx.recorder.publish(&event, &policy.object_ref(&())).await {
         tracing::warn!(%error, reason, "could not publish an Event");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn warnings_keep_the_status_and_name_the_problem() {
-        let warning = Warning::service_monitor_crd_missing("dcgmExporter");
-        let ready = with_warnings(
-            Desired::ok("X", "Ready", "ready on 2/2 GPU nodes"),
-            std::slice::from_ref(&warning),
-        );
-        assert!(ready.status);
-        assert_eq!(ready.reason, "ServiceMonitorCRDMissing");
-        assert!(
-            ready
-                .message
-                .starts_with("ready on 2/2 GPU nodes; dcgmExporter.serviceMonitor")
-                && ready
-                    .message
-                    .contains("servicemonitors.monitoring.coreos.com"),
-            "{}",
-            ready.message
-        );
-        let rolling = with_warnings(Desired::not_ok("X", "NotReady", "rolling out"), &[warning]);
-        assert_eq!(
-            rolling.reason, "NotReady",
-            "a False condition keeps its reason"
-        );
-        let plain = Desired::ok("X", "Ready", "fine");
-        assert_eq!(with_warnings(plain.clone(), &[]), plain);
-    }
-
-    #[test]
-    fn a_missing_rule_crd_names_the_crd_and_the_switch() {
-        let warning = Warning::prometheus_rule_crd_missing("dcgmExporter");
-        assert_eq!(warning.reason, "PrometheusRuleCRDMissing");
-        for part in [
-            "prometheusrules.monitoring.coreos.com",
-            "dcgmExporter.prometheusRule.enabled=false",
-        ] {
-            assert!(warning.message.contains(part), "{}", warning.message);
-        }
     }
 }
