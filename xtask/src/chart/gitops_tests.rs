@@ -8,7 +8,11 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{CHART_DIR, helm, nvidia_values_tests::render_docs, template};
+use super::{
+    CHART_DIR, helm,
+    nvidia_values_tests::{render_docs, yaml_docs},
+    template,
+};
 use crate::codegen::workspace_root;
 
 fn scratch(name: &str) -> std::path::PathBuf {
@@ -55,11 +59,7 @@ fn render_umbrella(umbrella_values: &str) -> Vec<Value> {
         &workspace_root().join(CHART_DIR),
         &umbrella.join("charts/gpu-operator"),
     );
-    let yaml = template(&umbrella, "platform", "gpu-operator", &[]).unwrap();
-    serde_yaml::Deserializer::from_str(&yaml)
-        .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
-        .filter(|doc: &Value| !doc.is_null())
-        .collect()
+    yaml_docs(&template(&umbrella, "platform", "gpu-operator", &[]).unwrap())
 }
 
 #[test]

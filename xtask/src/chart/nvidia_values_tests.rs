@@ -42,14 +42,18 @@ pub(super) fn read_yaml(path: &Path) -> Value {
     serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-/// Every document `helm template` renders with `args`; fails when helm fails or is not built.
-pub(super) fn render_docs(release: &str, args: &[&str]) -> Vec<Value> {
-    let chart = workspace_root().join(CHART_DIR);
-    let yaml = template(&chart, release, "gpu-operator", args).unwrap();
-    serde_yaml::Deserializer::from_str(&yaml)
+/// The non-empty documents of a multi-document YAML text.
+pub(super) fn yaml_docs(yaml: &str) -> Vec<Value> {
+    serde_yaml::Deserializer::from_str(yaml)
         .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
         .filter(|doc: &Value| !doc.is_null())
         .collect()
+}
+
+/// Every document `helm template` renders with `args`; fails when helm fails or is not built.
+pub(super) fn render_docs(release: &str, args: &[&str]) -> Vec<Value> {
+    let chart = workspace_root().join(CHART_DIR);
+    yaml_docs(&template(&chart, release, "gpu-operator", args).unwrap())
 }
 
 /// The rendered ClusterPolicy; fails unless every rendered key is a ClusterPolicy field.
@@ -241,10 +245,7 @@ fn operator_image(set: &str) -> Result<String, String> {
     let chart = workspace_root().join(CHART_DIR);
     let yaml = template(&chart, "gpu-operator", "gpu-operator", &["--set", set])
         .map_err(|e| e.to_string())?;
-    let docs: Vec<Value> = serde_yaml::Deserializer::from_str(&yaml)
-        .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
-        .collect();
-    Ok(operator_images(&docs)
+    Ok(operator_images(&yaml_docs(&yaml))
         .into_iter()
         .find(|(name, _)| name == "gpu-operator")
         .expect("no operator Deployment")

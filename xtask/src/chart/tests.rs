@@ -10,7 +10,9 @@ use serde_json::{Value, json};
 
 use super::{
     CHART_DIR, helm, lint,
-    nvidia_values_tests::{cluster_policy, compare, nvidia_values_files, read_yaml, render_docs},
+    nvidia_values_tests::{
+        cluster_policy, compare, nvidia_values_files, read_yaml, render_docs, yaml_docs,
+    },
     template,
 };
 use crate::codegen::workspace_root;
@@ -23,11 +25,7 @@ fn chart() -> PathBuf {
 /// when it is not built.
 fn render(args: &[&str]) -> Vec<Value> {
     helm().unwrap();
-    let yaml = template(&chart(), "gpu-operator", "gpu-operator", args).unwrap();
-    serde_yaml::Deserializer::from_str(&yaml)
-        .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
-        .filter(|doc: &Value| !doc.is_null())
-        .collect()
+    yaml_docs(&template(&chart(), "gpu-operator", "gpu-operator", args).unwrap())
 }
 
 /// The error `helm template` prints for `args`; fails with the command that builds helm when it
@@ -293,10 +291,7 @@ fn a_device_plugin_config_is_created_and_referenced() {
 fn psa_lets_the_operator_label_its_own_namespace_and_no_other() {
     helm().unwrap();
     let yaml = template(&chart(), "gpu-operator", "gpu-ops", &[]).unwrap();
-    let docs: Vec<Value> = serde_yaml::Deserializer::from_str(&yaml)
-        .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
-        .filter(|doc: &Value| !doc.is_null())
-        .collect();
+    let docs = yaml_docs(&yaml);
     // The operator's ClusterRole: the one that reads ClusterPolicies.
     let operator = docs
         .iter()
