@@ -101,6 +101,7 @@ pub mod nvml;
 mod real_outputs_tests;
 pub mod run;
 pub mod smi;
+pub mod smi_xml;
 pub mod status_files;
 pub mod summary;
 pub mod taint;
