@@ -75,12 +75,12 @@ pub fn build_ours(name: &str, out: &Path) -> anyhow::Result<Built> {
         "==> image: cargo build --release ({})",
         contents::BINARIES.join(", ")
     );
-    let mut build = Command::new(env!("CARGO"));
-    build.args(["build", "--release", "--locked", "--bins"]);
+    let mut cargo_build = Command::new(env!("CARGO"));
+    cargo_build.args(["build", "--release", "--locked", "--bins"]);
     for package in contents::BINARIES {
-        build.args(["--package", package]);
+        cargo_build.args(["--package", package]);
     }
-    process::run(&mut build)?;
+    process::run(&mut cargo_build)?;
     let contents = contents::ours();
     // The Dockerfile is the other way to build this image: refuse to build one that differs.
     let dockerfile = codegen::workspace_root().join("Dockerfile");
