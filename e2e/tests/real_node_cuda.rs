@@ -3,8 +3,8 @@
 //! on the validator DaemonSet's `cuda-validation` container, creates its workload pod from our
 //! image; the real kubelet starts our `vectorAdd` in it, which finds no driver library on this
 //! GPU-less node and fails with its own exit code; the validator reports that on the Node
-//! (`GPUStackReady=False/CudaNotReady`, with the workload's own words) and the operator names the
-//! node in the ClusterPolicy's `NodesValidated`. A `vectorAdd` missing from the image fails this
+//! (`GPUCudaReady=False/WorkloadFailed` with the workload's own words, so `GPUStackReady` is
+//! `CUDANotReady`) and the operator names the node in the ClusterPolicy's `NodesValidated`. A `vectorAdd` missing from the image fails this
 //! test (the container cannot start: no exit code 2, no library message).
 #![cfg(feature = "real-node")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -42,6 +42,7 @@ async fn forget_validation(nodes: &Api<Node>) {
     let conditions: Vec<Value> = [
         cond::GPU_DRIVER_READY,
         cond::GPU_TOOLKIT_READY,
+        cond::GPU_CUDA_READY,
         cond::GPU_DEVICE_PLUGIN_READY,
         cond::GPU_STACK_READY,
     ]
@@ -212,26 +213,38 @@ async fn the_cuda_workload_pod_runs_our_vector_add_and_fails_truthfully_on_a_nod
     assert!(said.contains("libcuda.so.1"), "{said}");
 
     // The Node says why, in the workload's own words.
-    let node = nodes.get(NODE_NAME).await.unwrap();
-    let stack = node
+    let conditions = nodes
+        .get(NODE_NAME)
+        .await
+        .unwrap()
         .status
         .and_then(|s| s.conditions)
-        .unwrap_or_default()
-        .into_iter()
-        .find(|c| c.type_ == cond::GPU_STACK_READY)
-        .unwrap_or_else(|| panic!("no {} on {NODE_NAME}", cond::GPU_STACK_READY));
+        .unwrap_or_default();
+    let of = |type_: &str| {
+        conditions
+            .iter()
+            .find(|c| c.type_ == type_)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {type_} on {NODE_NAME}: {conditions:#?}"))
+    };
+    let cuda = of(cond::GPU_CUDA_READY);
+    assert_eq!(
+        (cuda.status.as_str(), cuda.reason.as_deref()),
+        ("False", Some(reason::WORKLOAD_FAILED)),
+        "{cuda:?}"
+    );
+    let message = cuda.message.unwrap_or_default();
+    assert!(message.contains("exited 2"), "{message}");
+    assert!(message.contains("libcuda.so.1"), "{message}");
+    let stack = of(cond::GPU_STACK_READY);
     assert_eq!(
         (stack.status.as_str(), stack.reason.as_deref()),
         ("False", Some(reason::CUDA_NOT_READY)),
         "{stack:?}"
     );
-    let message = stack.message.unwrap_or_default();
-    assert!(message.contains(reason::WORKLOAD_FAILED), "{message}");
-    assert!(message.contains("exited 2"), "{message}");
-    assert!(message.contains("libcuda.so.1"), "{message}");
 
     // The operator names the node and why in the ClusterPolicy.
-    let named = format!("{NODE_NAME} (stack: {})", reason::CUDA_NOT_READY);
+    let named = format!("{NODE_NAME} (cuda: {})", reason::WORKLOAD_FAILED);
     let summary = ns
         .wait(
             "NodesValidated to name the real node",
