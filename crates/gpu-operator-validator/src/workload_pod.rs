@@ -22,7 +22,7 @@ use tracing::info;
 
 use crate::{
     components::{Failed, api_error},
-    config::WorkloadSettings,
+    config::{Config, WorkloadSettings},
 };
 
 /// The GPUs the NVIDIA runtime gives the CUDA pod (the plugin pod gets its own from the plugin).
@@ -117,6 +117,17 @@ pub fn build(
         }),
         status: None,
     }
+}
+
+/// Builds the pod for `workload` on the node and in the namespace `cfg` names, with its settings.
+pub fn build_for(workload: &Workload, cfg: &Config, owner: Option<OwnerReference>) -> Pod {
+    build(
+        workload,
+        cfg.node_name.as_deref().unwrap_or_default(),
+        cfg.namespace.as_deref().unwrap_or_default(),
+        &cfg.workload,
+        owner,
+    )
 }
 
 /// The owner reference to the validator's own pod, so its workload pods go with it.

@@ -53,15 +53,7 @@ pub fn pod(cfg: &Config, owner: Option<OwnerReference>) -> Result<Pod, Failed> {
         image: image(cfg)?,
         resource: None,
     };
-    let node = cfg.node_name.as_deref().unwrap_or_default();
-    let namespace = cfg.namespace.as_deref().unwrap_or_default();
-    Ok(workload_pod::build(
-        &workload,
-        node,
-        namespace,
-        &cfg.workload,
-        owner,
-    ))
+    Ok(workload_pod::build_for(&workload, cfg, owner))
 }
 
 /// Runs the CUDA check.
