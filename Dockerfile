@@ -6,7 +6,10 @@
 # static busybox `sh` (in /usr/bin, on the image's PATH) with the applets the rendered `sh -c` scripts use (the barrier loops,
 # the validator pod's idle loop and preStop hook). The contract, with NVIDIA's image beside ours,
 # is crates/gpu-operator/tests/validator_images.yaml; a test checks this file against it.
-# Building the binaries never needs Docker: `cargo build --release -p gpu-operator -p gpu-operator-validator`.
+# `/usr/bin/vectorAdd` is the CUDA workload of the validator's workload pods (the command NVIDIA's
+# image answers to): it loads the driver's libcuda.so.1, which the NVIDIA runtime mounts, at run time.
+# Building the binaries never needs Docker: `cargo build --release -p gpu-operator
+# -p gpu-operator-validator -p gpu-operator-cuda-workload`.
 
 FROM docker.io/library/rust:1.95-bookworm AS build
 RUN apt-get update \
@@ -15,9 +18,12 @@ RUN apt-get update \
 WORKDIR /src
 COPY . .
 RUN cargo build --release --locked --package gpu-operator --package gpu-operator-validator \
+      --package gpu-operator-cuda-workload \
  && install -D --mode 0755 target/release/gpu-operator /out/usr/bin/gpu-operator \
  && install -D --mode 0755 target/release/gpu-operator-validator /out/usr/bin/gpu-operator-validator \
+ && install -D --mode 0755 target/release/gpu-operator-cuda-workload /out/usr/bin/gpu-operator-cuda-workload \
  && ln -s gpu-operator-validator /out/usr/bin/nvidia-validator \
+ && ln -s gpu-operator-cuda-workload /out/usr/bin/vectorAdd \
  && install -D --mode 0755 /bin/busybox /out/usr/bin/busybox \
  && for applet in sh sleep rm; do ln -s busybox "/out/usr/bin/$applet"; done
 

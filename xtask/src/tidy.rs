@@ -107,6 +107,55 @@ mod tests {
         );
     }
 
+    /// The one crate that may hold `unsafe` code (the workspace denies it; the CUDA workload has to
+    /// launch a kernel through the driver API).
+    const UNSAFE_CRATE: &str = "crates/gpu-operator-cuda-workload/";
+    /// Spelled in two parts so that this file does not match itself.
+    const ALLOW_UNSAFE: &str = concat!("allow(", "unsafe_code)");
+    const UNSAFE_BLOCK: &str = concat!("unsafe", " {");
+
+    #[test]
+    fn unsafe_code_is_allowed_in_the_cuda_workload_alone_and_each_block_says_why() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let mut offenders = Vec::new();
+        let mut blocks = 0;
+        for path in workspace_files() {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let relative = path
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let allowed = relative.starts_with(UNSAFE_CRATE);
+            if text.contains(ALLOW_UNSAFE) && !allowed {
+                offenders.push(format!("{relative}: allows unsafe code"));
+            }
+            let lines: Vec<&str> = text.lines().collect();
+            for (i, line) in lines.iter().enumerate() {
+                if !line.contains(UNSAFE_BLOCK) || line.trim_start().starts_with("//") {
+                    continue;
+                }
+                blocks += usize::from(allowed);
+                let justified = lines[..i]
+                    .iter()
+                    .rev()
+                    .take_while(|l| l.trim_start().starts_with("//"))
+                    .any(|l| l.contains("SAFETY:"));
+                if !justified {
+                    offenders.push(format!(
+                        "{relative}:{}: an unsafe block without a `// SAFETY:` comment above it",
+                        i + 1
+                    ));
+                }
+            }
+        }
+        assert!(
+            blocks > 0,
+            "found no unsafe block under {UNSAFE_CRATE}: is this test still needed?"
+        );
+        assert!(offenders.is_empty(), "{offenders:#?}");
+    }
+
     /// The `[dependencies]` lines of a manifest that turn on a `testing` feature.
     fn production_dependencies_with_testing(manifest: &str) -> Vec<String> {
         let mut section = "";

@@ -60,6 +60,8 @@ pub mod node {
     pub const GPU_DRIVER_READY: &str = "GPUDriverReady";
     /// Containers get GPUs through the toolkit.
     pub const GPU_TOOLKIT_READY: &str = "GPUToolkitReady";
+    /// A CUDA workload computed the right result on the node's GPUs.
+    pub const GPU_CUDA_READY: &str = "GPUCudaReady";
     /// The device plugin advertises the node's GPUs.
     pub const GPU_DEVICE_PLUGIN_READY: &str = "GPUDevicePluginReady";
     /// The whole stack on the node is ready.

@@ -12,9 +12,10 @@ use crate::conditions::node;
 pub const ANNOTATION: &str = "nvidia.com/gpu-operator.validation";
 
 /// The condition types the summary carries, in report order.
-pub const TYPES: [&str; 4] = [
+pub const TYPES: [&str; 5] = [
     node::GPU_DRIVER_READY,
     node::GPU_TOOLKIT_READY,
+    node::GPU_CUDA_READY,
     node::GPU_DEVICE_PLUGIN_READY,
     node::GPU_STACK_READY,
 ];

@@ -149,7 +149,7 @@ pub mod reason {
     pub const NO_GPU_RESOURCES: &str = "NoGPUResources";
     /// The advertised resources (or GFD's `nvidia.com/mig.strategy`) contradict `MIG_STRATEGY`.
     pub const MIG_STRATEGY_MISMATCH: &str = "MIGStrategyMismatch";
-    /// The CUDA check passed (part of `GPUStackReady`).
+    /// `GPUCudaReady=True`: the CUDA workload computed the right result on the node's GPUs.
     pub const CUDA_VALIDATED: &str = "CUDAValidated";
     /// No image is configured for the CUDA check pod.
     pub const CUDA_IMAGE_NOT_CONFIGURED: &str = "CUDAImageNotConfigured";
@@ -173,7 +173,7 @@ pub mod reason {
     pub const DRIVER_NOT_READY: &str = "DriverNotReady";
     /// `GPUStackReady=False`: `GPUToolkitReady` is False.
     pub const TOOLKIT_NOT_READY: &str = "ToolkitNotReady";
-    /// `GPUStackReady=False`: the CUDA check failed or has not passed.
+    /// `GPUStackReady=False`: `GPUCudaReady` is False.
     pub const CUDA_NOT_READY: &str = "CUDANotReady";
     /// `GPUStackReady=False`: `GPUDevicePluginReady` is False.
     pub const DEVICE_PLUGIN_NOT_READY: &str = "DevicePluginNotReady";

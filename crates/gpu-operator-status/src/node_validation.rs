@@ -27,9 +27,10 @@ use gpu_operator_core::{
 pub const NAME: &str = "node-validation";
 
 /// Short names of the components in the message, by condition type.
-const COMPONENTS: [(&str, &str); 4] = [
+const COMPONENTS: [(&str, &str); 5] = [
     (node::GPU_DRIVER_READY, "driver"),
     (node::GPU_TOOLKIT_READY, "toolkit"),
+    (node::GPU_CUDA_READY, "cuda"),
     (node::GPU_DEVICE_PLUGIN_READY, "device plugin"),
     (node::GPU_STACK_READY, "stack"),
 ];
@@ -46,7 +47,9 @@ pub fn summarize(nodes: &[Arc<NodeMeta>]) -> Desired {
     if total == 0 {
         return Desired::ok(NODES_VALIDATED, "NoGPUNodes", "no GPU nodes to validate");
     }
-    let mut ready = [0usize; 4];
+    let mut ready = [0usize; COMPONENTS.len()];
+    // The last component, the whole stack, decides whether a node is validated.
+    let stack = COMPONENTS.len() - 1;
     // Nodes whose validator reported a failure come before nodes with no report yet: they say why.
     let (mut failed, mut silent) = (Vec::new(), Vec::new());
     for node in &gpu_nodes {
@@ -89,7 +92,7 @@ pub fn summarize(nodes: &[Arc<NodeMeta>]) -> Desired {
         .map(|((_, name), n)| format!("{name} {n}/{total}"))
         .collect();
     let counts = format!("GPU nodes validated: {}", counts.join(", "));
-    let desired = if ready[3] == total {
+    let desired = if ready[stack] == total {
         Desired::ok(NODES_VALIDATED, "AllNodesValidated", counts)
     } else {
         Desired::not_ok(
@@ -98,7 +101,7 @@ pub fn summarize(nodes: &[Arc<NodeMeta>]) -> Desired {
             format!("{counts}; not validated: {}", problems.join("; ")),
         )
     };
-    desired.with_progress(ready[3], total)
+    desired.with_progress(ready[stack], total)
 }
 
 /// Writes the summary into the active ClusterPolicy.
@@ -148,7 +151,7 @@ mod tests {
         })
     }
 
-    const READY: &str = "GPUDriverReady=True/DriverValidated,GPUToolkitReady=True/ToolkitValidated,GPUDevicePluginReady=True/PluginValidated,GPUStackReady=True/StackReady";
+    const READY: &str = "GPUDriverReady=True/DriverValidated,GPUToolkitReady=True/ToolkitValidated,GPUCudaReady=True/CUDAValidated,GPUDevicePluginReady=True/PluginValidated,GPUStackReady=True/StackReady";
 
     #[test]
     fn all_validated_nodes_make_it_true_with_counts() {
@@ -156,29 +159,31 @@ mod tests {
         assert!(d.status);
         assert_eq!(
             d.message,
-            "GPU nodes validated: driver 1/1, toolkit 1/1, device plugin 1/1, stack 1/1"
+            "GPU nodes validated: driver 1/1, toolkit 1/1, cuda 1/1, device plugin 1/1, stack 1/1"
         );
     }
 
     #[test]
     fn the_first_failing_component_is_named_per_node() {
         let failing = "GPUDriverReady=True/DriverValidated,GPUToolkitReady=False/NvidiaSmiNotInjected,GPUStackReady=False/ToolkitNotReady";
+        let no_cuda = "GPUDriverReady=True/DriverValidated,GPUToolkitReady=True/ToolkitValidated,GPUCudaReady=False/WorkloadFailed,GPUStackReady=False/CUDANotReady";
         let d = summarize(&[
             node("a", true, Some(READY)),
             node("b", true, Some(failing)),
             node("c", true, None),
+            node("d", true, Some(no_cuda)),
         ]);
         assert!(!d.status);
         assert!(
             d.message.starts_with(
-                "GPU nodes validated: driver 2/3, toolkit 1/3, device plugin 1/3, stack 1/3"
+                "GPU nodes validated: driver 3/4, toolkit 2/4, cuda 1/4, device plugin 1/4, stack 1/4"
             ),
             "{}",
             d.message
         );
         assert!(
             d.message
-                .contains("b (toolkit: NvidiaSmiNotInjected); c (no validator report yet)"),
+                .contains("b (toolkit: NvidiaSmiNotInjected); d (cuda: WorkloadFailed); c (no validator report yet)"),
             "{}",
             d.message
         );

@@ -11,14 +11,15 @@
 //! |---|---|---|---|
 //! | `driver` | `nvidia-smi` is found under the host root (`HOST_ROOT_CTR_PATH`, host driver first) or the driver install dir; the kernel module is loaded (`/proc/driver/nvidia/version`); NVML (dlopened at run time, `nvml-wrapper`) or, as fallback, `nvidia-smi -q` reports the driver version, CUDA version and at least one GPU; module and library versions agree | `driver-ready` (`KEY=VALUE`: `IS_HOST_DRIVER`, `NVIDIA_DRIVER_ROOT`, `DRIVER_ROOT_CTR_PATH`, `NVIDIA_DEV_ROOT`, `DEV_ROOT_CTR_PATH`) | `GPUDriverReady` |
 //! | `toolkit` | the `nvidia-smi` the runtime injected into this container (nvidia runtime class or CDI) is on `PATH`, works and sees GPUs | `toolkit-ready` | `GPUToolkitReady` |
-//! | `cuda` | a pod pinned to the node (`nodeName`) running the CUDA check image (`CUDA_VALIDATOR_IMAGE`, else `VALIDATOR_IMAGE`) succeeds; no image configured fails with `CUDAImageNotConfigured` | `cuda-ready` | part of `GPUStackReady` |
+//! | `cuda` | a pod pinned to the node (`nodeName`) running `vectorAdd` from the CUDA check image (`CUDA_VALIDATOR_IMAGE`, else `VALIDATOR_IMAGE`; ours is the `gpu-operator-cuda-workload` crate) succeeds; no image configured fails with `CUDAImageNotConfigured` | `cuda-ready` | `GPUCudaReady` |
 //! | `plugin` | the node's capacity has `nvidia.com/gpu*` (MIG strategy none/single) or `nvidia.com/mig-*` (mixed) and GFD's `nvidia.com/mig.strategy` agrees; with `WITH_WORKLOAD` a pod requesting one runs | `plugin-ready` | `GPUDevicePluginReady` |
 //!
 //! | `metrics` | not a check: NVIDIA's node status exporter, serving the node's `gpu_operator_node_*` gauges on `:METRICS_PORT` (see [`metrics`]) | – | – |
 //! | `discover` | not a check: GPU node discovery without NFD, writing the NFD labels the operator reads on its own node (see [`discovery`]) | – | – |
 //!
-//! Every run also derives `GPUStackReady`: True when driver, toolkit and device plugin conditions
-//! are True and the CUDA check passed (`cuda-ready` exists); otherwise False with the first failing
+//! Every run also derives `GPUStackReady`: True when the driver, toolkit, CUDA and device plugin
+//! conditions are True (on a node without `GPUCudaReady`, written by an earlier release, an
+//! existing `cuda-ready` stands for it); otherwise False with the first failing
 //! component (`DriverNotReady`, `ToolkitNotReady`, `CUDANotReady`, `DevicePluginNotReady`) or
 //! `ValidationPending`. Reasons are the constants of [`gpu_operator_api::validator::reason`].
 //! Conditions are written with a strategic merge patch of `nodes/status` keyed by `type`, guarded
@@ -101,6 +102,7 @@ pub mod nvml;
 mod real_outputs_tests;
 pub mod run;
 pub mod smi;
+pub mod smi_xml;
 pub mod status_files;
 pub mod summary;
 pub mod taint;

@@ -1,4 +1,4 @@
-//! The Node conditions the validator owns (`GPUDriverReady`, `GPUToolkitReady`,
+//! The Node conditions the validator owns (`GPUDriverReady`, `GPUToolkitReady`, `GPUCudaReady`,
 //! `GPUDevicePluginReady`, `GPUStackReady`): pure functions that derive `GPUStackReady` and merge
 //! new results into the node's conditions, and the resourceVersion-guarded strategic merge patch
 //! of `nodes/status` that writes only our types and is skipped when nothing changed.
@@ -56,15 +56,14 @@ impl Desired {
     }
 }
 
-/// What is known about the CUDA check, which has no condition of its own.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Cuda {
-    /// It passed (`cuda-ready` exists, or it just passed).
-    Passed,
-    /// It just failed with this reason and message.
-    Failed(String, String),
-    /// It has not passed (yet).
-    Unknown,
+/// What the `cuda-ready` status file says when the node has no `GPUCudaReady` yet (a validator
+/// of an earlier release passed the CUDA check without writing that condition).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CudaFile {
+    /// `cuda-ready` exists: the CUDA check passed.
+    Ready,
+    /// It does not (yet).
+    Absent,
 }
 
 fn find<'a>(conditions: &'a [NodeCondition], type_: &str) -> Option<&'a NodeCondition> {
@@ -74,7 +73,7 @@ fn find<'a>(conditions: &'a [NodeCondition], type_: &str) -> Option<&'a NodeCond
 /// `GPUStackReady` from the node's current conditions overlaid with `own` (this run's result):
 /// True when driver, toolkit, CUDA and device plugin all passed; else the first failure in stack
 /// order, or the components still pending.
-pub fn stack(existing: &[NodeCondition], own: Option<&Desired>, cuda: &Cuda) -> Desired {
+pub fn stack(existing: &[NodeCondition], own: Option<&Desired>, cuda_file: CudaFile) -> Desired {
     let state = |type_: &str| -> Option<(bool, String, String)> {
         if let Some(d) = own.filter(|d| d.type_ == type_) {
             return Some((d.ready, d.reason.clone(), d.message.clone()));
@@ -89,7 +88,7 @@ pub fn stack(existing: &[NodeCondition], own: Option<&Desired>, cuda: &Cuda) -> 
     let steps = [
         (node::GPU_DRIVER_READY, reason::DRIVER_NOT_READY),
         (node::GPU_TOOLKIT_READY, reason::TOOLKIT_NOT_READY),
-        ("CUDA", reason::CUDA_NOT_READY),
+        (node::GPU_CUDA_READY, reason::CUDA_NOT_READY),
         (
             node::GPU_DEVICE_PLUGIN_READY,
             reason::DEVICE_PLUGIN_NOT_READY,
@@ -97,31 +96,20 @@ pub fn stack(existing: &[NodeCondition], own: Option<&Desired>, cuda: &Cuda) -> 
     ];
     let mut pending = Vec::new();
     for (type_, not_ready) in steps {
-        let current = if type_ == "CUDA" {
-            match cuda {
-                Cuda::Passed => Some((true, String::new(), String::new())),
-                Cuda::Failed(r, m) => Some((false, r.clone(), m.clone())),
-                Cuda::Unknown => None,
-            }
-        } else {
-            state(type_)
-        };
+        let current = state(type_).or_else(|| {
+            (type_ == node::GPU_CUDA_READY && cuda_file == CudaFile::Ready)
+                .then(|| (true, String::new(), String::new()))
+        });
         match current {
             Some((true, ..)) => {}
             Some((false, r, m)) => {
-                let what = if type_ == "CUDA" {
-                    "the CUDA check"
-                } else {
-                    type_
-                };
                 return Desired::new(
                     node::GPU_STACK_READY,
                     false,
                     not_ready,
-                    &format!("{what} failed ({r}): {m}"),
+                    &format!("{type_} failed ({r}): {m}"),
                 );
             }
-            None if type_ == "CUDA" => pending.push("the CUDA check"),
             None => pending.push(type_),
         }
     }
@@ -227,13 +215,13 @@ pub fn is_conflict(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 409)
 }
 
-/// Writes `own` (this component's condition, if it has one) and the derived `GPUStackReady` to
-/// the node; returns whether the stack is ready.
+/// Writes `own` (this component's condition) and the derived `GPUStackReady` to the node; returns
+/// whether the stack is ready.
 pub async fn report(
     nodes: &Api<Node>,
     name: &str,
-    own: Option<&Desired>,
-    cuda: &Cuda,
+    own: &Desired,
+    cuda_file: CudaFile,
 ) -> Result<bool, ReportError> {
     let api = |action| ReportError::api(action, name);
     for _ in 0..ATTEMPTS {
@@ -243,8 +231,8 @@ pub async fn report(
             .as_ref()
             .and_then(|s| s.conditions.clone())
             .unwrap_or_default();
-        let stack = stack(&existing, own, cuda);
-        let desired: Vec<Desired> = own.into_iter().cloned().chain([stack.clone()]).collect();
+        let stack = stack(&existing, Some(own), cuda_file);
+        let desired = [own.clone(), stack.clone()];
         let changed = merge(&existing, &desired, &now());
         if changed.is_empty() {
             tracing::debug!(node = name, "Node conditions unchanged, no patch");

@@ -10,6 +10,7 @@ use crate::{
     components::driver::check,
     host, metrics,
     smi::{self, tests::script},
+    smi_xml,
     testing::{Fixture, unloadable},
 };
 
@@ -28,6 +29,25 @@ fn nvidia_smi_q_of_an_h100_gives_driver_cuda_and_one_named_gpu() {
     assert_eq!(info.driver_version, "580.159.04");
     assert_eq!(info.cuda_version.as_deref(), Some("13.0"));
     assert_eq!(info.gpus, Some(vec!["NVIDIA H100 80GB HBM3".to_owned()]));
+}
+
+#[test]
+fn nvidia_smi_q_x_of_an_h100_gives_the_same_and_a_healthy_gpu() {
+    let xml = fixture("nvidia-smi-q-x", "xml");
+    let report = smi_xml::parse_query_xml(Path::new("nvidia-smi"), &xml).unwrap();
+    let text = smi::parse_query(Path::new("nvidia-smi"), &fixture("nvidia-smi-q", "txt")).unwrap();
+    assert_eq!(report.info, text, "the XML and the text say the same");
+    let [gpu] = report.gpus.as_slice() else {
+        panic!("one GPU: {report:?}")
+    };
+    assert_eq!(gpu.pci_bus_id, "00000000:00:06.0");
+    assert_eq!(gpu.uuid, "GPU-ee673aa1-2a06-5f4a-fb88-6d432da3c95b");
+    assert_eq!(
+        gpu.mig_mode,
+        Some(("Disabled".to_owned(), "Disabled".to_owned()))
+    );
+    assert_eq!(gpu.volatile_uncorrectable_ecc, Some(0));
+    assert!(!gpu.remap_pending && !gpu.remap_failed);
 }
 
 #[test]

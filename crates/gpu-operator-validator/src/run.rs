@@ -11,7 +11,7 @@ use tracing::{error, info, warn};
 use crate::{
     components::{self, Failed, Outcome},
     config::{Component, Config},
-    node_conditions::{self, Cuda, Desired},
+    node_conditions::{self, CudaFile, Desired},
     nvml::Nvml,
     status_files, taint,
 };
@@ -25,13 +25,13 @@ pub const EXIT_USAGE: u8 = 2;
 /// Exit code: the check passed but the Node conditions could not be written.
 pub const EXIT_NOT_REPORTED: u8 = 3;
 
-/// The Node condition a component owns (the CUDA check has none; it feeds `GPUStackReady`).
-pub fn condition_type(component: Component) -> Option<&'static str> {
+/// The Node condition a component owns.
+pub fn condition_type(component: Component) -> &'static str {
     match component {
-        Component::Driver => Some(node::GPU_DRIVER_READY),
-        Component::Toolkit => Some(node::GPU_TOOLKIT_READY),
-        Component::Plugin => Some(node::GPU_DEVICE_PLUGIN_READY),
-        Component::Cuda => None,
+        Component::Driver => node::GPU_DRIVER_READY,
+        Component::Toolkit => node::GPU_TOOLKIT_READY,
+        Component::Cuda => node::GPU_CUDA_READY,
+        Component::Plugin => node::GPU_DEVICE_PLUGIN_READY,
     }
 }
 
@@ -153,24 +153,22 @@ async fn attempt(cfg: &Config, nvml: &Arc<dyn Nvml>, client: &mut Option<kube::C
 /// Writes this run's condition and `GPUStackReady`, then lifts the startup taint if asked and ready.
 async fn report(cfg: &Config, client: &kube::Client, outcome: &Outcome) -> Result<(), String> {
     let name = cfg.node_name.as_deref().unwrap_or_default();
-    let own = condition_type(cfg.component).map(|type_| match outcome {
+    let type_ = condition_type(cfg.component);
+    let own = match outcome {
         Ok(p) => Desired::new(type_, true, p.reason, &p.message),
         Err(f) => Desired::new(type_, false, f.reason, &f.message),
-    });
-    let cuda = match (cfg.component, outcome) {
-        (Component::Cuda, Ok(_)) => Cuda::Passed,
-        (Component::Cuda, Err(f)) => Cuda::Failed(f.reason.to_owned(), f.message.clone()),
-        _ if cfg
-            .output_dir
-            .join(status_files::file_name(Component::Cuda))
-            .exists() =>
-        {
-            Cuda::Passed
-        }
-        _ => Cuda::Unknown,
+    };
+    let cuda_file = if cfg
+        .output_dir
+        .join(status_files::file_name(Component::Cuda))
+        .exists()
+    {
+        CudaFile::Ready
+    } else {
+        CudaFile::Absent
     };
     let nodes: Api<Node> = Api::all(client.clone());
-    let ready = node_conditions::report(&nodes, name, own.as_ref(), &cuda)
+    let ready = node_conditions::report(&nodes, name, &own, cuda_file)
         .await
         .map_err(|e| e.to_string())?;
     if ready && cfg.lift_startup_taint {

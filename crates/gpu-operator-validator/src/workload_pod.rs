@@ -22,8 +22,13 @@ use tracing::info;
 
 use crate::{
     components::{Failed, api_error},
-    config::WorkloadSettings,
+    config::{Config, WorkloadSettings},
 };
+
+/// The GPUs the NVIDIA runtime gives the CUDA pod (the plugin pod gets its own from the plugin).
+pub const NVIDIA_VISIBLE_DEVICES: &str = "NVIDIA_VISIBLE_DEVICES";
+/// The driver parts the NVIDIA runtime mounts into a workload pod.
+pub const NVIDIA_DRIVER_CAPABILITIES: &str = "NVIDIA_DRIVER_CAPABILITIES";
 
 /// What differs between the CUDA and the device plugin workload pod.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,13 +60,17 @@ pub fn build(
             ..ResourceRequirements::default()
         }
     });
-    let env = workload.resource.is_none().then(|| {
-        vec![EnvVar {
-            name: "NVIDIA_VISIBLE_DEVICES".to_owned(),
-            value: Some("all".to_owned()),
-            value_from: None,
-        }]
-    });
+    let var = |name: &str, value: &str| EnvVar {
+        name: name.to_owned(),
+        value: Some(value.to_owned()),
+        value_from: None,
+    };
+    // The CUDA workload needs the driver's compute libraries (libcuda.so.1), which the NVIDIA
+    // runtime mounts for the `compute` capability; some runtime versions default to `utility`.
+    let mut env = vec![var(NVIDIA_DRIVER_CAPABILITIES, "compute,utility")];
+    if workload.resource.is_none() {
+        env.insert(0, var(NVIDIA_VISIBLE_DEVICES, "all"));
+    }
     Pod {
         metadata: ObjectMeta {
             generate_name: Some(format!("{}-", workload.app)),
@@ -97,14 +106,28 @@ pub fn build(
                 image: Some(workload.image.clone()),
                 image_pull_policy: settings.pull_policy.clone(),
                 command: Some(settings.command.clone()),
-                env,
+                env: Some(env),
                 resources,
+                // A failed workload's last output lines become the termination message, which
+                // `describe` puts into the check's failure (and so into the Node condition).
+                termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
                 ..Container::default()
             }],
             ..PodSpec::default()
         }),
         status: None,
     }
+}
+
+/// Builds the pod for `workload` on the node and in the namespace `cfg` names, with its settings.
+pub fn build_for(workload: &Workload, cfg: &Config, owner: Option<OwnerReference>) -> Pod {
+    build(
+        workload,
+        cfg.node_name.as_deref().unwrap_or_default(),
+        cfg.namespace.as_deref().unwrap_or_default(),
+        &cfg.workload,
+        owner,
+    )
 }
 
 /// The owner reference to the validator's own pod, so its workload pods go with it.
@@ -278,7 +301,14 @@ mod tests {
         let c = &spec["containers"][0];
         assert_eq!(c["command"][0], "vectorAdd");
         assert_eq!(c["imagePullPolicy"], "IfNotPresent");
-        assert_eq!(c["env"][0]["name"], "NVIDIA_VISIBLE_DEVICES");
+        assert_eq!(
+            c["env"],
+            serde_json::json!([
+                {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
+                {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute,utility"}
+            ])
+        );
+        assert_eq!(c["terminationMessagePolicy"], "FallbackToLogsOnError");
         assert!(c.get("resources").is_none());
     }
 
@@ -295,7 +325,11 @@ mod tests {
         let c = &value["spec"]["containers"][0];
         assert_eq!(c["resources"]["limits"]["nvidia.com/mig-1g.10gb"], "1");
         assert_eq!(c["resources"]["requests"]["nvidia.com/mig-1g.10gb"], "1");
-        assert!(c.get("env").is_none());
+        assert_eq!(
+            c["env"],
+            serde_json::json!([{"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute,utility"}]),
+            "the plugin gives the pod its GPU"
+        );
         assert!(value["metadata"].get("ownerReferences").is_none());
         assert!(value["spec"].get("imagePullSecrets").is_none());
     }

@@ -219,6 +219,34 @@ async fn hook_identity(
     (kubeconfig, name, job)
 }
 
+/// The arguments a hook Job runs our image with: it sets no `command`, so the image's entrypoint
+/// (`/usr/bin/gpu-operator`, the Dockerfile's `ENTRYPOINT`) runs, from the operator's image.
+fn hook_args(job: &Value) -> Vec<String> {
+    let container = &job["spec"]["template"]["spec"]["containers"][0];
+    assert!(
+        container["command"].is_null(),
+        "the hook Job overrides the image's entrypoint: {container}"
+    );
+    let image = container["image"].as_str().unwrap_or_default();
+    assert!(
+        image.starts_with("ghcr.io/gpu-operator-rs/gpu-operator:"),
+        "the hook Job runs {image}, not the operator's image"
+    );
+    let dockerfile =
+        std::fs::read_to_string(gpu_operator_harness::chart::chart_dir().join("../../Dockerfile"))
+            .unwrap();
+    assert!(
+        dockerfile.contains(r#"ENTRYPOINT ["/usr/bin/gpu-operator"]"#),
+        "the image's entrypoint is no longer the operator binary"
+    );
+    container["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_owned())
+        .collect()
+}
+
 /// Runs the operator binary with `args` and `--kubeconfig`; returns (success, stdout + stderr).
 fn run_binary(args: &[&str], kubeconfig: &Path) -> (bool, String) {
     let output = Command::new(workspace_binary("gpu-operator"))
@@ -262,10 +290,9 @@ pub async fn the_crd_hook_updates_a_stale_crd(client: &kube::Client, release: &s
         dir,
     )
     .await;
-    assert_eq!(
-        job["spec"]["template"]["spec"]["containers"][0]["args"],
-        serde_json::json!(["crds", "apply"])
-    );
+    let args = hook_args(&job);
+    assert_eq!(args, ["crds", "apply"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     let crd_name = "clusterpolicies.nvidia.com";
     let kata = |crd: &CustomResourceDefinition| {
@@ -295,7 +322,8 @@ pub async fn the_crd_hook_updates_a_stale_crd(client: &kube::Client, release: &s
         "the CRD did not go stale"
     );
 
-    let (ok, output) = run_binary(&["crds", "apply"], &kubeconfig);
+    // The Job's own command line, as its pod would run it.
+    let (ok, output) = run_binary(&args, &kubeconfig);
     assert!(ok, "crds apply failed under the hook's RBAC: {output}");
     assert!(output.contains(&format!("{crd_name} updated")), "{output}");
     assert!(
@@ -345,7 +373,9 @@ pub async fn the_label_cleanup_hook_removes_our_labels(
         job["metadata"]["annotations"]["helm.sh/hook"],
         "post-delete"
     );
-    let (ok, output) = run_binary(&["cleanup-node-labels"], &kubeconfig);
+    let args = hook_args(&job);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (ok, output) = run_binary(&args, &kubeconfig);
     assert!(
         ok,
         "cleanup-node-labels failed under the hook's RBAC: {output}"

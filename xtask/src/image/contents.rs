@@ -49,23 +49,34 @@ pub struct Contents {
 pub const BASE: &str = "gcr.io/distroless/cc-debian12:nonroot";
 /// The image's user and group (distroless `nonroot`).
 pub const USER: &str = "65532:65532";
+/// The workspace binaries in the image (each its package's only binary, named as the package).
+pub const BINARIES: [&str; 3] = [
+    "gpu-operator",
+    "gpu-operator-validator",
+    "gpu-operator-cuda-workload",
+];
 /// The busybox applets linked into `/usr/bin`: what the rendered `sh -c` scripts run.
 pub const BUSYBOX_APPLETS: [&str; 3] = ["sh", "sleep", "rm"];
 
 /// What our image holds (see the module docs).
 pub fn ours() -> Contents {
     let mut items = BTreeSet::new();
-    for binary in ["gpu-operator", "gpu-operator-validator"] {
+    for binary in BINARIES {
         items.insert(Item::File {
             path: format!("/usr/bin/{binary}"),
             mode: 0o755,
             source: Source::Cargo(binary.to_owned()),
         });
     }
-    // NVIDIA's command name, which operand manifests and users' scripts call.
+    // NVIDIA's command names, which operand manifests, the validator's workload pods and users'
+    // scripts call.
     items.insert(Item::Link {
         path: "/usr/bin/nvidia-validator".into(),
         target: "gpu-operator-validator".into(),
+    });
+    items.insert(Item::Link {
+        path: "/usr/bin/vectorAdd".into(),
+        target: "gpu-operator-cuda-workload".into(),
     });
     items.insert(Item::File {
         path: "/usr/bin/busybox".into(),

@@ -71,17 +71,16 @@ pub fn default_out() -> PathBuf {
 /// Builds the release binaries (cargo skips this when they are fresh) and writes our image.
 pub fn build_ours(name: &str, out: &Path) -> anyhow::Result<Built> {
     let started = Instant::now();
-    eprintln!("==> image: cargo build --release (gpu-operator, gpu-operator-validator)");
-    process::run(Command::new(env!("CARGO")).args([
-        "build",
-        "--release",
-        "--locked",
-        "--package",
-        "gpu-operator",
-        "--package",
-        "gpu-operator-validator",
-        "--bins",
-    ]))?;
+    eprintln!(
+        "==> image: cargo build --release ({})",
+        contents::BINARIES.join(", ")
+    );
+    let mut cargo_build = Command::new(env!("CARGO"));
+    cargo_build.args(["build", "--release", "--locked", "--bins"]);
+    for package in contents::BINARIES {
+        cargo_build.args(["--package", package]);
+    }
+    process::run(&mut cargo_build)?;
     let contents = contents::ours();
     // The Dockerfile is the other way to build this image: refuse to build one that differs.
     let dockerfile = codegen::workspace_root().join("Dockerfile");

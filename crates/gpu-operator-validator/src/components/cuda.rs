@@ -45,6 +45,17 @@ pub fn image(cfg: &Config) -> Result<String, Failed> {
     })
 }
 
+/// The CUDA workload pod this check creates on its node. Pure.
+pub fn pod(cfg: &Config, owner: Option<OwnerReference>) -> Result<Pod, Failed> {
+    let workload = Workload {
+        app: CUDA_WORKLOAD_APP,
+        container: "cuda-validation",
+        image: image(cfg)?,
+        resource: None,
+    };
+    Ok(workload_pod::build_for(&workload, cfg, owner))
+}
+
 /// Runs the CUDA check.
 pub async fn check(cfg: &Config, client: &kube::Client) -> Outcome {
     if !cfg.with_workload {
@@ -53,18 +64,11 @@ pub async fn check(cfg: &Config, client: &kube::Client) -> Outcome {
             "CUDA workload skipped (WITH_WORKLOAD=false)",
         );
     }
-    let image = image(cfg)?;
     let node = cfg.node_name.as_deref().unwrap_or_default();
     let namespace = cfg.namespace.as_deref().unwrap_or_default();
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let owner = validator_pod_owner(cfg, &pods).await?;
-    let workload = Workload {
-        app: CUDA_WORKLOAD_APP,
-        container: "cuda-validation",
-        image,
-        resource: None,
-    };
-    let pod = workload_pod::build(&workload, node, namespace, &cfg.workload, owner);
+    let pod = pod(cfg, owner)?;
     let name =
         workload_pod::run(&pods, &pod, node, cfg.workload.timeout, cfg.sleep_interval).await?;
     passed(

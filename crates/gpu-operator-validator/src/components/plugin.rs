@@ -7,7 +7,7 @@ use std::{collections::BTreeMap, time::Duration};
 use gpu_operator_api::{labels, validator::reason};
 use k8s_openapi::{
     api::core::v1::{Node, Pod},
-    apimachinery::pkg::api::resource::Quantity,
+    apimachinery::pkg::{api::resource::Quantity, apis::meta::v1::OwnerReference},
 };
 use kube::{Api, ResourceExt as _};
 use tracing::info;
@@ -123,6 +123,24 @@ pub fn choose_resource(node: &Node, strategy: MigStrategy) -> Result<(String, i6
     ))
 }
 
+/// The device plugin workload pod this check creates on its node, requesting one `resource`.
+/// Pure.
+pub fn pod(cfg: &Config, resource: String, owner: Option<OwnerReference>) -> Result<Pod, Failed> {
+    let Some(image) = cfg.workload.plugin_image.clone() else {
+        return Err(Failed::permanent(
+            reason::WORKLOAD_IMAGE_NOT_CONFIGURED,
+            "WITH_WORKLOAD is true but VALIDATOR_IMAGE is not set: no image for the device plugin workload pod",
+        ));
+    };
+    let workload = Workload {
+        app: gpu_operator_api::validator::PLUGIN_WORKLOAD_APP,
+        container: "plugin-validation",
+        image,
+        resource: Some(resource),
+    };
+    Ok(workload_pod::build_for(&workload, cfg, owner))
+}
+
 /// Runs the plugin check.
 pub async fn check(cfg: &Config, client: &kube::Client) -> Outcome {
     let node_name = cfg.node_name.as_deref().unwrap_or_default();
@@ -151,22 +169,10 @@ pub async fn check(cfg: &Config, client: &kube::Client) -> Outcome {
     if !cfg.with_workload {
         return passed(reason::DEVICE_PLUGIN_VALIDATED, found);
     }
-    let Some(image) = cfg.workload.plugin_image.clone() else {
-        return Err(Failed::permanent(
-            reason::WORKLOAD_IMAGE_NOT_CONFIGURED,
-            "WITH_WORKLOAD is true but VALIDATOR_IMAGE is not set: no image for the device plugin workload pod",
-        ));
-    };
     let namespace = cfg.namespace.as_deref().unwrap_or_default();
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let owner = super::cuda::validator_pod_owner(cfg, &pods).await?;
-    let workload = Workload {
-        app: gpu_operator_api::validator::PLUGIN_WORKLOAD_APP,
-        container: "plugin-validation",
-        image,
-        resource: Some(resource),
-    };
-    let pod = workload_pod::build(&workload, node_name, namespace, &cfg.workload, owner);
+    let pod = pod(cfg, resource, owner)?;
     let name = workload_pod::run(
         &pods,
         &pod,

@@ -61,7 +61,7 @@ fn all_green() -> Vec<NodeCondition> {
 
 #[test]
 fn stack_is_ready_when_everything_passed() {
-    let s = stack(&all_green(), None, &Cuda::Passed);
+    let s = stack(&all_green(), None, CudaFile::Ready);
     assert!(s.ready);
     assert_eq!(s.type_, node::GPU_STACK_READY);
     assert_eq!(s.reason, reason::STACK_READY);
@@ -80,7 +80,7 @@ fn stack_names_the_first_failure_in_order() {
         reason::DRIVER_NOT_LOADED,
         "module missing",
     );
-    let s = stack(&all_green(), Some(&own), &Cuda::Passed);
+    let s = stack(&all_green(), Some(&own), CudaFile::Ready);
     assert!(!s.ready);
     assert_eq!(s.reason, reason::DRIVER_NOT_READY);
     assert_eq!(
@@ -88,28 +88,54 @@ fn stack_names_the_first_failure_in_order() {
         "GPUDriverReady failed (DriverNotLoaded): module missing"
     );
 
-    let s = stack(
-        &all_green(),
-        None,
-        &Cuda::Failed(reason::CUDA_IMAGE_NOT_CONFIGURED.into(), "no image".into()),
+    let cuda = Desired::new(
+        node::GPU_CUDA_READY,
+        false,
+        reason::CUDA_IMAGE_NOT_CONFIGURED,
+        "no image",
     );
+    // This run's CUDA failure wins over a `cuda-ready` file of an earlier pass.
+    let s = stack(&all_green(), Some(&cuda), CudaFile::Ready);
     assert_eq!(s.reason, reason::CUDA_NOT_READY);
-    assert!(s.message.contains("CUDAImageNotConfigured") && s.message.contains("no image"));
+    assert_eq!(
+        s.message,
+        "GPUCudaReady failed (CUDAImageNotConfigured): no image"
+    );
+}
+
+#[test]
+fn the_cuda_condition_on_the_node_counts_and_the_file_stands_in_for_an_earlier_release() {
+    let mut existing = all_green();
+    existing.push(condition(
+        node::GPU_CUDA_READY,
+        "False",
+        reason::WORKLOAD_FAILED,
+        "vectorAdd exited 2",
+        10,
+    ));
+    let s = stack(&existing, None, CudaFile::Ready);
+    assert_eq!(s.reason, reason::CUDA_NOT_READY);
+    assert!(s.message.contains("vectorAdd exited 2"), "{}", s.message);
+    // No GPUCudaReady (written by an earlier release): the status file says whether it passed.
+    assert!(stack(&all_green(), None, CudaFile::Ready).ready);
+    let s = stack(&all_green(), None, CudaFile::Absent);
+    assert_eq!(s.reason, reason::VALIDATION_PENDING);
+    assert_eq!(s.message, "not validated yet: GPUCudaReady");
 }
 
 #[test]
 fn stack_lists_what_is_pending() {
-    let s = stack(&[kubelet_ready()], None, &Cuda::Unknown);
+    let s = stack(&[kubelet_ready()], None, CudaFile::Absent);
     assert_eq!(s.reason, reason::VALIDATION_PENDING);
     assert_eq!(
         s.message,
-        "not validated yet: GPUDriverReady, GPUToolkitReady, the CUDA check, GPUDevicePluginReady"
+        "not validated yet: GPUDriverReady, GPUToolkitReady, GPUCudaReady, GPUDevicePluginReady"
     );
     let own = Desired::new(node::GPU_DRIVER_READY, true, reason::DRIVER_VALIDATED, "ok");
-    let s = stack(&[], Some(&own), &Cuda::Unknown);
+    let s = stack(&[], Some(&own), CudaFile::Absent);
     assert!(
         s.message
-            .ends_with("GPUToolkitReady, the CUDA check, GPUDevicePluginReady")
+            .ends_with("GPUToolkitReady, GPUCudaReady, GPUDevicePluginReady")
     );
 }
 
@@ -182,7 +208,7 @@ fn a_first_condition_transitions_now() {
 fn an_unknown_condition_counts_as_pending() {
     let mut existing = all_green();
     existing[1].status = "Unknown".into();
-    let s = stack(&existing, None, &Cuda::Passed);
+    let s = stack(&existing, None, CudaFile::Ready);
     assert_eq!(s.reason, reason::VALIDATION_PENDING);
 }
 

@@ -62,7 +62,7 @@ const CPUID: [&str; 40] = [
 ];
 
 /// The validators' report on a node where every component is ready.
-pub const READY_REPORT: &str = "GPUDriverReady=True/DriverValidated,GPUToolkitReady=True/ToolkitValidated,GPUDevicePluginReady=True/PluginValidated,GPUStackReady=True/StackReady";
+pub const READY_REPORT: &str = "GPUDriverReady=True/DriverValidated,GPUToolkitReady=True/ToolkitValidated,GPUCudaReady=True/CUDAValidated,GPUDevicePluginReady=True/PluginValidated,GPUStackReady=True/StackReady";
 
 /// A fleet with about `gpu_nodes` GPU nodes in the live bench's mix (6 of 7 nodes have GPUs).
 pub fn fleet(gpu_nodes: u32) -> anyhow::Result<Fleet> {

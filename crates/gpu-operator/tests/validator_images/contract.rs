@@ -57,6 +57,16 @@ impl Contract {
         serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
     }
 
+    /// This contract with `executable` gone from `image` (a positive control: a test must fail).
+    pub fn without_executable(mut self, image: Image, executable: &str) -> Self {
+        let contract = match image {
+            Image::Nvidia => &mut self.images.nvidia,
+            Image::Ours => &mut self.images.ours,
+        };
+        assert!(contract.executables.remove(executable), "{executable}");
+        self
+    }
+
     pub fn image(&self, image: Image) -> &ImageContract {
         match image {
             Image::Nvidia => &self.images.nvidia,
@@ -191,7 +201,7 @@ fn basename(path: &str) -> &str {
 
 /// The container's environment as the kubelet would give it: literal values, and downward-API
 /// fields filled with plausible values.
-fn env_of(container: &Value) -> BTreeMap<String, String> {
+pub fn env_of(container: &Value) -> BTreeMap<String, String> {
     let mut env = BTreeMap::new();
     for var in container["env"].as_array().into_iter().flatten() {
         let name = var["name"].as_str().unwrap_or_default().to_owned();

@@ -3,11 +3,13 @@
 //! status exporter), for every example ClusterPolicy on every node profile, runs only commands
 //! and relies only on environment that NVIDIA's image and ours both provide. The two contracts
 //! are `validator_images.yaml` (NVIDIA's: hand-written facts; ours: checked against the
-//! Dockerfile and against our validator's real argument parser).
+//! Dockerfile and against our validator's real argument parser). The pods the validator creates
+//! (its CUDA and device plugin workload pods) are held to the same contract.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod contract;
 mod shell;
+mod workload_pods;
 
 use std::{collections::BTreeSet, path::Path};
 
@@ -140,6 +142,69 @@ fn every_validator_image_container_of_every_example_runs_on_both_images() {
             "{expected} not walked: {checked:?}"
         );
     }
+}
+
+/// The validator DaemonSet of each case.
+fn validator_daemonsets() -> Vec<(String, Value)> {
+    rendered()
+        .into_iter()
+        .map(|(case, daemonsets)| {
+            let validator = daemonsets
+                .into_iter()
+                .find(|d| d["metadata"]["name"] == gpu_operator_validation::DAEMONSET)
+                .expect("the validator DaemonSet is rendered for every example");
+            (case, validator)
+        })
+        .collect()
+}
+
+/// What the workload pods of every case need that `image` lacks under `contract`; and how many
+/// workload pods were checked.
+fn workload_pod_problems(contract: &Contract, image: Image) -> (Vec<String>, usize) {
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for (case, validator) in validator_daemonsets() {
+        let pod = &validator["spec"]["template"]["spec"];
+        for name in ["cuda-validation", "plugin-validation"] {
+            let container = pod["initContainers"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|c| c["name"] == name)
+                .unwrap_or_else(|| panic!("{case}: the validator has no {name}"));
+            match workload_pods::workload_container(name, container) {
+                Ok(workload) => {
+                    checked += 1;
+                    for problem in contract.check(image, &workload) {
+                        problems.push(format!("{case}: {name}'s workload pod: {problem}"));
+                    }
+                }
+                Err(why) => problems.push(format!("{case}: {why}")),
+            }
+        }
+    }
+    (problems, checked)
+}
+
+/// Whichever validator image a ClusterPolicy names, the workload pods the validator starts from
+/// it (`VALIDATOR_IMAGE`, the default of `CUDA_VALIDATOR_IMAGE`) run a command that image has:
+/// ours answers to NVIDIA's `vectorAdd`.
+#[test]
+fn every_workload_pod_the_validator_creates_runs_on_both_images() {
+    let contract = Contract::load();
+    for image in [Image::Nvidia, Image::Ours] {
+        let (problems, checked) = workload_pod_problems(&contract, image);
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+        assert!(checked >= 2 * fixtures::profiles().len(), "{checked}");
+    }
+    // Positive control: an image without `vectorAdd` fails every workload pod.
+    let broken = Contract::load().without_executable(Image::Ours, "vectorAdd");
+    let (problems, checked) = workload_pod_problems(&broken, Image::Ours);
+    assert_eq!(problems.len(), checked, "{problems:#?}");
+    assert!(
+        problems[0].ends_with("runs `vectorAdd`, which the image does not have"),
+        "{problems:#?}"
+    );
 }
 
 /// The checker itself can fail: what earlier releases rendered, and env only ours reads, are
