@@ -20,6 +20,7 @@
 )]
 
 use gpu_operator_e2e::quiet;
+mod quiet_install;
 mod steps;
 use gpu_operator_e2e::scenario as support;
 
@@ -49,7 +50,7 @@ async fn install_upgrade_crd_hook_uninstall_and_reinstall() {
     let dir = std::env::temp_dir().join(&release);
     std::fs::create_dir_all(&dir).unwrap();
 
-    steps::install_quietly(&release);
+    quiet_install::install_quietly(&release);
     let env = steps::env(&client, &release, &dir).await;
     let operator = env.start(&[]);
     let policy = wait_policy(
@@ -59,7 +60,8 @@ async fn install_upgrade_crd_hook_uninstall_and_reinstall() {
         is_ready,
     )
     .await;
-    steps::no_warning_event_until_a_deprecated_value_is_set(POLICY, &policy.uid().unwrap()).await;
+    quiet_install::no_warning_event_until_a_deprecated_value_is_set(POLICY, &policy.uid().unwrap())
+        .await;
     assert_eq!(
         policy
             .labels()
