@@ -9,11 +9,14 @@
     reason = "test support: a step that cannot be taken fails the test that takes it"
 )]
 
-use std::time::Duration;
+use std::{path::PathBuf, time::Duration};
 
+use gpu_operator_api::{ClusterPolicy, conditions::NODES_VALIDATED};
 use gpu_operator_harness::{
+    chart::operator_kubeconfig,
     client, kubectl,
-    real_node::{NODE_NAME, TAINT},
+    operator::{IMAGES, Operator},
+    real_node::{NODE_NAME, TAINT, our_image},
     unique_name, wait_until,
 };
 use k8s_openapi::api::core::v1::{Namespace, Pod};
@@ -74,6 +77,49 @@ impl TestNamespace {
         }
     }
 
+    /// The operator as a host process under the chart's RBAC, operating in this namespace with
+    /// our image as its validator image; and the test's scratch directory (its log is there).
+    pub async fn start_operator(&self) -> (Operator, PathBuf) {
+        let dir = std::env::temp_dir().join(&self.name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (kubeconfig, _) = operator_kubeconfig(&self.client, &self.name, &self.name, &dir)
+            .await
+            .unwrap();
+        let image = our_image();
+        let mut env: Vec<(&str, &str)> = IMAGES
+            .iter()
+            .copied()
+            .filter(|(k, _)| *k != "VALIDATOR_IMAGE")
+            .collect();
+        env.push(("VALIDATOR_IMAGE", &image));
+        let operator =
+            Operator::start(&kubeconfig, &self.name, &env, &dir.join("operator.log")).unwrap();
+        (operator, dir)
+    }
+
+    /// The message of ClusterPolicy `policy`'s `NodesValidated` once it contains `expected`.
+    pub async fn nodes_validated(&self, policy: &str, expected: &str) -> String {
+        let policies: Api<ClusterPolicy> = Api::all(self.client.clone());
+        self.wait(
+            &format!("NodesValidated to say {expected:?}"),
+            Duration::from_secs(120),
+            || async {
+                let message = policies
+                    .get(policy)
+                    .await?
+                    .status
+                    .and_then(|s| s.conditions)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .find(|c| c.type_ == NODES_VALIDATED)
+                    .map(|c| c.message)
+                    .unwrap_or_default();
+                Ok(message.contains(expected).then_some(message))
+            },
+        )
+        .await
+    }
+
     /// `kubectl get pods -o yaml` and the events of the namespace, for failure messages.
     pub fn describe(&self) -> String {
         let run = |args: &[&str]| {
@@ -98,6 +144,15 @@ impl TestNamespace {
             .await
             .unwrap();
     }
+}
+
+/// A ClusterPolicy section (`validator`, `nodeStatusExporter`) naming our image, which the real
+/// node has imported (so it is never pulled).
+pub fn our_image_section() -> Value {
+    let image = our_image();
+    let (repository, rest) = image.rsplit_once('/').unwrap();
+    let (name, version) = rest.split_once(':').unwrap();
+    json!({"repository": repository, "image": name, "version": version, "imagePullPolicy": "Never"})
 }
 
 /// `kubectl logs` of one container (empty while it has none).

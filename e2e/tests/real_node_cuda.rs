@@ -11,14 +11,12 @@
 
 use std::{process::Command, time::Duration};
 
-use gpu_operator_api::{
-    ClusterPolicy, conditions::NODES_VALIDATED, conditions::node as cond, validator::reason,
-};
-use gpu_operator_e2e::real_node_pods::TestNamespace;
+use gpu_operator_api::{ClusterPolicy, conditions::node as cond, validator::reason};
+use gpu_operator_e2e::real_node_pods::{TestNamespace, our_image_section};
 use gpu_operator_harness::{
-    chart::{operator_kubeconfig, remove_operator_rbac},
+    chart::remove_operator_rbac,
     crd::ensure_crd,
-    operator::{IMAGES, Operator, workspace_binary},
+    operator::workspace_binary,
     real_node::{NODE_NAME, our_image},
 };
 use k8s_openapi::api::{
@@ -96,31 +94,17 @@ async fn the_cuda_workload_pod_runs_our_vector_add_and_fails_truthfully_on_a_nod
     ensure_crd().await.unwrap();
     let ns = TestNamespace::new("gpu-operator-cuda").await;
     let client = ns.client.clone();
-    let dir = std::env::temp_dir().join(&ns.name);
-    std::fs::create_dir_all(&dir).unwrap();
-    let (kubeconfig, _) = operator_kubeconfig(&client, &ns.name, &ns.name, &dir)
-        .await
-        .unwrap();
+    let (operator, dir) = ns.start_operator().await;
     let image = our_image();
-    let mut env: Vec<(&str, &str)> = IMAGES
-        .iter()
-        .copied()
-        .filter(|(k, _)| *k != "VALIDATOR_IMAGE")
-        .collect();
-    env.push(("VALIDATOR_IMAGE", &image));
-    let operator = Operator::start(&kubeconfig, &ns.name, &env, &dir.join("operator.log")).unwrap();
 
     // Our image as the validator image. No toleration of the real node's taint: no operand pod
     // runs there, so its Node conditions are this test's alone.
-    let (repository, rest) = image.rsplit_once('/').unwrap();
-    let (name, version) = rest.split_once(':').unwrap();
     let mut policy = serde_json::to_value(ClusterPolicy::new(
         &ns.name,
         gpu_operator_api::ClusterPolicySpec::default(),
     ))
     .unwrap();
-    policy["spec"]["validator"] = json!({"repository": repository, "image": name,
-        "version": version, "imagePullPolicy": "Never"});
+    policy["spec"]["validator"] = our_image_section();
     let policy: ClusterPolicy = serde_json::from_value(policy).unwrap();
     let policies: Api<ClusterPolicy> = Api::all(client.clone());
     policies
@@ -245,24 +229,7 @@ async fn the_cuda_workload_pod_runs_our_vector_add_and_fails_truthfully_on_a_nod
 
     // The operator names the node and why in the ClusterPolicy.
     let named = format!("{NODE_NAME} (cuda: {})", reason::WORKLOAD_FAILED);
-    let summary = ns
-        .wait(
-            "NodesValidated to name the real node",
-            Duration::from_secs(120),
-            || async {
-                let policy = policies.get(&ns.name).await?;
-                let message = policy
-                    .status
-                    .and_then(|s| s.conditions)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .find(|c| c.type_ == NODES_VALIDATED)
-                    .map(|c| c.message)
-                    .unwrap_or_default();
-                Ok(message.contains(&named).then_some(message))
-            },
-        )
-        .await;
+    let summary = ns.nodes_validated(&ns.name, &named).await;
     assert!(summary.contains(&named), "{summary}");
 
     forget_validation(&nodes).await;

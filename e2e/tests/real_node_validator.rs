@@ -11,15 +11,12 @@ use gpu_operator_e2e::real_node_pods as support;
 
 use std::time::Duration;
 
-use gpu_operator_api::{
-    ClusterPolicy, conditions::NODES_VALIDATED, conditions::node as cond, validator::reason,
-};
+use gpu_operator_api::{ClusterPolicy, conditions::node as cond, validator::reason};
 use gpu_operator_harness::{
-    chart::{operator_kubeconfig, remove_operator_rbac},
+    chart::remove_operator_rbac,
     crd::ensure_crd,
     kubectl,
-    operator::{IMAGES, Operator},
-    real_node::{NODE_NAME, TAINT, our_image},
+    real_node::{NODE_NAME, TAINT},
 };
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::{
@@ -57,24 +54,7 @@ async fn the_validator_pod_reports_no_driver_and_the_exporter_answers_on_the_rea
     ensure_crd().await.unwrap();
     let ns = TestNamespace::new("gpu-operator-real").await;
     let client = ns.client.clone();
-    let dir = std::env::temp_dir().join(&ns.name);
-    std::fs::create_dir_all(&dir).unwrap();
-    let (kubeconfig, _) = operator_kubeconfig(&client, &ns.name, &ns.name, &dir)
-        .await
-        .unwrap();
-    let image = our_image();
-    let mut env: Vec<(&str, &str)> = IMAGES
-        .iter()
-        .copied()
-        .filter(|(k, _)| *k != "VALIDATOR_IMAGE")
-        .collect();
-    env.push(("VALIDATOR_IMAGE", &image));
-    let operator = Operator::start(&kubeconfig, &ns.name, &env, &dir.join("operator.log")).unwrap();
-
-    let (repository, rest) = image.rsplit_once('/').unwrap();
-    let (name, version) = rest.split_once(':').unwrap();
-    let ours = json!({"repository": repository, "image": name, "version": version,
-        "imagePullPolicy": "Never"});
+    let (operator, _) = ns.start_operator().await;
     let mut policy = serde_json::to_value(ClusterPolicy::new(
         &ns.name,
         gpu_operator_api::ClusterPolicySpec::default(),
@@ -85,9 +65,9 @@ async fn the_validator_pod_reports_no_driver_and_the_exporter_answers_on_the_rea
     // A preinstalled driver is expected (there is none); no toolkit to install.
     spec["driver"]["enabled"] = false.into();
     spec["toolkit"]["enabled"] = false.into();
-    spec["validator"] = ours;
-    spec["nodeStatusExporter"] = json!({"enabled": true, "repository": repository,
-        "image": name, "version": version, "imagePullPolicy": "Never"});
+    spec["validator"] = support::our_image_section();
+    spec["nodeStatusExporter"] = support::our_image_section();
+    spec["nodeStatusExporter"]["enabled"] = true.into();
     let policy: ClusterPolicy = serde_json::from_value(policy).unwrap();
     let policies: Api<ClusterPolicy> = Api::all(client.clone());
     policies
@@ -141,24 +121,7 @@ async fn the_validator_pod_reports_no_driver_and_the_exporter_answers_on_the_rea
 
     // The operator names the node and the reason in the ClusterPolicy.
     let named = format!("{NODE_NAME} (driver: {expected_reason})");
-    let message = ns
-        .wait(
-            "NodesValidated to name the real node",
-            Duration::from_secs(120),
-            || async {
-                let policy = policies.get(&ns.name).await?;
-                let message = policy
-                    .status
-                    .and_then(|s| s.conditions)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .find(|c| c.type_ == NODES_VALIDATED)
-                    .map(|c| c.message)
-                    .unwrap_or_default();
-                Ok(message.contains(&named).then_some(message))
-            },
-        )
-        .await;
+    let message = ns.nodes_validated(&ns.name, &named).await;
     assert!(message.contains(&named), "{message}");
 
     // The node status exporter answers from inside its pod, with NVIDIA's gauges.

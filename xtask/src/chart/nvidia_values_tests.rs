@@ -263,7 +263,10 @@ fn nvidias_coordinates_run_this_operator_and_images_that_are_neither_are_refused
         .unwrap()
         .trim_matches('"');
     let ours = format!("ghcr.io/gpu-operator-rs/gpu-operator:{app_version}");
-    assert_eq!(operator_image("operator.imagePullPolicy=IfNotPresent").unwrap(), ours);
+    assert_eq!(
+        operator_image("operator.imagePullPolicy=IfNotPresent").unwrap(),
+        ours
+    );
     // NVIDIA's coordinates, with or without NVIDIA's tag, are this operator.
     for nvidia in [
         "operator.repository=nvcr.io/nvidia",
