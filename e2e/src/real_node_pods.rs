@@ -13,16 +13,16 @@ use std::{path::PathBuf, time::Duration};
 
 use gpu_operator_api::{ClusterPolicy, conditions::NODES_VALIDATED};
 use gpu_operator_harness::{
-    chart::operator_kubeconfig,
+    chart::{operator_kubeconfig, remove_operator_rbac},
     client, kubectl,
     operator::{IMAGES, Operator},
     real_node::{NODE_NAME, TAINT, our_image},
     unique_name, wait_until,
 };
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::{
     Api,
-    api::{DeleteParams, PostParams},
+    api::{DeleteParams, Patch, PatchParams, PostParams},
 };
 use serde_json::{Value, json};
 
@@ -97,6 +97,22 @@ impl TestNamespace {
         (operator, dir)
     }
 
+    /// Creates a ClusterPolicy named after this namespace: NVIDIA's defaults, with `edit` applied
+    /// to its `spec` (as JSON).
+    pub async fn create_policy(&self, edit: impl FnOnce(&mut Value)) {
+        let mut policy = serde_json::to_value(ClusterPolicy::new(
+            &self.name,
+            gpu_operator_api::ClusterPolicySpec::default(),
+        ))
+        .unwrap();
+        edit(&mut policy["spec"]);
+        let policy: ClusterPolicy = serde_json::from_value(policy).unwrap();
+        Api::<ClusterPolicy>::all(self.client.clone())
+            .create(&PostParams::default(), &policy)
+            .await
+            .unwrap();
+    }
+
     /// The message of ClusterPolicy `policy`'s `NodesValidated` once it contains `expected`.
     pub async fn nodes_validated(&self, policy: &str, expected: &str) -> String {
         let policies: Api<ClusterPolicy> = Api::all(self.client.clone());
@@ -104,20 +120,25 @@ impl TestNamespace {
             &format!("NodesValidated to say {expected:?}"),
             Duration::from_secs(120),
             || async {
-                let message = policies
-                    .get(policy)
-                    .await?
-                    .status
-                    .and_then(|s| s.conditions)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .find(|c| c.type_ == NODES_VALIDATED)
-                    .map(|c| c.message)
+                let current = policies.get(policy).await?;
+                let message = crate::scenario::condition(&current, NODES_VALIDATED)
+                    .map(|c| c.message.clone())
                     .unwrap_or_default();
                 Ok(message.contains(expected).then_some(message))
             },
         )
         .await
+    }
+
+    /// Undoes [`Self::start_operator`] and [`Self::create_policy`], then deletes the namespace.
+    pub async fn finish(self, operator: Operator) {
+        operator.stop().unwrap();
+        Api::<ClusterPolicy>::all(self.client.clone())
+            .delete(&self.name, &DeleteParams::default())
+            .await
+            .unwrap();
+        remove_operator_rbac(&self.name);
+        self.delete().await;
     }
 
     /// `kubectl get pods -o yaml` and the events of the namespace, for failure messages.
@@ -144,6 +165,18 @@ impl TestNamespace {
             .await
             .unwrap();
     }
+}
+
+/// NFD's label for an NVIDIA PCI device: what makes the operator treat a node as a GPU node.
+const NFD_NVIDIA: &str = "feature.node.kubernetes.io/pci-10de.present";
+
+/// Sets (or, with `None`, removes) NFD's NVIDIA label on the real node.
+pub async fn label_gpu_node(nodes: &Api<Node>, value: Option<&str>) {
+    let patch = json!({"metadata": {"labels": {NFD_NVIDIA: value}}});
+    nodes
+        .patch(NODE_NAME, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
 }
 
 /// A ClusterPolicy section (`validator`, `nodeStatusExporter`) naming our image, which the real

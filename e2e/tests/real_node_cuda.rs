@@ -11,10 +11,9 @@
 
 use std::{process::Command, time::Duration};
 
-use gpu_operator_api::{ClusterPolicy, conditions::node as cond, validator::reason};
-use gpu_operator_e2e::real_node_pods::{TestNamespace, our_image_section};
+use gpu_operator_api::{conditions::node as cond, validator::reason};
+use gpu_operator_e2e::real_node_pods::{TestNamespace, label_gpu_node, our_image_section};
 use gpu_operator_harness::{
-    chart::remove_operator_rbac,
     crd::ensure_crd,
     operator::workspace_binary,
     real_node::{NODE_NAME, our_image},
@@ -25,12 +24,10 @@ use k8s_openapi::api::{
 };
 use kube::{
     Api,
-    api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
+    api::{ListParams, Patch, PatchParams},
 };
 use serde_json::{Value, json};
 
-/// NFD's label for an NVIDIA PCI device: what makes the operator treat a node as a GPU node.
-const NFD_NVIDIA: &str = "feature.node.kubernetes.io/pci-10de.present";
 /// The exit code `vectorAdd --help` documents for a driver library that cannot be loaded.
 const NO_LIBRARY: i32 = 2;
 
@@ -99,29 +96,11 @@ async fn the_cuda_workload_pod_runs_our_vector_add_and_fails_truthfully_on_a_nod
 
     // Our image as the validator image. No toleration of the real node's taint: no operand pod
     // runs there, so its Node conditions are this test's alone.
-    let mut policy = serde_json::to_value(ClusterPolicy::new(
-        &ns.name,
-        gpu_operator_api::ClusterPolicySpec::default(),
-    ))
-    .unwrap();
-    policy["spec"]["validator"] = our_image_section();
-    let policy: ClusterPolicy = serde_json::from_value(policy).unwrap();
-    let policies: Api<ClusterPolicy> = Api::all(client.clone());
-    policies
-        .create(&PostParams::default(), &policy)
-        .await
-        .unwrap();
+    ns.create_policy(|spec| spec["validator"] = our_image_section())
+        .await;
     let nodes: Api<Node> = Api::all(client.clone());
     forget_validation(&nodes).await;
-    let label = |value: Option<&str>| json!({"metadata": {"labels": {NFD_NVIDIA: value}}});
-    nodes
-        .patch(
-            NODE_NAME,
-            &PatchParams::default(),
-            &Patch::Merge(&label(Some("true"))),
-        )
-        .await
-        .unwrap();
+    label_gpu_node(&nodes, Some("true")).await;
 
     // The validator's settings as the operator rendered them.
     let daemonsets: Api<DaemonSet> = Api::namespaced(client.clone(), &ns.name);
@@ -205,9 +184,7 @@ async fn the_cuda_workload_pod_runs_our_vector_add_and_fails_truthfully_on_a_nod
         .and_then(|s| s.conditions)
         .unwrap_or_default();
     let of = |type_: &str| {
-        conditions
-            .iter()
-            .find(|c| c.type_ == type_)
+        gpu_operator_e2e::validator_host::condition(&conditions, type_)
             .cloned()
             .unwrap_or_else(|| panic!("no {type_} on {NODE_NAME}: {conditions:#?}"))
     };
@@ -233,19 +210,6 @@ async fn the_cuda_workload_pod_runs_our_vector_add_and_fails_truthfully_on_a_nod
     assert!(summary.contains(&named), "{summary}");
 
     forget_validation(&nodes).await;
-    nodes
-        .patch(
-            NODE_NAME,
-            &PatchParams::default(),
-            &Patch::Merge(&label(None)),
-        )
-        .await
-        .unwrap();
-    operator.stop().unwrap();
-    policies
-        .delete(&ns.name, &DeleteParams::default())
-        .await
-        .unwrap();
-    remove_operator_rbac(&ns.name);
-    ns.delete().await;
+    label_gpu_node(&nodes, None).await;
+    ns.finish(operator).await;
 }

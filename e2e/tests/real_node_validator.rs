@@ -11,31 +11,16 @@ use gpu_operator_e2e::real_node_pods as support;
 
 use std::time::Duration;
 
-use gpu_operator_api::{ClusterPolicy, conditions::node as cond, validator::reason};
+use gpu_operator_api::{conditions::node as cond, validator::reason};
 use gpu_operator_harness::{
-    chart::remove_operator_rbac,
     crd::ensure_crd,
     kubectl,
     real_node::{NODE_NAME, TAINT},
 };
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::{
-    Api,
-    api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
-};
+use kube::{Api, api::ListParams};
 use serde_json::json;
-use support::TestNamespace;
-
-/// NFD's label for an NVIDIA PCI device: what makes the operator treat a node as a GPU node.
-const NFD_NVIDIA: &str = "feature.node.kubernetes.io/pci-10de.present";
-
-async fn label_gpu_node(nodes: &Api<Node>, value: Option<&str>) {
-    let patch = json!({"metadata": {"labels": {NFD_NVIDIA: value}}});
-    nodes
-        .patch(NODE_NAME, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .unwrap();
-}
+use support::{TestNamespace, label_gpu_node};
 
 /// The running pod of a DaemonSet (by its `app` label) on the real node.
 async fn pod_on_real_node(pods: &Api<Pod>, app: &str) -> Option<Pod> {
@@ -55,25 +40,16 @@ async fn the_validator_pod_reports_no_driver_and_the_exporter_answers_on_the_rea
     let ns = TestNamespace::new("gpu-operator-real").await;
     let client = ns.client.clone();
     let (operator, _) = ns.start_operator().await;
-    let mut policy = serde_json::to_value(ClusterPolicy::new(
-        &ns.name,
-        gpu_operator_api::ClusterPolicySpec::default(),
-    ))
-    .unwrap();
-    let spec = &mut policy["spec"];
-    spec["daemonsets"]["tolerations"] = json!([{"key": TAINT.0, "operator": "Exists"}]);
-    // A preinstalled driver is expected (there is none); no toolkit to install.
-    spec["driver"]["enabled"] = false.into();
-    spec["toolkit"]["enabled"] = false.into();
-    spec["validator"] = support::our_image_section();
-    spec["nodeStatusExporter"] = support::our_image_section();
-    spec["nodeStatusExporter"]["enabled"] = true.into();
-    let policy: ClusterPolicy = serde_json::from_value(policy).unwrap();
-    let policies: Api<ClusterPolicy> = Api::all(client.clone());
-    policies
-        .create(&PostParams::default(), &policy)
-        .await
-        .unwrap();
+    ns.create_policy(|spec| {
+        spec["daemonsets"]["tolerations"] = json!([{"key": TAINT.0, "operator": "Exists"}]);
+        // A preinstalled driver is expected (there is none); no toolkit to install.
+        spec["driver"]["enabled"] = false.into();
+        spec["toolkit"]["enabled"] = false.into();
+        spec["validator"] = support::our_image_section();
+        spec["nodeStatusExporter"] = support::our_image_section();
+        spec["nodeStatusExporter"]["enabled"] = true.into();
+    })
+    .await;
     let nodes: Api<Node> = Api::all(client.clone());
     label_gpu_node(&nodes, Some("true")).await;
 
@@ -159,11 +135,5 @@ async fn the_validator_pod_reports_no_driver_and_the_exporter_answers_on_the_rea
     assert_eq!(restarts, 0, "{}", ns.describe());
 
     label_gpu_node(&nodes, None).await;
-    operator.stop().unwrap();
-    policies
-        .delete(&ns.name, &DeleteParams::default())
-        .await
-        .unwrap();
-    remove_operator_rbac(&ns.name);
-    ns.delete().await;
+    ns.finish(operator).await;
 }

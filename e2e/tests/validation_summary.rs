@@ -49,13 +49,8 @@ async fn wait_summary(
 ) -> String {
     let result = wait_until(what, Duration::from_secs(90), || async {
         let policy = policies.get(name).await?;
-        let message = policy
-            .status
-            .and_then(|s| s.conditions)
-            .unwrap_or_default()
-            .into_iter()
-            .find(|c| c.type_ == NODES_VALIDATED)
-            .map(|c| c.message)
+        let message = gpu_operator_e2e::scenario::condition(&policy, NODES_VALIDATED)
+            .map(|c| c.message.clone())
             .unwrap_or_default();
         Ok(check(&message).then_some(message))
     })

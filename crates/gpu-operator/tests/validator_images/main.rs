@@ -82,13 +82,18 @@ fn daemonsets_of<O: Operand>(exporter_on: bool) -> Vec<(String, Vec<Value>)> {
     out
 }
 
+/// The validator DaemonSet among one case's DaemonSets.
+fn validator_of(daemonsets: &[Value]) -> &Value {
+    daemonsets
+        .iter()
+        .find(|d| d["metadata"]["name"] == gpu_operator_validation::DAEMONSET)
+        .expect("the validator DaemonSet is rendered for every example")
+}
+
 /// The containers started from the validator image in one case's DaemonSets: those with the
 /// image of the validator DaemonSet, and the node status exporter (NVIDIA ships it in that image).
 fn validator_image_containers(daemonsets: &[Value]) -> Vec<(String, Value)> {
-    let validator = daemonsets
-        .iter()
-        .find(|d| d["metadata"]["name"] == gpu_operator_validation::DAEMONSET)
-        .expect("the validator DaemonSet is rendered for every example");
+    let validator = validator_of(daemonsets);
     let image = validator["spec"]["template"]["spec"]["containers"][0]["image"].clone();
     let mut out = Vec::new();
     for ds in daemonsets {
@@ -149,10 +154,7 @@ fn validator_daemonsets() -> Vec<(String, Value)> {
     rendered()
         .into_iter()
         .map(|(case, daemonsets)| {
-            let validator = daemonsets
-                .into_iter()
-                .find(|d| d["metadata"]["name"] == gpu_operator_validation::DAEMONSET)
-                .expect("the validator DaemonSet is rendered for every example");
+            let validator = validator_of(&daemonsets).clone();
             (case, validator)
         })
         .collect()
