@@ -186,7 +186,8 @@ pub fn dockerfile_executables(dockerfile: &str) -> BTreeSet<String> {
     out
 }
 
-fn strings(value: &Value) -> Vec<String> {
+/// The strings of a JSON list (a container's `command` or `args`).
+pub fn strings(value: &Value) -> Vec<String> {
     value
         .as_array()
         .into_iter()

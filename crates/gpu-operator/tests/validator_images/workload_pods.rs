@@ -16,12 +16,7 @@ use super::contract;
 /// the validator would build none.
 pub fn workload_container(name: &str, container: &Value) -> Result<Value, String> {
     let env: BTreeMap<String, String> = contract::env_of(container);
-    let args: Vec<String> = container["args"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|a| a.as_str().map(str::to_owned))
-        .collect();
+    let args = contract::strings(&container["args"]);
     let config = match config::parse(&args, |var| env.get(var).map(OsString::from)) {
         Ok(Invocation::Run(config)) => config,
         other => {
