@@ -147,8 +147,7 @@ fn hook_args(job: &Value) -> Vec<String> {
         "the hook Job runs {image}, not the operator's image"
     );
     let dockerfile =
-        std::fs::read_to_string(gpu_operator_harness::chart::chart_dir().join("../../Dockerfile"))
-            .unwrap();
+        std::fs::read_to_string(gpu_operator_harness::crd::repo_root().join("Dockerfile")).unwrap();
     assert!(
         dockerfile.contains(r#"ENTRYPOINT ["/usr/bin/gpu-operator"]"#),
         "the image's entrypoint is no longer the operator binary"
