@@ -5,7 +5,8 @@
 //! kwok runs no containers: the chart's operator pod becomes Ready but does nothing. The operator
 //! that works runs here as a host process with a token of the chart's ServiceAccount, so it has
 //! exactly the chart's RBAC (the e2e tests do the same). The chart's hooks (CRD apply, cleanups)
-//! are Jobs that would never finish under kwok, so the demo installs with `--no-hooks`.
+//! are Jobs that kwok marks `Succeeded` without running them, so the demo installs with
+//! `--no-hooks` rather than wait for hooks that do nothing.
 
 use std::{
     fmt::Write as _,

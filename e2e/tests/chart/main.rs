@@ -7,7 +7,8 @@
 //! warning (the API server's included: the CRD's schema formats, Pod Security), and the
 //! ClusterPolicy draws no Warning Event until a test sets a deprecated value on purpose.
 //!
-//! Hooks: kwok runs no containers, so a hook Job would never finish. The scenario installs with
+//! Hooks: kwok runs no containers (it marks a Job's pod `Succeeded` without running it), so a hook
+//! Job would finish having done nothing. The scenario installs with
 //! `--no-hooks` and runs each hook's command as a host process under a token of the hook's own
 //! ServiceAccount, with the hook's RBAC rendered from the chart; the chart's unit tests check that
 //! the hook Jobs render with those commands.

@@ -1,5 +1,5 @@
-//! Loading the state NVIDIA's operator left (`e2e/fixtures/nvidia-v26.7.0`) into the test
-//! namespace, watching the pods through the take-over, and the checks on what is left after it.
+//! Waiting for the pods of the state NVIDIA's operator left (`gpu_operator_e2e::nvidia_fixture`),
+//! watching them through the take-over, and the checks on what is left after it.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -7,18 +7,15 @@ use std::{
 };
 
 use futures::StreamExt as _;
-use gpu_operator_api::{ClusterPolicy, conditions::operand};
-use gpu_operator_harness::{crd::repo_root, node_marks::Marks, wait_until};
+use gpu_operator_api::conditions::operand;
+use gpu_operator_e2e::nvidia_fixture::{Fixture, NVIDIA_MANAGER};
+use gpu_operator_harness::{node_marks::Marks, wait_until};
 use k8s_openapi::api::core::v1::Pod;
 use kube::{
     Api, ResourceExt as _,
-    api::{
-        ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
-        PostParams,
-    },
+    api::{ApiResource, DynamicObject, ListParams},
     runtime::{WatchStreamExt as _, watcher},
 };
-use serde_json::{Value, json};
 
 use crate::support::{Env, TIMEOUT};
 
@@ -34,162 +31,10 @@ pub const OPERANDS: [&str; 9] = [
     operand::NODE_STATUS_EXPORTER_READY,
     operand::GFD_READY,
 ];
-/// NVIDIA's field manager (its client writes with plain updates).
-const NVIDIA: &str = "gpu-operator";
-/// The namespace NVIDIA's operator ran in when the fixture was taken.
-const FIXTURE_NAMESPACE: &str = "gpu-operator";
-
-/// The fixture, read from the repository.
-pub struct Fixture {
-    objects: Vec<Value>,
-    policy: Value,
-    nodes: BTreeMap<String, Value>,
-}
-
-impl Fixture {
-    pub fn read() -> Self {
-        let dir = repo_root().join("e2e/fixtures/nvidia-v26.7.0");
-        let read = |file: &str| std::fs::read_to_string(dir.join(file)).unwrap();
-        let objects = serde_yaml::Deserializer::from_str(&read("objects.yaml"))
-            .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
-            .collect();
-        Self {
-            objects,
-            policy: serde_yaml::from_str(&read("clusterpolicy.yaml")).unwrap(),
-            nodes: serde_yaml::from_str(&read("node-labels.yaml")).unwrap(),
-        }
-    }
-
-    /// What NVIDIA's operator wrote on a node of `profile`, with a GPU node's OS set to the one
-    /// the fixture's driver image is built for (Ubuntu 22.04).
-    pub fn marks(&self, profile: &str, gpu: bool) -> Marks {
-        let map = |key: &str| -> BTreeMap<String, String> {
-            serde_json::from_value(self.nodes[profile][key].clone()).unwrap_or_default()
-        };
-        let mut labels = map("labels");
-        if gpu {
-            labels.insert(
-                "feature.node.kubernetes.io/system-os_release.ID".into(),
-                "ubuntu".into(),
-            );
-            labels.insert(
-                "feature.node.kubernetes.io/system-os_release.VERSION_ID".into(),
-                "22.04".into(),
-            );
-        }
-        Marks {
-            labels,
-            annotations: map("annotations"),
-        }
-    }
-
-    /// Creates the ClusterPolicy as NVIDIA's chart rendered it, named `name`, with NVIDIA's status.
-    pub async fn create_policy(&self, env: &Env, name: &str) -> ClusterPolicy {
-        let mut policy = self.policy.clone();
-        policy["metadata"]["name"] = json!(name);
-        let status = policy.as_object_mut().unwrap().remove("status").unwrap();
-        let policy: ClusterPolicy = serde_json::from_value(policy).unwrap();
-        let params = PostParams {
-            field_manager: Some("helm".to_owned()),
-            ..PostParams::default()
-        };
-        env.policies().create(&params, &policy).await.unwrap();
-        let patch = json!({"status": status});
-        let params = PatchParams {
-            field_manager: Some(NVIDIA.to_owned()),
-            ..PatchParams::default()
-        };
-        env.policies()
-            .patch_status(name, &params, &Patch::Merge(&patch))
-            .await
-            .unwrap()
-    }
-
-    /// Creates every object of the fixture in the test namespace, owned by `policy`, as NVIDIA's
-    /// client wrote them; returns their `Kind name`s. A cluster-scoped one left by an earlier
-    /// scenario is replaced.
-    pub async fn create_objects(
-        &self,
-        env: &Env,
-        policy: &ClusterPolicy,
-    ) -> Vec<(ApiResource, String)> {
-        let mut created = Vec::new();
-        for object in &self.objects {
-            let mut object = object.clone();
-            retarget(&mut object, &env.namespace, policy);
-            let resource = resource(&object);
-            let api = api(env, &resource, &object);
-            let object: DynamicObject = serde_json::from_value(object).unwrap();
-            let params = PostParams {
-                field_manager: Some(NVIDIA.to_owned()),
-                ..PostParams::default()
-            };
-            if api.get_opt(&object.name_any()).await.unwrap().is_some() {
-                api.delete(&object.name_any(), &DeleteParams::foreground())
-                    .await
-                    .unwrap();
-                wait_until("an earlier object to go", TIMEOUT, || async {
-                    Ok(api
-                        .get_opt(&object.name_any())
-                        .await?
-                        .is_none()
-                        .then_some(()))
-                })
-                .await
-                .unwrap();
-            }
-            api.create(&params, &object).await.unwrap();
-            created.push((resource, object.name_any()));
-        }
-        created
-    }
-}
-
-/// Points `object` at the test namespace and at `policy` (by name and uid).
-fn retarget(object: &mut Value, namespace: &str, policy: &ClusterPolicy) {
-    let meta = &mut object["metadata"];
-    if meta.get("namespace").is_some() {
-        meta["namespace"] = json!(namespace);
-    }
-    for owner in meta["ownerReferences"].as_array_mut().into_iter().flatten() {
-        owner["name"] = json!(policy.name_any());
-        owner["uid"] = json!(policy.uid().unwrap());
-    }
-    for subject in object["subjects"].as_array_mut().into_iter().flatten() {
-        if subject["namespace"] == FIXTURE_NAMESPACE {
-            subject["namespace"] = json!(namespace);
-        }
-    }
-}
-
-fn resource(object: &Value) -> ApiResource {
-    let (group, version) = match object["apiVersion"].as_str().unwrap().split_once('/') {
-        Some((group, version)) => (group, version),
-        None => ("", object["apiVersion"].as_str().unwrap()),
-    };
-    let kind = object["kind"].as_str().unwrap();
-    let plural = match kind {
-        "RuntimeClass" => "runtimeclasses".to_owned(),
-        other => format!("{}s", other.to_lowercase()),
-    };
-    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), &plural)
-}
-
-fn api(env: &Env, resource: &ApiResource, object: &Value) -> Api<DynamicObject> {
-    match object["metadata"]["namespace"].as_str() {
-        Some(ns) => Api::namespaced_with(env.client.clone(), ns, resource),
-        None => Api::all_with(env.client.clone(), resource),
-    }
-}
 
 /// Waits until every DaemonSet of the fixture runs a Ready pod on each node it wants.
 pub async fn wait_pods_running(env: &Env, fixture: &Fixture) {
-    let names: Vec<String> = fixture
-        .objects
-        .iter()
-        .filter(|o| o["kind"] == "DaemonSet")
-        .map(|o| o["metadata"]["name"].as_str().unwrap().to_owned())
-        .collect();
+    let names = fixture.daemonset_names();
     wait_until("NVIDIA's operand pods to run", TIMEOUT, || async {
         for name in &names {
             let ds = env.daemonsets().get(name).await?;
@@ -345,7 +190,7 @@ pub async fn assert_adopted_or_removed(
                     .collect();
                 assert!(
                     managers.iter().any(|m| m.starts_with("gpu-operator/"))
-                        && !managers.iter().any(|m| m == NVIDIA),
+                        && !managers.iter().any(|m| m == NVIDIA_MANAGER),
                     "{label} is not taken over: managers {managers:?}"
                 );
             }

@@ -27,7 +27,8 @@ use gpu_operator_harness::{
 use k8s_openapi::{api::core::v1::Event, jiff::Timestamp};
 use kube::{Api, ResourceExt as _, api::ListParams};
 
-use load::{Fixture, PodHistory};
+use gpu_operator_e2e::nvidia_fixture::Fixture;
+use load::PodHistory;
 use support::{Cleanup, IMAGES, TIMEOUT, condition, gpu_nodes, is_ready, setup, simulated_nodes};
 
 const DRIVER: &str = "nvidia-driver-daemonset";
@@ -71,8 +72,10 @@ async fn our_operator_takes_over_what_nvidias_operator_left() {
         .await
         .unwrap();
 
-    let policy = fixture.create_policy(&env, &name).await;
-    let loaded = fixture.create_objects(&env, &policy).await;
+    let policy = fixture.create_policy(&env.client, &name).await;
+    let loaded = fixture
+        .create_objects(&env.client, &env.namespace, &policy)
+        .await;
     load::wait_pods_running(&env, &fixture).await;
     let daemonsets_before = load::daemonset_uids(&env).await;
     let driver_before = support::pods_of(&env, DRIVER).await;
