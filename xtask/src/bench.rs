@@ -8,6 +8,7 @@
 mod compare;
 pub(crate) mod patch_parts;
 pub(crate) mod patches;
+pub(crate) mod policy;
 mod proc_stats;
 pub(crate) mod report;
 pub(crate) mod run;
@@ -51,6 +52,14 @@ pub struct Args {
     /// Where the report goes (default: `target/bench/`).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// The ClusterPolicy to create, a YAML file (default: `manifests/examples/minimal.yaml`);
+    /// both operators of a side by side get it.
+    #[arg(long, value_name = "PATH")]
+    pub policy: Option<PathBuf>,
+    /// A JSON merge patch applied to that policy first, such as
+    /// `'{"spec":{"driver":{"enabled":false}}}'`.
+    #[arg(long, value_name = "JSON")]
+    pub policy_patch: Option<String>,
     /// Another operator binary to run on the same fleets, side by side (an older build of ours,
     /// or NVIDIA's): each size runs again on a fresh cluster.
     #[arg(long, value_name = "PATH")]
@@ -150,6 +159,13 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         Some(path) => bail!("--against {}: no such file", path.display()),
         None => None,
     };
+    let policy = policy::load(
+        &args
+            .policy
+            .clone()
+            .unwrap_or_else(|| repo_root().join(policy::DEFAULT)),
+        args.policy_patch.as_deref(),
+    )?;
     let out = args
         .out
         .clone()
@@ -165,6 +181,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         dir: out.clone(),
         revision: revision(),
         upgrade: args.upgrade,
+        policy: policy.clone(),
     };
     let mut report = ours.report();
     let mut theirs = against.map(|binary| Column {
@@ -180,6 +197,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         crds: args.against_crds.clone(),
         dir: out.join("against"),
         upgrade: false,
+        policy,
     });
     let mut their_report = theirs.as_ref().map(Column::report);
     for &nodes in &args.nodes.0 {
@@ -223,6 +241,8 @@ struct Column {
     revision: String,
     /// Whether runs end with the driver upgrade step.
     upgrade: bool,
+    /// The ClusterPolicy it gets.
+    policy: policy::Policy,
 }
 
 impl Column {
@@ -231,6 +251,7 @@ impl Column {
             operator: self.binary.display().to_string(),
             operator_env: self.env.iter().map(|(k, v)| format!("{k}={v}")).collect(),
             revision: self.revision.clone(),
+            policy: self.policy.label.clone(),
             ..Report::default()
         }
     }
@@ -262,6 +283,7 @@ impl Column {
                     account: self.account.to_owned(),
                     crds: self.crds.clone(),
                     upgrade: self.upgrade,
+                    policy: self.policy.object.clone(),
                 };
                 let runtime = tokio::runtime::Runtime::new()?;
                 runtime.block_on(run::measure(&layout.kubeconfig(), &mut run, &options));

@@ -50,7 +50,7 @@ enum Task {
     /// Build our container image without Docker (OCI layout and tarball under target/image).
     Image(image::Args),
     /// Measure the operator on simulated fleets (100, 1,000, 5,000 nodes), each on its own cluster.
-    Bench(bench::Args),
+    Bench(Box<bench::Args>),
     /// Kill the operator at random moments on a fresh cluster and check it recovers (5 kills and a
     /// leader failover; `--full`: 50 kills, 5 failovers, kube-apiserver and etcd restarts); writes
     /// `target/chaos/latest.md`.

@@ -117,11 +117,12 @@ fn ratio(ours: Option<f64>, theirs: Option<f64>) -> String {
 /// The side-by-side tables, one per fleet size both reports ran, as Markdown.
 pub fn markdown(ours: &Report, theirs: &Report) -> String {
     let mut out = format!(
-        "# gpu-operator bench, side by side\n\nours: `{}` ({}); against: `{}` ({}); finished {}\n",
+        "# gpu-operator bench, side by side\n\nours: `{}` ({}); against: `{}` ({}); policy {}; finished {}\n",
         ours.operator,
         ours.revision,
         theirs.operator,
         theirs.revision,
+        ours.policy,
         k8s_openapi::jiff::Timestamp::now()
     );
     for run in &ours.runs {

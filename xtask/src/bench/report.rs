@@ -131,6 +131,8 @@ pub struct Report {
     pub operator_env: Vec<String>,
     /// `git describe` of the tree it was built from, when known.
     pub revision: String,
+    /// The ClusterPolicy it got (`--policy`, `--policy-patch`).
+    pub policy: String,
     /// When the report was written (RFC 3339).
     pub finished_at: String,
     /// One entry per fleet size, in the order run.
@@ -218,13 +220,14 @@ impl Report {
     /// The report as Markdown: a table, the writes by resource, and errors.
     pub fn markdown(&self) -> String {
         let mut out = format!(
-            "# gpu-operator bench\n\noperator `{}` {}(bench tree {}), finished {}\n\n",
+            "# gpu-operator bench\n\noperator `{}` {}(bench tree {}), policy {}, finished {}\n\n",
             self.operator,
             self.operator_env.iter().fold(String::new(), |mut out, e| {
                 let _ = write!(out, "with `{e}` ");
                 out
             }),
             self.revision,
+            self.policy,
             self.finished_at
         );
         let _ = writeln!(out, "| {} |", HEADER.join(" | "));
@@ -384,6 +387,7 @@ mod tests {
             operator: "gpu-operator".into(),
             operator_env: vec!["MALLOC_ARENA_MAX=2".into()],
             revision: "abc".into(),
+            policy: "`minimal.yaml`".into(),
             finished_at: "now".into(),
             runs: vec![with_status],
         };

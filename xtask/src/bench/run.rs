@@ -71,6 +71,8 @@ pub struct Options {
     pub crds: Vec<PathBuf>,
     /// End with the driver upgrade step (see [`super::upgrade`]).
     pub upgrade: bool,
+    /// The ClusterPolicy to create (see [`super::policy`]).
+    pub policy: ClusterPolicy,
 }
 
 /// Points in time the audit log is split at.
@@ -193,15 +195,13 @@ async fn observe(
 
     let policies: Api<ClusterPolicy> = Api::all(client.clone());
     let daemonsets: Api<DaemonSet> = Api::namespaced(client.clone(), NAMESPACE);
-    let policy: ClusterPolicy = serde_yaml::from_str(&std::fs::read_to_string(
-        repo_root().join("manifests/examples/minimal.yaml"),
-    )?)?;
+    let policy = &options.policy;
     let name = policy.name_any();
     marks.policy = Some(name.clone());
     let gpu_nodes = run.gpu_nodes;
     marks.created = Some(Timestamp::now());
     let created = Instant::now();
-    policies.create(&PostParams::default(), &policy).await?;
+    policies.create(&PostParams::default(), policy).await?;
     wait_for(
         operator,
         "the ClusterPolicy to be ready",
