@@ -41,6 +41,8 @@ pub struct Context {
     pub sweeps: crate::pipeline::leftovers::Sweeps,
     /// Since when GPU candidates wait for the node labeller (see [`crate::cache::labeller_wait`]).
     pub labeller_wait: crate::cache::labeller_wait::LabellerWait,
+    /// The conditions waiting to go in one status request (see [`crate::pipeline::status_batch`]).
+    pub status_batch: crate::pipeline::status_batch::StatusBatch,
 }
 
 /// Environment variables that provide default operand images, as NVIDIA's operator reads them.
@@ -102,6 +104,7 @@ impl Context {
             warned: crate::report::warned::Warned::default(),
             sweeps: crate::pipeline::leftovers::Sweeps::default(),
             labeller_wait: crate::cache::labeller_wait::LabellerWait::default(),
+            status_batch: crate::pipeline::status_batch::StatusBatch::default(),
         }
     }
 

@@ -219,7 +219,7 @@ async fn pass(policy: &ClusterPolicy, up: &Upgrades) -> Result<Action, Error> {
                     condition::disabled(current, summary.total, why)
                 }
             };
-            return write_condition(ctx, policy, &desired, None).await;
+            return Ok(write_condition(ctx, policy, &desired, None));
         }
     };
     let mut facts = view::node_facts(&nodes, &pods, &templates, false);
@@ -249,7 +249,12 @@ async fn pass(policy: &ClusterPolicy, up: &Upgrades) -> Result<Action, Error> {
     summary.total = summary.total.max(view::driver_nodes(&nodes, &facts));
     ctx.metrics.set_driver_upgrades(&summary.gauges(true));
     let recheck = steps.iter().filter_map(|s| s.wait.as_ref()?.recheck).min();
-    write_condition(ctx, policy, &summary.condition(now), recheck).await
+    Ok(write_condition(
+        ctx,
+        policy,
+        &summary.condition(now),
+        recheck,
+    ))
 }
 
 /// Runs the futures `work` yields, in order, at most `limit` at once. `work` is an iterator that
@@ -264,13 +269,13 @@ where
     stream::iter(work).buffered(limit)
 }
 
-async fn write_condition(
+fn write_condition(
     ctx: &Context,
     policy: &ClusterPolicy,
     desired: &gpu_operator_core::report::conditions::Desired,
     recheck: Option<Duration>,
-) -> Result<Action, Error> {
-    let deferred = match status_write::write_gated(ctx, policy, NAME, desired).await? {
+) -> Action {
+    let deferred = match status_write::write_gated(ctx, policy, NAME, desired) {
         Outcome::Deferred(after) => Some(after),
         Outcome::Written => {
             tracing::debug!(
@@ -283,10 +288,10 @@ async fn write_condition(
         }
         Outcome::Current => None,
     };
-    Ok(match recheck.into_iter().chain(deferred).min() {
+    match recheck.into_iter().chain(deferred).min() {
         Some(after) => Action::requeue(after.max(Duration::from_secs(1))),
         None => Action::await_change(),
-    })
+    }
 }
 
 /// Plans and carries out the step of one node.

@@ -119,7 +119,7 @@ pub async fn reconcile(policy: Arc<ClusterPolicy>, ctx: Arc<Context>) -> Result<
         }
         let summary = summarize(&ctx.stores.nodes.state());
         Ok(
-            match status_write::write_gated(&ctx, &policy, NAME, &summary).await? {
+            match status_write::write_gated(&ctx, &policy, NAME, &summary) {
                 Outcome::Deferred(after) => Action::requeue(after),
                 Outcome::Current | Outcome::Written => Action::await_change(),
             },

@@ -292,7 +292,11 @@ async fn a_driver_upgrade_rolls_through_the_fleet_within_the_policy() {
         "{seen:?}"
     );
     assert_eq!(pods_of(&env, DRIVER_APP).await[&skipped], skipped_driver);
-    let policy = env.policies().get(&name).await.unwrap();
+    // The condition follows the node labels (conditions are written in batches, moments later).
+    let policy = support::wait_policy(&env, &name, "the upgrade to be reported done", |p| {
+        condition(p, DRIVER_UPGRADE).is_some_and(|c| c.status == "True")
+    })
+    .await;
     let done = condition(&policy, DRIVER_UPGRADE).unwrap();
     assert_eq!(
         (done.status.as_str(), done.reason.as_str()),

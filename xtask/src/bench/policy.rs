@@ -66,7 +66,8 @@ mod tests {
 
     #[test]
     fn a_merge_patch_merges_objects_replaces_the_rest_and_removes_nulls() {
-        let mut target = json!({"spec": {"driver": {"enabled": true, "version": "1"}, "gfd": {}, "list": [1]}});
+        let mut target =
+            json!({"spec": {"driver": {"enabled": true, "version": "1"}, "gfd": {}, "list": [1]}});
         merge(
             &mut target,
             &json!({"spec": {"driver": {"enabled": false}, "gfd": null, "list": [2], "new": {"a": 1}}}),
@@ -81,12 +82,12 @@ mod tests {
     fn the_default_policy_loads_and_a_bad_patch_is_refused_with_an_example() {
         let path = gpu_operator_harness::crd::repo_root().join(DEFAULT);
         let policy = load(&path, Some(r#"{"spec":{"driver":{"enabled":false}}}"#)).unwrap();
-        assert_eq!(
-            policy.object.spec.driver.enabled,
-            Some(false)
-        );
+        assert_eq!(policy.object.spec.driver.enabled, Some(false));
         assert!(policy.label.contains("minimal.yaml"), "{}", policy.label);
         let error = load(&path, Some("driver.enabled=false")).unwrap_err();
-        assert!(format!("{error:#}").contains("merge patch such as"), "{error:#}");
+        assert!(
+            format!("{error:#}").contains("merge patch such as"),
+            "{error:#}"
+        );
     }
 }

@@ -166,7 +166,11 @@ async fn one(
         account: ACCOUNT.to_owned(),
         crds: Vec::new(),
         upgrade: false,
-        policy: bench::policy::load(&gpu_operator_harness::crd::repo_root().join(bench::policy::DEFAULT), None)?.object,
+        policy: bench::policy::load(
+            &gpu_operator_harness::crd::repo_root().join(bench::policy::DEFAULT),
+            None,
+        )?
+        .object,
     };
     bench_run::measure(&kubeconfig, &mut rollout.run, &options).await;
     // The audit log's batch (1 s) reaches the file.

@@ -156,10 +156,7 @@ pub async fn reconcile<O: Operand>(
     if let Err(error) = &result {
         let desired = Desired::not_ok(O::CONDITION, error.category(), error.to_string());
         // Report the failure once (condition + Event); repeating the same failure writes nothing.
-        if status_write::write(&ctx, &policy, O::NAME, &desired)
-            .await
-            .unwrap_or(false)
-        {
+        if status_write::write(&ctx, &policy, O::NAME, &desired) {
             publish(
                 &ctx,
                 &policy,
@@ -354,7 +351,7 @@ async fn report<O: Operand>(
         .and_then(|c| c.iter().find(|c| c.type_ == O::CONDITION))
         .map(|c| c.message.clone())
         .unwrap_or_default();
-    let outcome = status_write::write_gated(ctx, policy, O::NAME, &desired).await?;
+    let outcome = status_write::write_gated(ctx, policy, O::NAME, &desired);
     // Racing reconciles may both see a cached ClusterPolicy without the new condition: the
     // process remembers what it published, so each finding is one Event.
     // (Recorded only with a write: a condition not written yet publishes nothing.)

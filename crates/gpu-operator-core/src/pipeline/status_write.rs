@@ -1,25 +1,19 @@
 //! Writing one reconciler's condition into `ClusterPolicy.status.conditions` with server-side
-//! apply: the list is a map keyed by `type`, so each reconciler owns its own entry. Nothing is sent
-//! when the live condition already says the same; [`write_gated`] also holds back changes that
-//! move nothing a user reads at a glance (see [`crate::pipeline::write_gate`]).
+//! apply: the list is a map keyed by `type`, so each condition is an entry of its own, and the
+//! conditions of reconcilers that change at once go in one request (see
+//! [`crate::pipeline::status_batch`]). Nothing is sent when the live condition already says the
+//! same; [`write_gated`] also holds back changes that move nothing a user reads at a glance (see
+//! [`crate::pipeline::write_gate`]).
 
 use std::time::{Duration, Instant};
 
 use gpu_operator_api::ClusterPolicy;
 use k8s_openapi::jiff::Timestamp;
-use kube::{
-    Api, ResourceExt as _,
-    api::{Patch, PatchParams},
-};
-use serde_json::json;
 
 pub use crate::report::conditions::Desired;
 use crate::{
-    Context, Error,
-    pipeline::{
-        apply::FIELD_MANAGER_PREFIX,
-        write_gate::{Decision, Move},
-    },
+    Context,
+    pipeline::write_gate::{Decision, Move},
     report::conditions,
 };
 
@@ -34,44 +28,39 @@ pub enum Outcome {
     Deferred(Duration),
 }
 
-/// Writes `desired` for `reconciler` unless it is already current; true if a request was sent.
-/// Waits (returns false) while the ClusterPolicy has no status yet: the status reconciler sets
-/// the required `state` first, and its write triggers this reconciler again.
-pub async fn write(
-    ctx: &Context,
-    policy: &ClusterPolicy,
-    reconciler: &str,
-    desired: &Desired,
-) -> Result<bool, Error> {
+/// Writes `desired` for `reconciler` unless it is already current; true if it was sent (put in
+/// the batch). Waits (returns false) while the ClusterPolicy has no status yet: the status
+/// reconciler sets the required `state` first, and its write triggers this reconciler again.
+pub fn write(ctx: &Context, policy: &ClusterPolicy, reconciler: &str, desired: &Desired) -> bool {
     let Some(status) = &policy.status else {
-        return Ok(false);
+        return false;
     };
     let live = status.conditions.as_deref().unwrap_or_default();
     if conditions::is_current(live, desired, policy.metadata.generation) {
-        return Ok(false);
+        return false;
     }
-    send(ctx, policy, reconciler, desired).await?;
-    Ok(true)
+    send(ctx, policy, reconciler, desired);
+    true
 }
 
 /// Like [`write`], but gated (see [`crate::pipeline::write_gate`]): a condition becoming `True` is
 /// written at once, another move of its status, reason, acknowledged generation or progress step
 /// after its burst, a change of the message alone once it held still.
-pub async fn write_gated(
+pub fn write_gated(
     ctx: &Context,
     policy: &ClusterPolicy,
     reconciler: &str,
     desired: &Desired,
-) -> Result<Outcome, Error> {
+) -> Outcome {
     let Some(status) = &policy.status else {
-        return Ok(Outcome::Current);
+        return Outcome::Current;
     };
     let live = status.conditions.as_deref().unwrap_or_default();
     let generation = policy.metadata.generation;
     let key = gate_key(policy, &desired.type_);
     if conditions::is_current(live, desired, generation) {
         ctx.status_gate.written(&key, desired.step);
-        return Ok(Outcome::Current);
+        return Outcome::Current;
     }
     let becomes_true = desired.status
         && !live
@@ -88,11 +77,11 @@ pub async fn write_gated(
         .status_gate
         .decide(&key, moved, desired.step, &desired.message, Instant::now())
     {
-        Decision::Wait(after) => Ok(Outcome::Deferred(after)),
+        Decision::Wait(after) => Outcome::Deferred(after),
         Decision::Write => {
-            send(ctx, policy, reconciler, desired).await?;
+            send(ctx, policy, reconciler, desired);
             ctx.status_gate.written(&key, desired.step);
-            Ok(Outcome::Written)
+            Outcome::Written
         }
     }
 }
@@ -105,34 +94,21 @@ pub fn gate_key(policy: &ClusterPolicy, type_: &str) -> String {
     )
 }
 
-async fn send(
-    ctx: &Context,
-    policy: &ClusterPolicy,
-    reconciler: &str,
-    desired: &Desired,
-) -> Result<(), Error> {
+/// Puts `desired` in the batch of `policy` (see [`crate::pipeline::status_batch`]).
+fn send(ctx: &Context, policy: &ClusterPolicy, reconciler: &str, desired: &Desired) {
     let live = policy
         .status
         .as_ref()
         .and_then(|s| s.conditions.as_deref())
         .unwrap_or_default();
     let condition = conditions::merge(live, desired, policy.metadata.generation, Timestamp::now());
-    let patch = json!({
-        "apiVersion": "nvidia.com/v1",
-        "kind": "ClusterPolicy",
-        "status": { "conditions": [condition] },
-    });
     tracing::debug!(
+        reconciler,
         condition = %desired.type_,
         status = desired.status,
         reason = %desired.reason,
         message = %desired.message,
         "writing condition"
     );
-    let api: Api<ClusterPolicy> = Api::all(ctx.client.clone());
-    let params = PatchParams::apply(&format!("{FIELD_MANAGER_PREFIX}{reconciler}")).force();
-    api.patch_status(&policy.name_any(), &params, &Patch::Apply(&patch))
-        .await
-        .map_err(Error::kube(format!("writing condition {}", desired.type_)))?;
-    Ok(())
+    ctx.status_batch.submit(&ctx.client, policy, condition);
 }

@@ -1,0 +1,294 @@
+//! One ClusterPolicy status request for the conditions that many reconcilers change at once. A
+//! spec change wakes every operand, the driver upgrade and the validators' summary, and each
+//! acknowledges the new generation in its own condition within moments of the others; written one
+//! by one that was a status patch per reconciler per change. Here the first condition of a burst
+//! waits [`WINDOW`] for the rest, and one server-side apply (field manager [`FIELD_MANAGER`])
+//! carries them all. A task of its own sends it, so a reconcile dropped meanwhile (overtaken by a
+//! newer spec) loses nothing; a failed request is tried again with what came since.
+//!
+//! Server-side apply removes what a field manager applied before and leaves out now, so every
+//! request carries every condition this manager owns: the last one sent of each type, and, for a
+//! type this process has not sent yet, the live one (a restart must not drop what the previous
+//! process wrote). The overall `Ready` and `Error` belong to the status reconciler and are never
+//! carried.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::{Arc, Mutex, PoisonError},
+    time::Duration,
+};
+
+use gpu_operator_api::{ClusterPolicy, conditions};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::{
+    Api, ResourceExt as _,
+    api::{Patch, PatchParams},
+};
+use serde_json::json;
+
+/// How long the first condition of a burst waits for the others: longer than the spread of the
+/// reconciles one change wakes (they are lined up by the write gate's burst), short enough that a
+/// user watching sees no delay.
+pub const WINDOW: Duration = Duration::from_millis(300);
+
+/// The field manager of the per-reconciler conditions.
+pub const FIELD_MANAGER: &str = "gpu-operator/conditions";
+
+/// The conditions the overall status writes (`gpu_operator_status::policy_status`), which a batch
+/// never carries.
+const OVERALL: [&str; 2] = [conditions::READY, conditions::ERROR];
+
+/// How long a failed request waits before it is tried again (with what came meanwhile).
+const RETRY: Duration = Duration::from_secs(2);
+
+/// The batches, by ClusterPolicy uid.
+#[derive(Clone, Debug, Default)]
+pub struct StatusBatch(Arc<Mutex<HashMap<String, Batch>>>);
+
+/// One ClusterPolicy's batch.
+#[derive(Debug, Default)]
+struct Batch {
+    /// Every condition the next request carries, by type (see the module docs).
+    owned: BTreeMap<String, Condition>,
+    /// Whether any condition came since the last request.
+    pending: bool,
+    /// Whether a caller is waiting out the window to send the batch.
+    sending: bool,
+}
+
+/// Whether a condition opened a batch.
+#[derive(Debug, PartialEq, Eq)]
+enum Turn {
+    /// A batch is open already; this condition goes with it.
+    Queued,
+    /// It opened one: a sender waits [`WINDOW`], then takes and sends it.
+    Send,
+}
+
+impl StatusBatch {
+    /// Puts `condition` in the batch of `policy`, and starts the batch's sender when it opens one.
+    pub fn submit(&self, client: &kube::Client, policy: &ClusterPolicy, condition: Condition) {
+        if self.enqueue(policy, condition) == Turn::Send {
+            let (batches, client) = (self.clone(), client.clone());
+            let (name, uid) = (policy.name_any(), uid(policy));
+            tokio::spawn(async move { batches.send(&client, &name, &uid).await });
+        }
+    }
+
+    /// Sends the batch of ClusterPolicy `uid` (named `name`) after [`WINDOW`], again while more
+    /// came during a request, until nothing did.
+    async fn send(&self, client: &kube::Client, name: &str, uid: &str) {
+        let api: Api<ClusterPolicy> = Api::all(client.clone());
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        let mut wait = WINDOW;
+        loop {
+            tokio::time::sleep(wait).await;
+            let Some(batch) = self.take(uid) else {
+                return;
+            };
+            let types: Vec<&str> = batch.iter().map(|c| c.type_.as_str()).collect();
+            tracing::debug!(policy = name, conditions = ?types, "writing conditions");
+            let patch = json!({
+                "apiVersion": "nvidia.com/v1",
+                "kind": "ClusterPolicy",
+                "status": { "conditions": batch },
+            });
+            wait = match api.patch_status(name, &params, &Patch::Apply(&patch)).await {
+                Ok(_) => WINDOW,
+                Err(kube::Error::Api(response)) if response.code == 404 => {
+                    self.forget(uid);
+                    return;
+                }
+                Err(error) => {
+                    tracing::warn!(%error, policy = name, conditions = ?types, "could not write conditions; trying again");
+                    self.failed(uid);
+                    RETRY
+                }
+            };
+        }
+    }
+
+    /// Adds `condition` to the batch of `policy`; says whether it opened the batch.
+    fn enqueue(&self, policy: &ClusterPolicy, condition: Condition) -> Turn {
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let batch = map.entry(uid(policy)).or_default();
+        let live = policy.status.as_ref().and_then(|s| s.conditions.as_ref());
+        for live in live.into_iter().flatten() {
+            if !OVERALL.contains(&live.type_.as_str()) {
+                batch
+                    .owned
+                    .entry(live.type_.clone())
+                    .or_insert_with(|| live.clone());
+            }
+        }
+        batch.owned.insert(condition.type_.clone(), condition);
+        batch.pending = true;
+        if batch.sending {
+            Turn::Queued
+        } else {
+            batch.sending = true;
+            Turn::Send
+        }
+    }
+
+    /// The conditions to send for ClusterPolicy `uid` now, or `None` (and the batch closed) when
+    /// nothing came since the last request.
+    fn take(&self, uid: &str) -> Option<Vec<Condition>> {
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let batch = map.entry(uid.to_owned()).or_default();
+        if !batch.pending {
+            batch.sending = false;
+            return None;
+        }
+        batch.pending = false;
+        Some(batch.owned.values().cloned().collect())
+    }
+
+    /// After a failed request: what it carried goes with the next.
+    fn failed(&self, uid: &str) {
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        map.entry(uid.to_owned()).or_default().pending = true;
+    }
+
+    /// Drops the batch of a ClusterPolicy that is gone.
+    fn forget(&self, uid: &str) {
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        map.remove(uid);
+    }
+}
+
+fn uid(policy: &ClusterPolicy) -> String {
+    policy.metadata.uid.clone().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use gpu_operator_api::ClusterPolicyStatus;
+
+    use super::*;
+
+    fn condition(type_: &str, status: &str) -> Condition {
+        Condition {
+            type_: type_.to_owned(),
+            status: status.to_owned(),
+            last_transition_time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+            ),
+            message: String::new(),
+            observed_generation: None,
+            reason: "Test".to_owned(),
+        }
+    }
+
+    fn policy(live: Vec<Condition>) -> ClusterPolicy {
+        let mut policy = ClusterPolicy::new("p", gpu_operator_api::ClusterPolicySpec::default());
+        policy.metadata.uid = Some("u".to_owned());
+        policy.status = Some(ClusterPolicyStatus {
+            conditions: Some(live),
+            ..ClusterPolicyStatus::default()
+        });
+        policy
+    }
+
+    fn types(conditions: &[Condition]) -> Vec<(&str, &str)> {
+        conditions
+            .iter()
+            .map(|c| (c.type_.as_str(), c.status.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn the_first_condition_opens_a_batch_and_the_rest_join_it() {
+        let batch = StatusBatch::default();
+        let policy = policy(Vec::new());
+        assert_eq!(
+            batch.enqueue(&policy, condition("AReady", "False")),
+            Turn::Send
+        );
+        assert_eq!(
+            batch.enqueue(&policy, condition("BReady", "True")),
+            Turn::Queued
+        );
+        assert_eq!(
+            batch.enqueue(&policy, condition("AReady", "True")),
+            Turn::Queued
+        );
+        let sent = batch.take("u").unwrap();
+        assert_eq!(types(&sent), [("AReady", "True"), ("BReady", "True")]);
+        // Nothing new: the batch closes, and the next condition opens another.
+        assert_eq!(batch.take("u"), None);
+        assert_eq!(
+            batch.enqueue(&policy, condition("BReady", "False")),
+            Turn::Send
+        );
+    }
+
+    #[test]
+    fn a_condition_that_comes_while_sending_goes_in_a_second_request_with_the_first() {
+        let batch = StatusBatch::default();
+        let policy = policy(Vec::new());
+        batch.enqueue(&policy, condition("AReady", "True"));
+        assert_eq!(types(&batch.take("u").unwrap()), [("AReady", "True")]);
+        assert_eq!(
+            batch.enqueue(&policy, condition("BReady", "True")),
+            Turn::Queued
+        );
+        // Server-side apply keeps only what each request carries: both, again.
+        assert_eq!(
+            types(&batch.take("u").unwrap()),
+            [("AReady", "True"), ("BReady", "True")]
+        );
+        assert_eq!(batch.take("u"), None);
+    }
+
+    #[test]
+    fn live_conditions_are_carried_except_the_overall_ones() {
+        let batch = StatusBatch::default();
+        let live = vec![
+            condition(conditions::READY, "True"),
+            condition(conditions::ERROR, "False"),
+            condition("AReady", "True"),
+            condition("BReady", "False"),
+        ];
+        let policy = policy(live);
+        batch.enqueue(&policy, condition("BReady", "True"));
+        assert_eq!(
+            types(&batch.take("u").unwrap()),
+            [("AReady", "True"), ("BReady", "True")]
+        );
+    }
+
+    #[test]
+    fn a_failed_request_leaves_its_conditions_for_the_next() {
+        let batch = StatusBatch::default();
+        let policy = policy(Vec::new());
+        batch.enqueue(&policy, condition("AReady", "True"));
+        batch.take("u").unwrap();
+        batch.failed("u");
+        // The sender tries again: the next condition joins, and both go.
+        assert_eq!(
+            batch.enqueue(&policy, condition("BReady", "True")),
+            Turn::Queued
+        );
+        assert_eq!(
+            types(&batch.take("u").unwrap()),
+            [("AReady", "True"), ("BReady", "True")]
+        );
+    }
+
+    #[test]
+    fn policies_batch_apart() {
+        let batch = StatusBatch::default();
+        let first = policy(Vec::new());
+        let mut second = policy(Vec::new());
+        second.metadata.uid = Some("v".to_owned());
+        assert_eq!(
+            batch.enqueue(&first, condition("AReady", "True")),
+            Turn::Send
+        );
+        assert_eq!(
+            batch.enqueue(&second, condition("AReady", "True")),
+            Turn::Send
+        );
+    }
+}
