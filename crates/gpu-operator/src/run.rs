@@ -16,9 +16,9 @@ use gpu_operator_core::{
 use gpu_operator_device_plugin::DevicePlugin;
 use gpu_operator_driver::Driver;
 use gpu_operator_gfd::GpuFeatureDiscovery;
-use gpu_operator_runtime::{admin, config::RunArgs, leader, shutdown::Shutdown, telemetry};
+use gpu_operator_process::{admin, config::RunArgs, leader, shutdown::Shutdown, telemetry};
 use gpu_operator_toolkit::Toolkit;
-use gpu_operator_validation::Validation;
+use gpu_operator_validator_operand::Validation;
 
 /// The operand conditions the status reconciler waits for: one per operand reconciler run below.
 const OPERAND_CONDITIONS: &[&str] = &[
@@ -128,7 +128,7 @@ fn controllers(
         operand::<DevicePlugin>(ctx, subs, stop()),
         operand::<Driver>(ctx, subs, stop()),
         operand::<Toolkit>(ctx, subs, stop()),
-        operand::<gpu_operator_dcgm::Dcgm>(ctx, subs, stop()),
+        operand::<gpu_operator_dcgm_hostengine::Dcgm>(ctx, subs, stop()),
         operand::<gpu_operator_dcgm_exporter::DcgmExporter>(ctx, subs, stop()),
         operand::<gpu_operator_mig_manager::MigManager>(ctx, subs, stop()),
         operand::<gpu_operator_node_status_exporter::NodeStatusExporter>(ctx, subs, stop()),

@@ -62,10 +62,10 @@ fn run_every_operand(spec: &ClusterPolicySpec) -> usize {
             + one::<gpu_operator_toolkit::Toolkit>(spec, &cluster)
             + one::<gpu_operator_device_plugin::DevicePlugin>(spec, &cluster)
             + one::<gpu_operator_gfd::GpuFeatureDiscovery>(spec, &cluster)
-            + one::<gpu_operator_dcgm::Dcgm>(spec, &cluster)
+            + one::<gpu_operator_dcgm_hostengine::Dcgm>(spec, &cluster)
             + one::<gpu_operator_dcgm_exporter::DcgmExporter>(spec, &cluster)
             + one::<gpu_operator_mig_manager::MigManager>(spec, &cluster)
-            + one::<gpu_operator_validation::Validation>(spec, &cluster)
+            + one::<gpu_operator_validator_operand::Validation>(spec, &cluster)
             + one::<gpu_operator_node_status_exporter::NodeStatusExporter>(spec, &cluster)
             + one::<gpu_operator_sandbox::Sandbox>(spec, &cluster);
     }

@@ -28,10 +28,10 @@ fn rendered() -> Vec<(String, Vec<Value>)> {
         daemonsets_of::<gpu_operator_toolkit::Toolkit>(false),
         daemonsets_of::<gpu_operator_device_plugin::DevicePlugin>(false),
         daemonsets_of::<gpu_operator_gfd::GpuFeatureDiscovery>(false),
-        daemonsets_of::<gpu_operator_dcgm::Dcgm>(false),
+        daemonsets_of::<gpu_operator_dcgm_hostengine::Dcgm>(false),
         daemonsets_of::<gpu_operator_dcgm_exporter::DcgmExporter>(false),
         daemonsets_of::<gpu_operator_mig_manager::MigManager>(false),
-        daemonsets_of::<gpu_operator_validation::Validation>(false),
+        daemonsets_of::<gpu_operator_validator_operand::Validation>(false),
         // NVIDIA's default is off, and so is most examples': every example with it on too.
         daemonsets_of::<gpu_operator_node_status_exporter::NodeStatusExporter>(true),
     ];
@@ -86,7 +86,7 @@ fn daemonsets_of<O: Operand>(exporter_on: bool) -> Vec<(String, Vec<Value>)> {
 fn validator_of(daemonsets: &[Value]) -> &Value {
     daemonsets
         .iter()
-        .find(|d| d["metadata"]["name"] == gpu_operator_validation::DAEMONSET)
+        .find(|d| d["metadata"]["name"] == gpu_operator_validator_operand::DAEMONSET)
         .expect("the validator DaemonSet is rendered for every example")
 }
 

@@ -2,7 +2,7 @@
 #![allow(clippy::unwrap_used)]
 
 use gpu_operator_core::fixtures;
-use gpu_operator_dcgm::Dcgm;
+use gpu_operator_dcgm_hostengine::Dcgm;
 
 #[test]
 fn every_example_on_every_profile() {

@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 use gpu_operator_core::fixtures;
-use gpu_operator_validation::Validation;
+use gpu_operator_validator_operand::Validation;
 
 #[test]
 fn every_example_on_every_profile() {

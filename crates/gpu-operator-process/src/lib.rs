@@ -1,4 +1,4 @@
-//! The runtime around the reconcilers: the `gpu-operator run` command line ([`config`]), tracing
+//! The process around the reconcilers: the `gpu-operator run` command line ([`config`]), tracing
 //! ([`telemetry`]), the metrics and probe HTTP servers ([`admin`]), the one SIGTERM/SIGINT fan-out
 //! ([`shutdown`]) and Lease-based leader election ([`leader`]). It knows no reconciler.
 //!
