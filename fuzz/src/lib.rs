@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use gpu_operator_api::ClusterPolicySpec;
 use gpu_operator_core::{
     fixtures,
-    pipeline::operand::{Cluster, Operand},
+    contract::{Cluster, Operand},
 };
 
 /// Runs every operand's validate, render and warnings for `spec` on every node profile, and the

@@ -13,7 +13,7 @@ mod validate;
 use gpu_operator_api::{ClusterPolicySpec, conditions::operand::DCGM_EXPORTER_READY};
 use gpu_operator_core::{
     Error,
-    pipeline::operand::{Children, Cluster, Operand},
+    contract::{Children, Cluster, Operand},
 };
 
 pub use render::prometheus_rule::RULE_NAME;

@@ -9,7 +9,7 @@ mod validate;
 use gpu_operator_api::{ClusterPolicySpec, conditions::operand::DCGM_READY};
 use gpu_operator_core::{
     Error,
-    pipeline::operand::{Children, Cluster, Operand},
+    contract::{Children, Cluster, Operand},
 };
 
 pub use validate::Input;

@@ -4,7 +4,7 @@ use gpu_operator_api::{ClusterPolicySpec, spec::DcgmSpec};
 use gpu_operator_core::{
     Error,
     build::{runtime_class::GpuAccess, shared::Shared},
-    pipeline::operand::Cluster,
+    contract::Cluster,
 };
 
 /// What rendering DCGM needs.

@@ -16,7 +16,7 @@ use gpu_operator_core::{
     Error,
     build::user_config::Checked,
     cache::facts::NodeSample,
-    pipeline::operand::{Children, Cluster, Operand, Warning},
+    contract::{Children, Cluster, Operand, Warning},
 };
 
 pub use validate::Input;
@@ -96,8 +96,7 @@ mod tests {
     use gpu_operator_api::spec::DevicePluginConfig;
     use gpu_operator_core::{
         cache::{facts::ClusterFacts, node_meta::NodeMeta},
-        fixtures,
-        pipeline::operand,
+        contract, fixtures,
     };
 
     use super::*;
@@ -127,7 +126,7 @@ mod tests {
             ),
         ];
         let facts = ClusterFacts::from_nodes(&nodes, []);
-        let cluster = operand::Cluster {
+        let cluster = contract::Cluster {
             namespace: "gpu-operator",
             facts: &facts,
             image_env: &fixtures::image_env,

@@ -13,7 +13,7 @@ mod validate;
 use gpu_operator_api::{ClusterPolicySpec, conditions::operand::DRIVER_READY};
 use gpu_operator_core::{
     Error,
-    pipeline::operand::{Children, Cluster, Operand},
+    contract::{Children, Cluster, Operand},
 };
 use k8s_openapi::api::{apps::v1::DaemonSet, core::v1::Pod};
 

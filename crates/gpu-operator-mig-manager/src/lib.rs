@@ -13,7 +13,7 @@ mod validate;
 use gpu_operator_api::{ClusterPolicySpec, conditions::operand::MIG_MANAGER_READY};
 use gpu_operator_core::{
     Error,
-    pipeline::operand::{Children, Cluster, Operand, Warning},
+    contract::{Children, Cluster, Operand, Warning},
 };
 
 pub use parted::{ConfigError, layouts};

@@ -9,7 +9,7 @@ use gpu_operator_core::{
         shared::Shared,
         user_config::{self, Checked, Source},
     },
-    pipeline::operand::{Cluster, Warning},
+    contract::{Cluster, Warning},
 };
 
 use crate::{CUSTOM_CONFIG, DEFAULT_CONFIG, parted, profiles};

@@ -29,7 +29,7 @@ use gpu_operator_core::{
         pod::mount,
         user_config::{self, Checked, Source},
     },
-    pipeline::operand::Cluster,
+    contract::Cluster,
 };
 
 use crate::checker;

@@ -14,7 +14,7 @@ use gpu_operator_api::{ClusterPolicySpec, spec::WorkloadConfig};
 use gpu_operator_core::{
     Error,
     cache::facts::NodeSample,
-    pipeline::operand::{Children, Cluster, Operand},
+    contract::{Children, Cluster, Operand},
 };
 
 /// The condition this reconciler owns.

@@ -12,7 +12,7 @@ mod validate;
 use gpu_operator_api::{ClusterPolicySpec, conditions::operand::TOOLKIT_READY};
 use gpu_operator_core::{
     Error,
-    pipeline::operand::{Children, Cluster, Operand},
+    contract::{Children, Cluster, Operand},
 };
 
 pub use validate::Input;

@@ -9,7 +9,7 @@ mod validate;
 use gpu_operator_api::{ClusterPolicySpec, conditions::operand::VALIDATOR_READY};
 use gpu_operator_core::{
     Error,
-    pipeline::operand::{Children, Cluster, Operand},
+    contract::{Children, Cluster, Operand},
 };
 
 /// The validator's ClusterRole (what the chart's node-agent policy confines to its own node).

@@ -7,7 +7,7 @@ use gpu_operator_api::{
 use gpu_operator_core::{
     Error,
     build::{runtime_class::GpuAccess, shared::Shared},
-    pipeline::operand::Cluster,
+    contract::Cluster,
 };
 
 /// What rendering the validator needs.

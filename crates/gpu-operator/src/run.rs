@@ -8,10 +8,7 @@ use anyhow::Context as _;
 use futures::{FutureExt as _, future::BoxFuture};
 use gpu_operator_api::conditions::operand;
 use gpu_operator_core::{
-    Context,
-    cache::stores,
-    pipeline::{controller, operand::Operand},
-    report::metrics::Metrics,
+    Context, cache::stores, contract::Operand, pipeline::controller, report::metrics::Metrics,
 };
 use gpu_operator_device_plugin::DevicePlugin;
 use gpu_operator_driver::Driver;

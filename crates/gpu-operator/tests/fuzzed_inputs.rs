@@ -14,8 +14,8 @@ use std::{collections::BTreeMap, fmt::Write as _, path::Path, time::Instant};
 use gpu_operator_api::ClusterPolicySpec;
 use gpu_operator_core::{
     cache::{facts::ClusterFacts, node_meta::NodeMeta},
+    contract::{Cluster, Operand},
     fixtures,
-    pipeline::operand::{Cluster, Operand},
 };
 use gpu_operator_harness::mutate::{mutate, mutation, nvidia_sample_specs};
 use gpu_operator_plugin_config::checker;

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::{api::core::v1::ConfigMap, apimachinery::pkg::apis::meta::v1::ObjectMeta};
 
-use crate::{Error, pipeline::operand::Cluster};
+use crate::{Error, contract::Cluster};
 
 /// The most one key's value may hold. A device-plugin or mig-parted configuration is a few KiB
 /// (NVIDIA's default mig-parted configuration, every GPU's layouts, about 30 KiB); a value near the

@@ -5,7 +5,7 @@ mod service;
 
 use gpu_operator_core::{
     build::rbac::Identity,
-    pipeline::{operand::Children, operand::Operand as _},
+    contract::{Children, Operand as _},
 };
 
 use crate::{Dcgm, Input, NAME};

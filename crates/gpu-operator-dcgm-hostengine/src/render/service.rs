@@ -1,7 +1,7 @@
 //! Service `nvidia-dcgm`: port 5555 with `internalTrafficPolicy: Local`, so a client reaches the
 //! host engine of its own node.
 
-use gpu_operator_core::{build::meta, pipeline::operand::Operand as _};
+use gpu_operator_core::{build::meta, contract::Operand as _};
 use k8s_openapi::{
     api::core::v1::{Service, ServicePort, ServiceSpec},
     apimachinery::pkg::{apis::meta::v1::ObjectMeta, util::intstr::IntOrString},

@@ -15,7 +15,7 @@ use gpu_operator_core::{
         host_paths,
         pod::{self, Barrier, Component, Finish, Gpus, Wrap, host_path},
     },
-    pipeline::operand::Operand as _,
+    contract::Operand as _,
 };
 use k8s_openapi::api::{
     apps::v1::DaemonSet,

@@ -3,7 +3,7 @@
 mod daemonset;
 pub(crate) mod rbac;
 
-use gpu_operator_core::pipeline::operand::Children;
+use gpu_operator_core::contract::Children;
 
 use crate::Input;
 

@@ -14,7 +14,7 @@ mod workload_pods;
 use std::{collections::BTreeSet, path::Path};
 
 use contract::{Contract, Image};
-use gpu_operator_core::{fixtures, pipeline::operand::Operand};
+use gpu_operator_core::{contract::Operand, fixtures};
 use serde_json::Value;
 
 fn root() -> &'static Path {
@@ -63,7 +63,7 @@ fn daemonsets_of<O: Operand>(exporter_on: bool) -> Vec<(String, Vec<Value>)> {
             spec.node_status_exporter.enabled = Some(true);
         }
         for profile in fixtures::profiles() {
-            let cluster = gpu_operator_core::pipeline::operand::Cluster {
+            let cluster = gpu_operator_core::contract::Cluster {
                 namespace: "gpu-operator",
                 facts: &profile.facts,
                 image_env: &fixtures::image_env,
