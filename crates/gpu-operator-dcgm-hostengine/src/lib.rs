@@ -9,7 +9,7 @@ mod validate;
 use gpu_operator_api::{ClusterPolicySpec, conditions::operand::DCGM_READY};
 use gpu_operator_core::{
     Error,
-    contract::{Children, Cluster, Operand},
+    contract::{Children, Cluster, ImageEnv, Operand},
 };
 
 pub use validate::Input;
@@ -27,6 +27,10 @@ impl Operand for Dcgm {
     const CONDITION: &'static str = DCGM_READY;
     const SECTION: &'static str = "dcgm";
     type Input = Input;
+    const IMAGES: &'static [ImageEnv] = &[ImageEnv {
+        var: "DCGM_IMAGE",
+        chart_values: Some("dcgm"),
+    }];
 
     fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
         validate::validate(spec, cluster)

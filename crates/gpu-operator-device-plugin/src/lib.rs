@@ -16,7 +16,7 @@ use gpu_operator_core::{
     Error,
     build::user_config::Checked,
     cache::facts::NodeSample,
-    contract::{Children, Cluster, Operand, Warning},
+    contract::{Children, Cluster, ImageEnv, Operand, Warning},
 };
 
 pub use validate::Input;
@@ -41,6 +41,10 @@ impl Operand for DevicePlugin {
     const CONDITION: &'static str = DEVICE_PLUGIN_READY;
     const SECTION: &'static str = "devicePlugin";
     type Input = Input;
+    const IMAGES: &'static [ImageEnv] = &[ImageEnv {
+        var: "DEVICE_PLUGIN_IMAGE",
+        chart_values: Some("devicePlugin"),
+    }];
 
     fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
         validate::validate(spec, cluster)

@@ -9,7 +9,7 @@ mod validate;
 use gpu_operator_api::{ClusterPolicySpec, conditions::operand::VALIDATOR_READY};
 use gpu_operator_core::{
     Error,
-    contract::{Children, Cluster, Operand},
+    contract::{Children, Cluster, ImageEnv, Operand},
 };
 
 /// The validator's ClusterRole (what the chart's node-agent policy confines to its own node).
@@ -27,6 +27,17 @@ impl Operand for Validation {
     const CONDITION: &'static str = VALIDATOR_READY;
     const SECTION: &'static str = "validator";
     type Input = Input;
+    /// `CUDA_BASE_IMAGE` is read as NVIDIA's operator reads it; no image resolves from it yet.
+    const IMAGES: &'static [ImageEnv] = &[
+        ImageEnv {
+            var: "VALIDATOR_IMAGE",
+            chart_values: Some("validator"),
+        },
+        ImageEnv {
+            var: "CUDA_BASE_IMAGE",
+            chart_values: None,
+        },
+    ];
 
     fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
         validate::validate(spec, cluster).map(Some)

@@ -155,7 +155,7 @@ fn the_deployment_runs_the_operator_with_nvidias_flags_and_image_fallbacks() {
         .collect();
     for name in &images {
         assert!(
-            gpu_operator_core::context::IMAGE_ENV_VARS.contains(name),
+            gpu_operator_operands::image_vars().contains(name),
             "{name} is not a variable the operator reads"
         );
     }

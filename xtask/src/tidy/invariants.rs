@@ -1,6 +1,6 @@
 //! Tidy tests of ARCHITECTURE.md's invariants that no compiler checks: no operand crate depends
 //! on another, no `#[path]` include, no `*_tests.rs` sibling, no raw spec section in an operand's
-//! `Input`.
+//! `Input`, and a recipe for a new operand of at most ten steps.
 
 use super::walk::{self, dependencies, operand_crates, relative, workspace_files};
 
@@ -205,4 +205,33 @@ fn no_new_operand_input_holds_a_raw_spec_section() {
         "    /// The section: DevicePluginSpec resolved."
     ));
     assert!(!holds_spec_type("    pub specific: Inspect,"));
+}
+
+/// Most steps the recipe for a new operand may take.
+const MAX_RECIPE_STEPS: usize = 10;
+
+#[test]
+fn the_recipe_for_a_new_operand_has_at_most_ten_steps() {
+    let page = std::fs::read_to_string(walk::root().join("ARCHITECTURE.md")).unwrap();
+    let section = page
+        .split("\n## ")
+        .find(|section| section.starts_with("Adding an operand"))
+        .expect("ARCHITECTURE.md has a section \"Adding an operand\"");
+    let steps: Vec<&str> = section
+        .lines()
+        .filter(|line| {
+            line.split_once(". ")
+                .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+        })
+        .collect();
+    assert!(
+        (1..=MAX_RECIPE_STEPS).contains(&steps.len()),
+        "the recipe for a new operand has {} steps (at most {MAX_RECIPE_STEPS}): derive what a \
+         step keeps by hand from the registry (crates/gpu-operator-operands) instead: {steps:#?}",
+        steps.len()
+    );
+    assert!(
+        section.contains("visit_all"),
+        "the recipe no longer names the registry's `visit_all`"
+    );
 }

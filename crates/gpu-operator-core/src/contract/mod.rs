@@ -11,5 +11,5 @@ mod warning;
 
 pub use children::Children;
 pub use cluster::Cluster;
-pub use operand::Operand;
+pub use operand::{ImageEnv, Operand};
 pub use warning::Warning;

@@ -1,4 +1,5 @@
-//! The [`Operand`] trait: an operand's names and its pure validate and render steps.
+//! The [`Operand`] trait: an operand's names, the image variables it reads from the operator's
+//! environment ([`ImageEnv`]), and its pure validate and render steps.
 
 use gpu_operator_api::ClusterPolicySpec;
 use k8s_openapi::api::{apps::v1::DaemonSet, core::v1::Pod};
@@ -7,6 +8,17 @@ use crate::{
     Error,
     contract::{Children, Cluster, Warning},
 };
+
+/// An operator environment variable that gives an operand's default image when its section
+/// names none (NVIDIA's `DEVICE_PLUGIN_IMAGE`, …), and the chart values section it is set from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImageEnv {
+    /// The variable, such as `DEVICE_PLUGIN_IMAGE`.
+    pub var: &'static str,
+    /// The chart's values section the operator Deployment sets it from (`devicePlugin`,
+    /// `driver.manager`), or `None` when the chart does not set it.
+    pub chart_values: Option<&'static str>,
+}
 
 /// One operand: its names and its pure validate and render steps.
 pub trait Operand: Send + Sync + 'static {
@@ -18,6 +30,13 @@ pub trait Operand: Send + Sync + 'static {
     const SECTION: &'static str;
     /// What validation produces for rendering.
     type Input: Send + Sync;
+    /// Whether the overall `Ready` waits for [`Operand::CONDITION`]. `true` by default; an
+    /// operand that only reports (the sandbox settings this operator does not deploy) says
+    /// `false`.
+    const IN_OVERALL_READY: bool = true;
+    /// The operator environment variables that give the default images of this operand's
+    /// sections, read at start-up into [`crate::Context::image_env`]. None by default.
+    const IMAGES: &'static [ImageEnv] = &[];
 
     /// Checks the spec and resolves what rendering needs; `Ok(None)` when the operand is
     /// disabled. `cluster` tells what the operator knows besides the spec.

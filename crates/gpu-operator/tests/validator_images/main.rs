@@ -21,20 +21,19 @@ fn root() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
 }
 
-/// Every DaemonSet of every operand, per `<example>-<profile>`.
+/// Every DaemonSet of every operand of the registry, per `<example>-<profile>`.
 fn rendered() -> Vec<(String, Vec<Value>)> {
-    let all = [
-        daemonsets_of::<gpu_operator_driver::Driver>(false),
-        daemonsets_of::<gpu_operator_toolkit::Toolkit>(false),
-        daemonsets_of::<gpu_operator_device_plugin::DevicePlugin>(false),
-        daemonsets_of::<gpu_operator_gfd::GpuFeatureDiscovery>(false),
-        daemonsets_of::<gpu_operator_dcgm_hostengine::Dcgm>(false),
-        daemonsets_of::<gpu_operator_dcgm_exporter::DcgmExporter>(false),
-        daemonsets_of::<gpu_operator_mig_manager::MigManager>(false),
-        daemonsets_of::<gpu_operator_validator_operand::Validation>(false),
-        // NVIDIA's default is off, and so is most examples': every example with it on too.
-        daemonsets_of::<gpu_operator_node_status_exporter::NodeStatusExporter>(true),
-    ];
+    struct Every(Vec<Vec<(String, Vec<Value>)>>);
+    impl gpu_operator_operands::Visit for Every {
+        fn operand<O: Operand>(&mut self) {
+            // NVIDIA's default is off, and so is most examples': every example with it on too.
+            let exporter_on = O::SECTION == "nodeStatusExporter";
+            self.0.push(daemonsets_of::<O>(exporter_on));
+        }
+    }
+    let mut every = Every(Vec::new());
+    gpu_operator_operands::visit_all(&mut every);
+    let all = every.0;
     let mut by_case: Vec<(String, Vec<Value>)> = Vec::new();
     for operand in all {
         for (case, daemonsets) in operand {
