@@ -115,7 +115,7 @@ pub fn check(
                 .join(", "))
         }
     };
-    user_config::check(cluster, source, copy, &check).map(Some)
+    user_config::check(cluster.namespace, cluster.config_maps, source, copy, &check).map(Some)
 }
 
 /// Annotates the pods of `daemonset` with the digest of `checked`, so they roll when it changes.
