@@ -1,6 +1,6 @@
 //! Tidy tests of ARCHITECTURE.md's invariants that no compiler checks: no operand crate depends
-//! on another, no `#[path]` include, no `*_tests.rs` sibling, no raw spec section in an operand's
-//! `Input`, and a recipe for a new operand of at most ten steps.
+//! on another, no `#[path]` include, no `*_tests.rs` sibling, no new raw spec section in an
+//! operand's `Input`, and a recipe for a new operand of at most ten steps.
 
 use super::walk::{self, dependencies, operand_crates, relative, workspace_files};
 
@@ -81,20 +81,8 @@ fn no_rust_file_includes_another_by_path() {
     );
 }
 
-/// The `*_tests.rs` files there were when this test was written. The rule (ARCHITECTURE.md,
-/// Tests) is `<module>/tests.rs`; these are left to move, and the list only shrinks: the test
-/// fails for a new one and for one that is gone but still listed.
-const KNOWN_TESTS_SIBLINGS: [&str; 6] = [
-    "crates/gpu-operator-driver-upgrade/src/view_tests.rs",
-    "crates/gpu-operator-validator/src/real_outputs_tests.rs",
-    "xtask/src/chart/gitops_tests.rs",
-    "xtask/src/chart/nvidia_values_tests.rs",
-    "xtask/src/chart/value_types_tests.rs",
-    "xtask/src/docs/reasons_tests.rs",
-];
-
 #[test]
-fn no_new_tests_sibling_files() {
+fn no_tests_sibling_files() {
     let found: Vec<String> = workspace_files()
         .iter()
         .filter(|path| {
@@ -103,22 +91,10 @@ fn no_new_tests_sibling_files() {
         })
         .map(|path| relative(path))
         .collect();
-    let new: Vec<&String> = found
-        .iter()
-        .filter(|path| !KNOWN_TESTS_SIBLINGS.contains(&path.as_str()))
-        .collect();
     assert!(
-        new.is_empty(),
-        "unit tests go in their module (`mod tests`) or in `<module>/tests.rs`, not in a \
-         `*_tests.rs` sibling: {new:#?}"
-    );
-    let gone: Vec<&&str> = KNOWN_TESTS_SIBLINGS
-        .iter()
-        .filter(|known| !found.iter().any(|path| path == *known))
-        .collect();
-    assert!(
-        gone.is_empty(),
-        "moved or deleted: take these off KNOWN_TESTS_SIBLINGS: {gone:#?}"
+        found.is_empty(),
+        "unit tests go in their module (`mod tests`) or in `<module>/tests.rs` (a folder \
+         `<module>/tests/` for its parts), not in a `*_tests.rs` sibling: {found:#?}"
     );
 }
 

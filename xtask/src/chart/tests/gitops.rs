@@ -8,10 +8,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{
-    CHART_DIR, helm,
-    nvidia_values_tests::{render_docs, yaml_docs},
-    template,
+use crate::chart::{
+    CHART_DIR, helm, template,
+    tests::nvidia_values::{render_docs, yaml_docs},
 };
 use crate::codegen::workspace_root;
 

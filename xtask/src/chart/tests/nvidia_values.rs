@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use gpu_operator_api::ClusterPolicy;
 use serde_json::Value;
 
-use super::{CHART_DIR, template};
+use crate::chart::{CHART_DIR, template};
 use crate::codegen::workspace_root;
 
 /// NVIDIA's values files, oldest first.

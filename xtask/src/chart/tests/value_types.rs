@@ -5,10 +5,9 @@
 
 use serde_json::{Value, json};
 
-use super::{
-    CHART_DIR,
-    nvidia_values_tests::{cluster_policy, render_docs},
-    template,
+use crate::chart::{
+    CHART_DIR, template,
+    tests::nvidia_values::{cluster_policy, render_docs},
 };
 use crate::codegen::workspace_root;
 
@@ -132,7 +131,7 @@ fn keys_no_nvidia_release_had_are_refused_with_the_key_named() {
 #[test]
 #[ignore = "runs helm: `cargo xtask cluster up` builds it, `cargo xtask ci` runs this"]
 fn nvidias_validator_and_node_status_exporter_images_may_stay() {
-    // (NVIDIA's operator image itself: nvidia_values_tests.)
+    // (NVIDIA's operator image itself: tests::nvidia_values.)
     let spec = policy(&[
         "--set",
         "validator.repository=nvcr.io/nvidia,validator.image=gpu-operator,validator.version=v26.7.0,nodeStatusExporter.repository=nvcr.io/nvidia,nodeStatusExporter.image=gpu-operator,nodeStatusExporter.version=v26.7.0",
