@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use gpu_operator_harness::{access::kubectl_ok, client, unique_name, wait_until};
-use gpu_operator_runtime::leader::{self, Leadership, LeaseParams, Lost};
+use gpu_operator_process::leader::{self, Leadership, LeaseParams, Lost};
 use k8s_openapi::api::{
     coordination::v1::{Lease, LeaseSpec},
     core::v1::Namespace,

@@ -201,8 +201,12 @@ async fn node_agents_change_only_their_own_node_and_their_own_keys() {
 
     // The validator's identity with the rules the operator renders for it; the discovery agent's
     // from the chart (without its DaemonSet: the agent runs here as a process).
-    let rules =
-        serde_json::to_value(gpu_operator_validation::cluster_role().rules.unwrap()).unwrap();
+    let rules = serde_json::to_value(
+        gpu_operator_validator_operand::cluster_role()
+            .rules
+            .unwrap(),
+    )
+    .unwrap();
     let validator_rbac = json!({"apiVersion": "v1", "kind": "List", "items": [
         {"apiVersion": "v1", "kind": "ServiceAccount",
          "metadata": {"name": VALIDATOR, "namespace": release}},

@@ -23,7 +23,7 @@ use gpu_operator_harness::{
     crd::ensure_crd,
     real_node::{NODE_NAME, TAINT},
 };
-use gpu_operator_runtime::leader::DEFAULT_LEASE_NAME;
+use gpu_operator_process::leader::DEFAULT_LEASE_NAME;
 use k8s_openapi::api::{
     coordination::v1::Lease,
     core::v1::{Event, Namespace, Pod},

@@ -1,40 +1,42 @@
-//! What the fuzz targets share: every operand's `validate` and `render`, and the node labeller's
-//! label changes, for one ClusterPolicy spec on every node profile of the fixtures.
+//! What the fuzz targets share: every operand's `validate` and `render` (the operand registry's
+//! list), and the node labeller's label changes, for one ClusterPolicy spec on every node profile
+//! of the fixtures.
 
 use std::collections::BTreeMap;
 
 use gpu_operator_api::ClusterPolicySpec;
 use gpu_operator_core::{
+    contract::{Cluster, Operand},
     fixtures,
-    pipeline::operand::{Cluster, Operand},
 };
+use gpu_operator_operands::Visit;
 
 /// Runs every operand's validate, render and warnings for `spec` on every node profile, and the
 /// labeller's label changes on a GPU node and on a bare one. Must return, never panic.
 pub fn every_operand(spec: &ClusterPolicySpec) {
-    fn one<O: Operand>(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) {
-        if let Ok(Some(input)) = O::validate(spec, cluster) {
-            let _ = O::render(&input);
-            let _ = O::warnings(&input);
+    /// Each registered operand on one profile.
+    struct Every<'a> {
+        spec: &'a ClusterPolicySpec,
+        cluster: Cluster<'a>,
+    }
+    impl Visit for Every<'_> {
+        fn operand<O: Operand>(&mut self) {
+            if let Ok(Some(input)) = O::validate(self.spec, &self.cluster) {
+                let _ = O::render(&input);
+                let _ = O::warnings(&input);
+            }
         }
     }
     for profile in fixtures::profiles() {
-        let cluster = Cluster {
-            namespace: "gpu-operator",
-            facts: &profile.facts,
-            image_env: &fixtures::image_env,
-            config_maps: &fixtures::plugin_configs,
-        };
-        one::<gpu_operator_driver::Driver>(spec, &cluster);
-        one::<gpu_operator_toolkit::Toolkit>(spec, &cluster);
-        one::<gpu_operator_device_plugin::DevicePlugin>(spec, &cluster);
-        one::<gpu_operator_gfd::GpuFeatureDiscovery>(spec, &cluster);
-        one::<gpu_operator_dcgm::Dcgm>(spec, &cluster);
-        one::<gpu_operator_dcgm_exporter::DcgmExporter>(spec, &cluster);
-        one::<gpu_operator_mig_manager::MigManager>(spec, &cluster);
-        one::<gpu_operator_validation::Validation>(spec, &cluster);
-        one::<gpu_operator_node_status_exporter::NodeStatusExporter>(spec, &cluster);
-        one::<gpu_operator_sandbox::Sandbox>(spec, &cluster);
+        gpu_operator_operands::visit_all(&mut Every {
+            spec,
+            cluster: Cluster {
+                namespace: "gpu-operator",
+                facts: &profile.facts,
+                image_env: &fixtures::image_env,
+                config_maps: &fixtures::plugin_configs,
+            },
+        });
     }
     for labels in [
         BTreeMap::from([("nvidia.com/gpu.present".to_owned(), "true".to_owned())]),

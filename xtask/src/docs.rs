@@ -3,8 +3,6 @@
 //! check of every page that names the page and line of a broken link, and `mdbook build`.
 
 mod links;
-#[cfg(test)]
-mod reasons_tests;
 mod reference;
 
 use std::{path::Path, process::Command};
@@ -79,6 +77,8 @@ pub fn build(root: &Path, mdbook: &Path) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    mod reasons;
+
     use super::*;
     use crate::codegen::workspace_root;
 

@@ -45,37 +45,18 @@ pub struct Context {
     pub status_batch: crate::pipeline::status_batch::StatusBatch,
 }
 
-/// Environment variables that provide default operand images, as NVIDIA's operator reads them.
-pub const IMAGE_ENV_VARS: [&str; 19] = [
-    "DRIVER_IMAGE",
-    "DRIVER_MANAGER_IMAGE",
-    "CONTAINER_TOOLKIT_IMAGE",
-    "DEVICE_PLUGIN_IMAGE",
-    "DCGM_IMAGE",
-    "DCGM_EXPORTER_IMAGE",
-    "GFD_IMAGE",
-    "VALIDATOR_IMAGE",
-    "MIG_MANAGER_IMAGE",
-    "GDS_IMAGE",
-    "GDRCOPY_IMAGE",
-    "VFIO_MANAGER_IMAGE",
-    "SANDBOX_DEVICE_PLUGIN_IMAGE",
-    "VGPU_MANAGER_IMAGE",
-    "VGPU_DEVICE_MANAGER_IMAGE",
-    "KATA_MANAGER_IMAGE",
-    "KATA_SANDBOX_DEVICE_PLUGIN_IMAGE",
-    "CC_MANAGER_IMAGE",
-    "CUDA_BASE_IMAGE",
-];
-
 impl Context {
     /// A context for `client` in `namespace`; `instance` names this operator process in Events.
+    /// `image_vars` are the environment variables that give operand images (the binary's
+    /// operand registry derives them from every operand's [`crate::contract::Operand::IMAGES`]);
+    /// those set in the environment are read now.
     pub fn new(
         client: kube::Client,
         namespace: String,
         stores: Stores,
         metrics: Arc<Metrics>,
         instance: Option<String>,
+        image_vars: &[&str],
     ) -> Self {
         let reporter = Reporter {
             controller: "gpu-operator".to_owned(),
@@ -83,7 +64,7 @@ impl Context {
         };
         let one_off_events = OneOffEvents::new(client.clone(), reporter.clone());
         let recorder = Recorder::new(client.clone(), reporter);
-        let image_env = IMAGE_ENV_VARS
+        let image_env = image_vars
             .iter()
             .filter_map(|name| {
                 std::env::var(name)

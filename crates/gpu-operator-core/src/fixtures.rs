@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 
 use crate::{
     cache::{facts::ClusterFacts, node_meta::NodeMeta, node_runtime::NodeRuntime},
-    pipeline::children::Children,
+    contract::Children,
 };
 
 /// A named set of GPU-node facts.
@@ -143,10 +143,10 @@ pub fn plugin_configs(_name: &str) -> Option<std::sync::Arc<ConfigMap>> {
 /// `gpu-operator`, with `image_env` and the [`plugin_configs`].
 pub fn with_cluster<T>(
     image_env: &(dyn Fn(&str) -> Option<String> + Sync),
-    f: impl FnOnce(&crate::pipeline::operand::Cluster<'_>) -> T,
+    f: impl FnOnce(&crate::contract::Cluster<'_>) -> T,
 ) -> T {
     let facts = ClusterFacts::default();
-    f(&crate::pipeline::operand::Cluster {
+    f(&crate::contract::Cluster {
         namespace: "gpu-operator",
         facts: &facts,
         image_env,
@@ -172,7 +172,7 @@ pub fn image_env(env: &str) -> Option<String> {
 /// example that disables the operand. A last entry, `matrix`, says which snapshot each
 /// example × profile renders, so a profile that starts to matter shows up as a change there.
 /// `root` is the repository root.
-pub fn snapshots<O: crate::pipeline::operand::Operand>(
+pub fn snapshots<O: crate::contract::Operand>(
     root: &std::path::Path,
 ) -> Result<Vec<(String, serde_json::Value)>, Box<dyn std::error::Error>> {
     let config_maps = example_config_maps(root)?;
@@ -183,7 +183,7 @@ pub fn snapshots<O: crate::pipeline::operand::Operand>(
             .map(|c| std::sync::Arc::new(c.clone()))
     };
     let distinct = distinct_snapshots(root, |spec, facts| {
-        let cluster = crate::pipeline::operand::Cluster {
+        let cluster = crate::contract::Cluster {
             namespace: "gpu-operator",
             facts,
             image_env: &image_env,

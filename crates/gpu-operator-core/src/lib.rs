@@ -1,7 +1,9 @@
 //! Shared plumbing of the operator's reconcilers. It knows Kubernetes and ClusterPolicy, but no
-//! operand: each operand crate plugs its pure `validate` and `render` steps into
-//! [`pipeline::operand`]. The modules, by what they are for:
+//! operand: each operand crate implements [`contract::Operand`], its pure `validate` and `render`
+//! steps, which [`pipeline::operand`] runs. The modules, by what they are for:
 //!
+//! - [`contract`]: what an operand crate implements and gets (`Operand`, `Cluster`, `Children`,
+//!   `Warning`).
 //! - [`pipeline`]: the reconcile pipeline and its Controllers; writing children and status.
 //! - [`cache`]: the shared caches, their change streams and the cluster facts.
 //! - [`build`]: the pure parts operands render with: pods, DaemonSets, images, labels, RBAC.
@@ -11,6 +13,7 @@
 pub mod build;
 pub mod cache;
 pub mod context;
+pub mod contract;
 pub mod error;
 #[cfg(any(test, feature = "testing"))]
 pub mod fixtures;

@@ -13,7 +13,7 @@ mod validate;
 use gpu_operator_api::{ClusterPolicySpec, conditions::operand::DCGM_EXPORTER_READY};
 use gpu_operator_core::{
     Error,
-    pipeline::operand::{Children, Cluster, Operand},
+    contract::{Children, Cluster, ImageEnv, Operand},
 };
 
 pub use render::prometheus_rule::RULE_NAME;
@@ -35,6 +35,10 @@ impl Operand for DcgmExporter {
     const SECTION: &'static str = "dcgmExporter";
     const SERVICE_MONITORS: bool = true;
     type Input = Input;
+    const IMAGES: &'static [ImageEnv] = &[ImageEnv {
+        var: "DCGM_EXPORTER_IMAGE",
+        chart_values: Some("dcgmExporter"),
+    }];
 
     fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
         validate::validate(spec, cluster)

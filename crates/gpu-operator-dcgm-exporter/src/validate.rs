@@ -4,7 +4,7 @@ use gpu_operator_api::{ClusterPolicySpec, spec::DcgmExporterSpec};
 use gpu_operator_core::{
     Error,
     build::{runtime_class::GpuAccess, shared::Shared},
-    pipeline::operand::Cluster,
+    contract::Cluster,
 };
 
 /// Env of the exporter that turns on pod-label enrichment.

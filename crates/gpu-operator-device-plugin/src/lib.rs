@@ -16,7 +16,7 @@ use gpu_operator_core::{
     Error,
     build::user_config::Checked,
     cache::facts::NodeSample,
-    pipeline::operand::{Children, Cluster, Operand, Warning},
+    contract::{Children, Cluster, ImageEnv, Operand, Warning},
 };
 
 pub use validate::Input;
@@ -41,6 +41,10 @@ impl Operand for DevicePlugin {
     const CONDITION: &'static str = DEVICE_PLUGIN_READY;
     const SECTION: &'static str = "devicePlugin";
     type Input = Input;
+    const IMAGES: &'static [ImageEnv] = &[ImageEnv {
+        var: "DEVICE_PLUGIN_IMAGE",
+        chart_values: Some("devicePlugin"),
+    }];
 
     fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
         validate::validate(spec, cluster)
@@ -96,8 +100,7 @@ mod tests {
     use gpu_operator_api::spec::DevicePluginConfig;
     use gpu_operator_core::{
         cache::{facts::ClusterFacts, node_meta::NodeMeta},
-        fixtures,
-        pipeline::operand,
+        contract, fixtures,
     };
 
     use super::*;
@@ -127,7 +130,7 @@ mod tests {
             ),
         ];
         let facts = ClusterFacts::from_nodes(&nodes, []);
-        let cluster = operand::Cluster {
+        let cluster = contract::Cluster {
             namespace: "gpu-operator",
             facts: &facts,
             image_env: &fixtures::image_env,

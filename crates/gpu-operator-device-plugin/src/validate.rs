@@ -10,7 +10,7 @@ use gpu_operator_core::{
         user_config::Checked,
     },
     cache::facts::NodeSample,
-    pipeline::operand::Cluster,
+    contract::Cluster,
 };
 
 use gpu_operator_plugin_config::{config_manager, mig};

@@ -6,9 +6,8 @@
 use std::{collections::BTreeMap, time::Duration};
 
 use gpu_operator_api::conditions::DRIVER_UPGRADE;
-use gpu_operator_core::{
-    pipeline::operand::PROBLEM_NODES,
-    report::{conditions::Desired, metrics::DriverUpgrades},
+use gpu_operator_core::report::{
+    conditions::Desired, metrics::DriverUpgrades, problems::PROBLEM_NODES,
 };
 use k8s_openapi::jiff::Timestamp;
 

@@ -23,8 +23,6 @@ pub mod state;
 mod transitions;
 pub mod triggers;
 pub mod view;
-#[cfg(test)]
-mod view_tests;
 mod workload_pod;
 
 pub use reconcile::{NAME, controller};

@@ -162,3 +162,6 @@ pub fn driver_nodes(nodes: &[std::sync::Arc<UpgradeNode>], facts: &[NodeFacts]) 
         .collect::<std::collections::BTreeSet<&str>>()
         .len()
 }
+
+#[cfg(test)]
+mod tests;

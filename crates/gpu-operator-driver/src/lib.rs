@@ -13,7 +13,7 @@ mod validate;
 use gpu_operator_api::{ClusterPolicySpec, conditions::operand::DRIVER_READY};
 use gpu_operator_core::{
     Error,
-    pipeline::operand::{Children, Cluster, Operand},
+    contract::{Children, Cluster, ImageEnv, Operand},
 };
 use k8s_openapi::api::{apps::v1::DaemonSet, core::v1::Pod};
 
@@ -38,6 +38,24 @@ impl Operand for Driver {
     const CONDITION: &'static str = DRIVER_READY;
     const SECTION: &'static str = "driver";
     type Input = Input;
+    const IMAGES: &'static [ImageEnv] = &[
+        ImageEnv {
+            var: "DRIVER_IMAGE",
+            chart_values: Some("driver"),
+        },
+        ImageEnv {
+            var: "DRIVER_MANAGER_IMAGE",
+            chart_values: Some("driver.manager"),
+        },
+        ImageEnv {
+            var: "GDS_IMAGE",
+            chart_values: Some("gds"),
+        },
+        ImageEnv {
+            var: "GDRCOPY_IMAGE",
+            chart_values: Some("gdrcopy"),
+        },
+    ];
 
     fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
         validate::validate(spec, cluster)

@@ -10,7 +10,7 @@ use gpu_operator_api::{
 use gpu_operator_core::{
     Error,
     build::{image, runtime_class, shared::Shared},
-    pipeline::operand::Cluster,
+    contract::Cluster,
 };
 
 use crate::pools::{self, Pool, os_tag};

@@ -11,7 +11,7 @@ use gpu_operator_core::{
         node_meta::NodeMeta,
         node_runtime::NodeRuntime,
     },
-    pipeline::operand::{Children, Cluster, Operand as _},
+    contract::{Children, Cluster, Operand as _},
 };
 use gpu_operator_driver::Driver;
 use k8s_openapi::api::apps::v1::DaemonSet;

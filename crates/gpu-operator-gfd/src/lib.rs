@@ -10,7 +10,7 @@ mod validate;
 use gpu_operator_api::{ClusterPolicySpec, conditions::operand::GFD_READY};
 use gpu_operator_core::{
     Error,
-    pipeline::operand::{Children, Cluster, Operand},
+    contract::{Children, Cluster, ImageEnv, Operand},
 };
 
 pub use validate::Input;
@@ -31,6 +31,10 @@ impl Operand for GpuFeatureDiscovery {
     const CONDITION: &'static str = GFD_READY;
     const SECTION: &'static str = "gfd";
     type Input = Input;
+    const IMAGES: &'static [ImageEnv] = &[ImageEnv {
+        var: "GFD_IMAGE",
+        chart_values: Some("gfd"),
+    }];
 
     fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
         validate::validate(spec, cluster)

@@ -5,7 +5,7 @@ use gpu_operator_api::{ClusterPolicySpec, spec::GfdSpec};
 use gpu_operator_core::{
     Error,
     build::{runtime_class::GpuAccess, shared::Shared, user_config::Checked},
-    pipeline::operand::Cluster,
+    contract::Cluster,
 };
 
 use gpu_operator_plugin_config::{config_manager, mig};

@@ -13,7 +13,7 @@ mod validate;
 use gpu_operator_api::{ClusterPolicySpec, conditions::operand::MIG_MANAGER_READY};
 use gpu_operator_core::{
     Error,
-    pipeline::operand::{Children, Cluster, Operand, Warning},
+    contract::{Children, Cluster, ImageEnv, Operand, Warning},
 };
 
 pub use parted::{ConfigError, layouts};
@@ -40,6 +40,10 @@ impl Operand for MigManager {
     const CONDITION: &'static str = MIG_MANAGER_READY;
     const SECTION: &'static str = "migManager";
     type Input = Input;
+    const IMAGES: &'static [ImageEnv] = &[ImageEnv {
+        var: "MIG_MANAGER_IMAGE",
+        chart_values: Some("migManager"),
+    }];
 
     fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
         validate::validate(spec, cluster)

@@ -9,7 +9,7 @@ use gpu_operator_core::{
         shared::Shared,
         user_config::{self, Checked, Source},
     },
-    pipeline::operand::{Cluster, Warning},
+    contract::{Cluster, Warning},
 };
 
 use crate::{CUSTOM_CONFIG, DEFAULT_CONFIG, parted, profiles};
@@ -108,7 +108,13 @@ fn check_custom(cluster: &Cluster<'_>, name: &str) -> Result<Checked, Error> {
             .map(|_| Vec::new())
             .map_err(|e| e.to_string())
     };
-    user_config::check(cluster, source, CUSTOM_CONFIG, &check)
+    user_config::check(
+        cluster.namespace,
+        cluster.config_maps,
+        source,
+        CUSTOM_CONFIG,
+        &check,
+    )
 }
 
 /// A seeded layout (`migManager.config.default`) missing from the layouts the manager reads (the

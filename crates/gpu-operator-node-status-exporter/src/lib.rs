@@ -10,7 +10,7 @@ mod validate;
 use gpu_operator_api::{ClusterPolicySpec, conditions::operand::NODE_STATUS_EXPORTER_READY};
 use gpu_operator_core::{
     Error,
-    pipeline::operand::{Children, Cluster, Operand},
+    contract::{Children, Cluster, Operand},
 };
 
 pub use validate::Input;

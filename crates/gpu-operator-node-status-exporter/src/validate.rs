@@ -5,7 +5,7 @@ use gpu_operator_api::{ClusterPolicySpec, spec::NodeStatusExporterSpec};
 use gpu_operator_core::{
     Error,
     build::{image, shared::Shared},
-    pipeline::operand::Cluster,
+    contract::Cluster,
 };
 
 /// What rendering the node status exporter needs.

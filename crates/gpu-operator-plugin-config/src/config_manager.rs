@@ -29,7 +29,7 @@ use gpu_operator_core::{
         pod::mount,
         user_config::{self, Checked, Source},
     },
-    pipeline::operand::Cluster,
+    contract::Cluster,
 };
 
 use crate::checker;
@@ -115,7 +115,7 @@ pub fn check(
                 .join(", "))
         }
     };
-    user_config::check(cluster, source, copy, &check).map(Some)
+    user_config::check(cluster.namespace, cluster.config_maps, source, copy, &check).map(Some)
 }
 
 /// Annotates the pods of `daemonset` with the digest of `checked`, so they roll when it changes.

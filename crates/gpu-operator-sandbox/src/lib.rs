@@ -14,7 +14,7 @@ use gpu_operator_api::{ClusterPolicySpec, spec::WorkloadConfig};
 use gpu_operator_core::{
     Error,
     cache::facts::NodeSample,
-    pipeline::operand::{Children, Cluster, Operand},
+    contract::{Children, Cluster, ImageEnv, Operand},
 };
 
 /// The condition this reconciler owns.
@@ -38,6 +38,40 @@ impl Operand for Sandbox {
     const CONDITION: &'static str = CONDITION;
     const SECTION: &'static str = "sandboxWorkloads";
     type Input = Input;
+    /// Reports only: the container stack is ready without it.
+    const IN_OVERALL_READY: bool = false;
+    /// The images of the sections reported here, read as NVIDIA's operator reads them (none is
+    /// deployed).
+    const IMAGES: &'static [ImageEnv] = &[
+        ImageEnv {
+            var: "VFIO_MANAGER_IMAGE",
+            chart_values: Some("vfioManager"),
+        },
+        ImageEnv {
+            var: "SANDBOX_DEVICE_PLUGIN_IMAGE",
+            chart_values: Some("sandboxDevicePlugin"),
+        },
+        ImageEnv {
+            var: "VGPU_MANAGER_IMAGE",
+            chart_values: Some("vgpuManager"),
+        },
+        ImageEnv {
+            var: "VGPU_DEVICE_MANAGER_IMAGE",
+            chart_values: Some("vgpuDeviceManager"),
+        },
+        ImageEnv {
+            var: "KATA_MANAGER_IMAGE",
+            chart_values: None,
+        },
+        ImageEnv {
+            var: "KATA_SANDBOX_DEVICE_PLUGIN_IMAGE",
+            chart_values: Some("kataSandboxDevicePlugin"),
+        },
+        ImageEnv {
+            var: "CC_MANAGER_IMAGE",
+            chart_values: Some("ccManager"),
+        },
+    ];
 
     /// `Ok(None)` (the condition says disabled) when nothing unsupported is asked for.
     fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {

@@ -3,15 +3,14 @@
 use gpu_operator_api::spec::{CcManagerSpec, PsaSpec, SandboxMode, SandboxWorkloadsSpec};
 use gpu_operator_core::{
     cache::{facts::ClusterFacts, node_meta::NodeMeta},
-    fixtures,
-    pipeline::operand,
+    contract, fixtures,
 };
 
 use super::*;
 
 fn check(spec: &ClusterPolicySpec, nodes: &[NodeMeta]) -> Option<String> {
     let facts = ClusterFacts::from_nodes(nodes, []);
-    let cluster = operand::Cluster {
+    let cluster = contract::Cluster {
         namespace: "gpu-operator",
         facts: &facts,
         image_env: &fixtures::image_env,

@@ -17,10 +17,9 @@ use gpu_operator_core::{
     cache::{labeller_wait, node_meta::NodeMeta},
     pipeline::{
         active,
-        operand::PROBLEM_NODES,
         status_write::{self, Outcome},
     },
-    report::conditions::Desired,
+    report::{conditions::Desired, problems::PROBLEM_NODES},
 };
 
 /// Name of this reconciler (field manager suffix, metric label).

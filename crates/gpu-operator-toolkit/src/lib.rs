@@ -12,7 +12,7 @@ mod validate;
 use gpu_operator_api::{ClusterPolicySpec, conditions::operand::TOOLKIT_READY};
 use gpu_operator_core::{
     Error,
-    pipeline::operand::{Children, Cluster, Operand},
+    contract::{Children, Cluster, ImageEnv, Operand},
 };
 
 pub use validate::Input;
@@ -32,6 +32,10 @@ impl Operand for Toolkit {
     const CONDITION: &'static str = TOOLKIT_READY;
     const SECTION: &'static str = "toolkit";
     type Input = Input;
+    const IMAGES: &'static [ImageEnv] = &[ImageEnv {
+        var: "CONTAINER_TOOLKIT_IMAGE",
+        chart_values: Some("toolkit"),
+    }];
 
     fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
         validate::validate(spec, cluster)

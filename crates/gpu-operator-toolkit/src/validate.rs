@@ -9,7 +9,7 @@ use gpu_operator_core::{
         runtime_class::{self, ContainerRuntime},
         shared::Shared,
     },
-    pipeline::operand::Cluster,
+    contract::Cluster,
 };
 
 use crate::render::RuntimeSettings;

@@ -5,8 +5,8 @@
 use gpu_operator_api::ClusterPolicySpec;
 use gpu_operator_core::{
     cache::facts::ClusterFacts,
+    contract::{Children, Cluster, Operand as _},
     fixtures,
-    pipeline::operand::{Children, Cluster, Operand as _},
 };
 use gpu_operator_toolkit::Toolkit;
 

@@ -98,8 +98,6 @@ pub mod lifecycle;
 pub mod metrics;
 pub mod node_conditions;
 pub mod nvml;
-#[cfg(test)]
-mod real_outputs_tests;
 pub mod run;
 pub mod smi;
 pub mod smi_xml;
@@ -108,6 +106,8 @@ pub mod summary;
 pub mod taint;
 #[cfg(test)]
 mod testing;
+#[cfg(test)]
+mod tests;
 pub mod workload_pod;
 
 pub use run::{EXIT_FAILED, EXIT_NOT_REPORTED, EXIT_USAGE, EXIT_VALIDATED, run};

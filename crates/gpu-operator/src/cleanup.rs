@@ -29,7 +29,7 @@ pub fn main(kubeconfig: Option<&Path>) -> anyhow::Result<()> {
 }
 
 async fn run(kubeconfig: Option<&Path>) -> anyhow::Result<()> {
-    let api: Api<Node> = Api::all(gpu_operator_runtime::config::client(kubeconfig).await?);
+    let api: Api<Node> = Api::all(gpu_operator_process::config::client(kubeconfig).await?);
     let (mut nodes, mut cleaned) = (0_usize, 0_usize);
     let mut params = ListParams::default().limit(PAGE);
     loop {

@@ -51,7 +51,7 @@ fn block_on(work: impl Future<Output = anyhow::Result<()>>) -> anyhow::Result<()
 
 async fn apply(kubeconfig: Option<&Path>) -> anyhow::Result<()> {
     let api: Api<CustomResourceDefinition> =
-        Api::all(gpu_operator_runtime::config::client(kubeconfig).await?);
+        Api::all(gpu_operator_process::config::client(kubeconfig).await?);
     for crd in [ClusterPolicy::crd()] {
         let name = crd.name_any();
         let before = api
@@ -85,7 +85,7 @@ async fn apply(kubeconfig: Option<&Path>) -> anyhow::Result<()> {
 
 async fn delete(kubeconfig: Option<&Path>) -> anyhow::Result<()> {
     let api: Api<CustomResourceDefinition> =
-        Api::all(gpu_operator_runtime::config::client(kubeconfig).await?);
+        Api::all(gpu_operator_process::config::client(kubeconfig).await?);
     for crd in [ClusterPolicy::crd()] {
         let name = crd.name_any();
         match api.delete(&name, &DeleteParams::background()).await {

@@ -20,7 +20,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the operator: reconcile the ClusterPolicy into the GPU software stack.
-    Run(Box<gpu_operator_runtime::config::RunArgs>),
+    Run(Box<gpu_operator_process::config::RunArgs>),
     /// The CustomResourceDefinitions this operator serves (ClusterPolicy, nvidia.com/v1): print
     /// (the default), apply or delete them.
     Crds {

@@ -6,40 +6,29 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use futures::{FutureExt as _, future::BoxFuture};
-use gpu_operator_api::conditions::operand;
 use gpu_operator_core::{
-    Context,
-    cache::stores,
-    pipeline::{controller, operand::Operand},
-    report::metrics::Metrics,
+    Context, cache::stores, contract::Operand, pipeline::controller, report::metrics::Metrics,
 };
-use gpu_operator_device_plugin::DevicePlugin;
-use gpu_operator_driver::Driver;
-use gpu_operator_gfd::GpuFeatureDiscovery;
-use gpu_operator_runtime::{admin, config::RunArgs, leader, shutdown::Shutdown, telemetry};
-use gpu_operator_toolkit::Toolkit;
-use gpu_operator_validation::Validation;
+use gpu_operator_operands::Visit;
+use gpu_operator_process::{admin, config::RunArgs, leader, shutdown::Shutdown, telemetry};
 
-/// The operand conditions the status reconciler waits for: one per operand reconciler run below.
-const OPERAND_CONDITIONS: &[&str] = &[
-    operand::DEVICE_PLUGIN_READY,
-    operand::VALIDATOR_READY,
-    operand::DRIVER_READY,
-    operand::TOOLKIT_READY,
-    operand::DCGM_READY,
-    operand::DCGM_EXPORTER_READY,
-    operand::MIG_MANAGER_READY,
-    operand::NODE_STATUS_EXPORTER_READY,
-    operand::GFD_READY,
-];
+/// The reconcilers of the registry's operands, ready to be polled with the others.
+struct OperandReconcilers<'a> {
+    ctx: &'a Arc<Context>,
+    subs: &'a stores::Subscriptions,
+    shutdown: &'a Shutdown,
+    reconcilers: Vec<BoxFuture<'static, ()>>,
+}
 
-/// The reconciler of operand `O`, ready to be polled with the others.
-fn operand<O: Operand>(
-    ctx: &Arc<Context>,
-    subs: &stores::Subscriptions,
-    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
-) -> BoxFuture<'static, ()> {
-    controller::run_operand::<O>(ctx.clone(), subs.clone(), shutdown).boxed()
+impl Visit for OperandReconcilers<'_> {
+    fn operand<O: Operand>(&mut self) {
+        let reconciler = controller::run_operand::<O>(
+            self.ctx.clone(),
+            self.subs.clone(),
+            self.shutdown.signal(),
+        );
+        self.reconcilers.push(reconciler.boxed());
+    }
 }
 
 /// Runs the operator until it is told to stop.
@@ -101,6 +90,7 @@ async fn run(args: &RunArgs, namespace: String) -> anyhow::Result<()> {
             stores.clone(),
             metrics.clone(),
             Some(args.identity()),
+            &gpu_operator_operands::image_vars(),
         ));
         controllers(&ctx, &standby.resume(&stores), &shutdown)
     };
@@ -122,28 +112,27 @@ fn controllers(
     shutdown: &Shutdown,
 ) -> impl Future<Output = ()> + use<> {
     let stop = || shutdown.signal();
-    let controllers: Vec<BoxFuture<'static, ()>> = vec![
-        gpu_operator_node_labels::controller(ctx.clone(), subs, stop()).boxed(),
-        operand::<Validation>(ctx, subs, stop()),
-        operand::<DevicePlugin>(ctx, subs, stop()),
-        operand::<Driver>(ctx, subs, stop()),
-        operand::<Toolkit>(ctx, subs, stop()),
-        operand::<gpu_operator_dcgm::Dcgm>(ctx, subs, stop()),
-        operand::<gpu_operator_dcgm_exporter::DcgmExporter>(ctx, subs, stop()),
-        operand::<gpu_operator_mig_manager::MigManager>(ctx, subs, stop()),
-        operand::<gpu_operator_node_status_exporter::NodeStatusExporter>(ctx, subs, stop()),
-        operand::<GpuFeatureDiscovery>(ctx, subs, stop()),
-        operand::<gpu_operator_sandbox::Sandbox>(ctx, subs, stop()),
+    let mut operands = OperandReconcilers {
+        ctx,
+        subs,
+        shutdown,
+        reconcilers: Vec::new(),
+    };
+    gpu_operator_operands::visit_all(&mut operands);
+    let mut controllers: Vec<BoxFuture<'static, ()>> =
+        vec![gpu_operator_node_labels::controller(ctx.clone(), subs, stop()).boxed()];
+    controllers.extend(operands.reconcilers);
+    controllers.extend([
         gpu_operator_status::run_policy_status(
             ctx.clone(),
             subs.clone(),
-            OPERAND_CONDITIONS,
+            gpu_operator_operands::ready_conditions(),
             stop(),
         )
         .boxed(),
         gpu_operator_status::run_node_validation(ctx.clone(), subs.clone(), stop()).boxed(),
         gpu_operator_driver_upgrade::controller(ctx.clone(), subs.clone(), stop()).boxed(),
-    ];
+    ]);
     // Every controller holds clones of the subscriptions it polls; `subs` itself is dropped by
     // the caller (an unpolled subscription would hold back the shared reflector for everyone).
     futures::future::join_all(controllers).map(|_| ())

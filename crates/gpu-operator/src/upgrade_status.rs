@@ -18,7 +18,7 @@ pub fn main(kubeconfig: Option<&Path>, namespace: &str) -> anyhow::Result<()> {
 }
 
 async fn run(kubeconfig: Option<&Path>, namespace: &str) -> anyhow::Result<()> {
-    let client = gpu_operator_runtime::config::client(kubeconfig).await?;
+    let client = gpu_operator_process::config::client(kubeconfig).await?;
     let gpu_nodes = ListParams::default().labels(&format!("{}=true", labels::GPU_PRESENT));
     let nodes: Vec<Arc<UpgradeNode>> = Api::<UpgradeNode>::all(client.clone())
         .list(&gpu_nodes)

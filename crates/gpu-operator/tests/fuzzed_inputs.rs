@@ -14,10 +14,11 @@ use std::{collections::BTreeMap, fmt::Write as _, path::Path, time::Instant};
 use gpu_operator_api::ClusterPolicySpec;
 use gpu_operator_core::{
     cache::{facts::ClusterFacts, node_meta::NodeMeta},
+    contract::{Cluster, Operand},
     fixtures,
-    pipeline::operand::{Cluster, Operand},
 };
 use gpu_operator_harness::mutate::{mutate, mutation, nvidia_sample_specs};
+use gpu_operator_operands::Visit;
 use gpu_operator_plugin_config::checker;
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -40,34 +41,35 @@ fn seeds() -> Vec<Value> {
 
 /// Every operand's validate and render for `spec` on every profile; returns how many rendered.
 fn run_every_operand(spec: &ClusterPolicySpec) -> usize {
-    fn one<O: Operand>(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> usize {
-        match O::validate(spec, cluster) {
-            Ok(Some(input)) => {
+    /// Each registered operand on one profile, counting those that rendered.
+    struct Every<'a> {
+        spec: &'a ClusterPolicySpec,
+        cluster: Cluster<'a>,
+        rendered: usize,
+    }
+    impl Visit for Every<'_> {
+        fn operand<O: Operand>(&mut self) {
+            if let Ok(Some(input)) = O::validate(self.spec, &self.cluster) {
                 let _ = O::render(&input);
                 let _ = O::warnings(&input);
-                1
+                self.rendered += 1;
             }
-            Ok(None) | Err(_) => 0,
         }
     }
     let mut rendered = 0;
     for profile in fixtures::profiles() {
-        let cluster = Cluster {
-            namespace: "gpu-operator",
-            facts: &profile.facts,
-            image_env: &fixtures::image_env,
-            config_maps: &fixtures::plugin_configs,
+        let mut every = Every {
+            spec,
+            cluster: Cluster {
+                namespace: "gpu-operator",
+                facts: &profile.facts,
+                image_env: &fixtures::image_env,
+                config_maps: &fixtures::plugin_configs,
+            },
+            rendered: 0,
         };
-        rendered += one::<gpu_operator_driver::Driver>(spec, &cluster)
-            + one::<gpu_operator_toolkit::Toolkit>(spec, &cluster)
-            + one::<gpu_operator_device_plugin::DevicePlugin>(spec, &cluster)
-            + one::<gpu_operator_gfd::GpuFeatureDiscovery>(spec, &cluster)
-            + one::<gpu_operator_dcgm::Dcgm>(spec, &cluster)
-            + one::<gpu_operator_dcgm_exporter::DcgmExporter>(spec, &cluster)
-            + one::<gpu_operator_mig_manager::MigManager>(spec, &cluster)
-            + one::<gpu_operator_validation::Validation>(spec, &cluster)
-            + one::<gpu_operator_node_status_exporter::NodeStatusExporter>(spec, &cluster)
-            + one::<gpu_operator_sandbox::Sandbox>(spec, &cluster);
+        gpu_operator_operands::visit_all(&mut every);
+        rendered += every.rendered;
     }
     for labels in [
         BTreeMap::from([("nvidia.com/gpu.present".to_owned(), "true".to_owned())]),

@@ -186,6 +186,8 @@ impl Reconciler {
             caches,
             metrics.clone(),
             None,
+            // The labeller renders no operand: no image variables to read.
+            &[],
         ));
         let labeler = NodeLabeler::new(ctx);
         let (stop, stopped) = oneshot::channel::<()>();

@@ -1,16 +1,10 @@
 //! The Helm chart (`charts/gpu-operator`): the harness-built `helm` it is rendered and linted with,
 //! its generated values schema and the static manifests rendered from it.
 
-#[cfg(test)]
-mod gitops_tests;
 pub mod manifests;
-#[cfg(test)]
-mod nvidia_values_tests;
 pub mod schema;
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod value_types_tests;
 
 use std::{
     path::{Path, PathBuf},

@@ -4,17 +4,18 @@
 //! helm are `#[ignore]`d for plain `cargo test` (helm is built with the local control plane) and
 //! run by `cargo xtask ci`; run alone without helm, they fail with the command that builds it.
 
+mod gitops;
+mod nvidia_values;
+mod value_types;
+
 use std::path::PathBuf;
 
+use nvidia_values::{
+    cluster_policy, compare, nvidia_values_files, read_yaml, render_docs, yaml_docs,
+};
 use serde_json::{Value, json};
 
-use super::{
-    CHART_DIR, helm, lint,
-    nvidia_values_tests::{
-        cluster_policy, compare, nvidia_values_files, read_yaml, render_docs, yaml_docs,
-    },
-    template,
-};
+use super::{CHART_DIR, helm, lint, template};
 use crate::codegen::workspace_root;
 
 fn chart() -> PathBuf {
@@ -155,7 +156,7 @@ fn the_deployment_runs_the_operator_with_nvidias_flags_and_image_fallbacks() {
         .collect();
     for name in &images {
         assert!(
-            gpu_operator_core::context::IMAGE_ENV_VARS.contains(name),
+            gpu_operator_operands::image_vars().contains(name),
             "{name} is not a variable the operator reads"
         );
     }

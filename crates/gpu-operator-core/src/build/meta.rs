@@ -19,11 +19,6 @@ pub const NAME_LABEL: &str = "app.kubernetes.io/name";
 /// Label key of NVIDIA's `app=<name>` labels, used by DaemonSet selectors and users' tooling.
 pub const APP_LABEL: &str = "app";
 
-/// Label selector of every object we manage.
-pub fn managed_selector() -> String {
-    format!("{MANAGED_BY_LABEL}={MANAGED_BY}")
-}
-
 /// Whether `object` is one we manage (carries our `managed-by` label).
 pub fn is_managed(object: &impl kube::Resource) -> bool {
     object

@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::{Context, Error, build::service_monitor, cache::stores::Stores};
 
 /// Name of the PrometheusRule CRD.
-pub const CRD_NAME: &str = "prometheusrules.monitoring.coreos.com";
+pub const CRD_NAME: &str = crate::cache::stores::PROMETHEUS_RULE_CRD;
 
 /// The PrometheusRule kind, for dynamic API access.
 pub fn api_resource() -> ApiResource {

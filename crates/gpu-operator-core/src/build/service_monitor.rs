@@ -24,7 +24,7 @@ use crate::{
 };
 
 /// Name of the ServiceMonitor CRD.
-pub const CRD_NAME: &str = "servicemonitors.monitoring.coreos.com";
+pub const CRD_NAME: &str = crate::cache::stores::SERVICE_MONITOR_CRD;
 
 /// The ServiceMonitor kind, for dynamic API access.
 pub fn api_resource() -> ApiResource {

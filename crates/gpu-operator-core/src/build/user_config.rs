@@ -6,11 +6,15 @@
 //! operands keep running — and restarting — with the last good configuration. A digest of the copy
 //! lets operands that read their configuration only at start roll when it changes.
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, sync::Arc};
 
 use k8s_openapi::{api::core::v1::ConfigMap, apimachinery::pkg::apis::meta::v1::ObjectMeta};
 
-use crate::{Error, pipeline::operand::Cluster};
+use crate::Error;
+
+/// The ConfigMaps of the operator namespace by name (what validation's
+/// [`crate::contract::Cluster`] holds as `config_maps`).
+pub type ConfigMaps<'a> = &'a (dyn Fn(&str) -> Option<Arc<ConfigMap>> + Sync);
 
 /// The most one key's value may hold. A device-plugin or mig-parted configuration is a few KiB
 /// (NVIDIA's default mig-parted configuration, every GPU's layouts, about 30 KiB); a value near the
@@ -44,22 +48,24 @@ pub struct Checked {
 /// reject it (naming the field inside the value).
 pub type Check<'a> = &'a dyn Fn(&str, &str) -> Result<Vec<String>, String>;
 
-/// Reads `source` from the operator namespace and checks each key with `check`; the copy is named
-/// `copy`. Every problem is reported at once, in key order.
+/// Reads `source` from the operator namespace (`namespace`, whose ConfigMaps `config_maps` finds
+/// by name) and checks each key with `check`; the copy is named `copy`. Every problem is reported
+/// at once, in key order.
 pub fn check(
-    cluster: &Cluster<'_>,
+    namespace: &str,
+    config_maps: ConfigMaps<'_>,
     source: Source<'_>,
     copy: &str,
     check: Check<'_>,
 ) -> Result<Checked, Error> {
     let where_ = format!(
         "ConfigMap {}/{} (named by {})",
-        cluster.namespace, source.name, source.field
+        namespace, source.name, source.field
     );
-    let Some(config_map) = (cluster.config_maps)(source.name) else {
+    let Some(config_map) = config_maps(source.name) else {
         return Err(Error::InvalidConfig(format!(
-            "{where_} does not exist: create it in namespace {} or fix {}",
-            cluster.namespace, source.field
+            "{where_} does not exist: create it in namespace {namespace} or fix {}",
+            source.field
         )));
     };
     let data = config_map.data.clone().unwrap_or_default();
@@ -128,16 +134,12 @@ fn digest(data: &BTreeMap<String, String>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
-    use crate::cache::facts::ClusterFacts;
 
     fn run(
         data: Option<&[(&str, &str)]>,
         required_key: Option<(&str, &str)>,
     ) -> Result<Checked, Error> {
-        let facts = ClusterFacts::default();
         let config_map = data.map(|pairs| {
             Arc::new(ConfigMap {
                 data: Some(
@@ -150,12 +152,6 @@ mod tests {
             })
         });
         let lookup = move |name: &str| config_map.clone().filter(|_| name == "plugin-configs");
-        let cluster = Cluster {
-            namespace: "gpu-operator",
-            facts: &facts,
-            image_env: &|_| None,
-            config_maps: &lookup,
-        };
         let source = Source {
             field: "devicePlugin.config.name",
             name: "plugin-configs",
@@ -166,7 +162,7 @@ mod tests {
             "odd" => Ok(vec!["flags.renameByDefault: ignored here".to_owned()]),
             _ => Ok(Vec::new()),
         };
-        super::check(&cluster, source, "copy", &check)
+        super::check("gpu-operator", &lookup, source, "copy", &check)
     }
 
     #[test]

@@ -33,15 +33,23 @@ use kube::{
 use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 
-use crate::{
-    build::{meta, prometheus_rule, service_monitor},
-    cache::{
-        change_stream::{self, Changes, Standby},
-        facts_memo::{self, FactsMemo},
-        node_meta::NodeMeta,
-        node_runtime::NodeRuntime,
-    },
+use crate::cache::{
+    change_stream::{self, Changes, Standby},
+    facts_memo::{self, FactsMemo},
+    node_meta::NodeMeta,
+    node_runtime::NodeRuntime,
 };
+
+/// Name of the Prometheus Operator's ServiceMonitor CRD, whose presence the caches watch.
+pub const SERVICE_MONITOR_CRD: &str = "servicemonitors.monitoring.coreos.com";
+/// Name of the Prometheus Operator's PrometheusRule CRD, whose presence the caches watch.
+pub const PROMETHEUS_RULE_CRD: &str = "prometheusrules.monitoring.coreos.com";
+
+/// Label selector of every object the operator manages (`app.kubernetes.io/managed-by`), the
+/// selector of the caches of our objects.
+fn managed_selector() -> String {
+    format!("{}={}", labels::APP_MANAGED_BY, labels::MANAGED_BY_VALUE)
+}
 
 /// Declares the cached kinds once: the caches, their change streams and the readiness wait.
 macro_rules! kinds {
@@ -140,7 +148,7 @@ pub const BUFFER: usize = 1024;
 /// Starts the shared reflectors (lazily: they run once the returned driver is polled).
 #[expect(clippy::too_many_lines, reason = "one reflector per kind, in order")]
 pub fn start(client: &Client, namespace: &str) -> (Stores, Subscriptions, Driver) {
-    let managed = watcher::Config::default().labels(&meta::managed_selector());
+    let managed = watcher::Config::default().labels(&managed_selector());
     let everything = watcher::Config::default();
     let gpu_nodes = watcher::Config::default().labels(&format!("{}=true", labels::GPU_PRESENT));
     let (c, ns) = (client, namespace);
@@ -213,10 +221,8 @@ pub fn start(client: &Client, namespace: &str) -> (Stores, Subscriptions, Driver
         &managed,
         strip_managed_fields,
     );
-    let (service_monitor_crds, service_monitor_crds_sub) =
-        r.crd_metadata(c, service_monitor::CRD_NAME);
-    let (prometheus_rule_crds, prometheus_rule_crds_sub) =
-        r.crd_metadata(c, prometheus_rule::CRD_NAME);
+    let (service_monitor_crds, service_monitor_crds_sub) = r.crd_metadata(c, SERVICE_MONITOR_CRD);
+    let (prometheus_rule_crds, prometheus_rule_crds_sub) = r.crd_metadata(c, PROMETHEUS_RULE_CRD);
 
     let driver = Box::pin(futures::stream::select_all(r.streams).for_each(|()| async {}));
     let stores = Stores {

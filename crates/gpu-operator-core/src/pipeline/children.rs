@@ -1,4 +1,4 @@
-//! The objects an operand renders ([`Children`]) and how the pipeline writes them: each kind is
+//! How the pipeline writes what an operand renders ([`Children`]): each kind is
 //! compared with its cache and applied only when it differs; what the operand no longer renders
 //! (found by its `app.kubernetes.io/component` label) is deleted. A live DaemonSet's selector is
 //! kept when our pods match it ([`crate::pipeline::adopt`]). ServiceMonitors and
@@ -8,15 +8,9 @@
 use std::{collections::BTreeSet, fmt::Debug};
 
 use gpu_operator_api::ClusterPolicy;
-use k8s_openapi::api::{
-    apps::v1::DaemonSet,
-    core::v1::{ConfigMap, Service, ServiceAccount},
-    node::v1::RuntimeClass,
-    rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
-};
+use k8s_openapi::api::apps::v1::DaemonSet;
 use kube::{
     Api, Resource, ResourceExt as _,
-    api::DynamicObject,
     runtime::reflector::{ObjectRef, Store},
 };
 use serde::{Serialize, de::DeserializeOwned};
@@ -24,77 +18,12 @@ use serde::{Serialize, de::DeserializeOwned};
 use crate::{
     Context, Error,
     build::{meta, prometheus_rule, service_monitor},
+    contract::Children,
     pipeline::{
         adopt,
         apply::{self, Outcome},
     },
 };
-
-/// Every kind of object an operand may render, in the order they are applied (identities and
-/// permissions before the workloads that use them). Destructured exhaustively on apply, so a new
-/// kind cannot be forgotten.
-#[derive(Clone, Debug, Default)]
-pub struct Children {
-    /// ServiceAccounts (operator namespace).
-    pub service_accounts: Vec<ServiceAccount>,
-    /// Roles (operator namespace).
-    pub roles: Vec<Role>,
-    /// RoleBindings (operator namespace).
-    pub role_bindings: Vec<RoleBinding>,
-    /// ClusterRoles.
-    pub cluster_roles: Vec<ClusterRole>,
-    /// ClusterRoleBindings.
-    pub cluster_role_bindings: Vec<ClusterRoleBinding>,
-    /// ConfigMaps (operator namespace).
-    pub config_maps: Vec<ConfigMap>,
-    /// Services (operator namespace).
-    pub services: Vec<Service>,
-    /// RuntimeClasses.
-    pub runtime_classes: Vec<RuntimeClass>,
-    /// DaemonSets (operator namespace).
-    pub daemonsets: Vec<DaemonSet>,
-    /// Prometheus Operator ServiceMonitors (operator namespace), written only while their CRD is
-    /// installed; build them with [`service_monitor::build`].
-    pub service_monitors: Vec<DynamicObject>,
-    /// Prometheus Operator PrometheusRules (operator namespace), written only while their CRD is
-    /// installed; build them with [`prometheus_rule::build`].
-    pub prometheus_rules: Vec<DynamicObject>,
-}
-
-impl Children {
-    /// How many objects there are, of every kind.
-    pub fn len(&self) -> usize {
-        let Self {
-            service_accounts,
-            roles,
-            role_bindings,
-            cluster_roles,
-            cluster_role_bindings,
-            config_maps,
-            services,
-            runtime_classes,
-            daemonsets,
-            service_monitors,
-            prometheus_rules,
-        } = self;
-        service_accounts.len()
-            + roles.len()
-            + role_bindings.len()
-            + cluster_roles.len()
-            + cluster_role_bindings.len()
-            + config_maps.len()
-            + services.len()
-            + runtime_classes.len()
-            + daemonsets.len()
-            + service_monitors.len()
-            + prometheus_rules.len()
-    }
-
-    /// Whether nothing is rendered.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
 
 /// Applies what changed and prunes what is no longer rendered for reconciler `component`;
 /// returns how many objects were written or deleted. `monitored`: the reconciler may have

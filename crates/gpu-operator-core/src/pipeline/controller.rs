@@ -30,10 +30,11 @@ use crate::{
     Context,
     build::meta,
     cache::stores::Subscriptions,
+    contract::Operand,
     pipeline::{
         active,
         coalesce::{self, BURST_PERIOD, throttle},
-        operand::{self, Operand},
+        operand,
     },
 };
 

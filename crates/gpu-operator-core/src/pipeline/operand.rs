@@ -1,16 +1,13 @@
 //! The reconcile pipeline every operand shares: validate → render → apply → status. An operand
-//! crate supplies the two pure steps through [`Operand`]; this module does the I/O.
+//! crate supplies the two pure steps through [`crate::contract::Operand`]; this module does the
+//! I/O.
 
 use std::{
     sync::Arc,
     time::{Duration, Instant},
 };
 
-use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, spec::ImageSpec};
-use k8s_openapi::api::{
-    apps::v1::DaemonSet,
-    core::v1::{ConfigMap, Pod},
-};
+use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
 use kube::{
     Resource,
     runtime::{
@@ -20,12 +17,10 @@ use kube::{
     },
 };
 
-pub use crate::pipeline::children::Children;
-pub use crate::pipeline::warning::Warning;
 use crate::{
     Context, Error,
-    build::{digest, image},
-    cache::facts::ClusterFacts,
+    build::digest,
+    contract::{Children, Cluster, Operand, Warning},
     pipeline::{
         active, children, coalesce,
         status_write::{self, Desired, Outcome},
@@ -33,113 +28,11 @@ use crate::{
     report::{conditions, deprecated, rollout_condition},
 };
 
-/// How many not-ready nodes a condition names.
-pub const PROBLEM_NODES: usize = 5;
 /// Safety resync of a converged operand.
 const RESYNC: Duration = Duration::from_secs(3600);
 /// How soon a reconcile that found the runtime cache behind the node cache, or GPU candidates
 /// the labeller has not labelled yet, tries again.
 const FACTS_SETTLING: Duration = Duration::from_millis(200);
-
-/// One operand: its names and its pure validate and render steps.
-pub trait Operand: Send + Sync + 'static {
-    /// Reconciler name: field manager suffix, `app.kubernetes.io/component`, metric label.
-    const NAME: &'static str;
-    /// The ClusterPolicy condition this reconciler owns, such as `DevicePluginReady`.
-    const CONDITION: &'static str;
-    /// The ClusterPolicy section, such as `devicePlugin`, for messages.
-    const SECTION: &'static str;
-    /// What validation produces for rendering.
-    type Input: Send + Sync;
-
-    /// Checks the spec and resolves what rendering needs; `Ok(None)` when the operand is
-    /// disabled. `cluster` tells what the operator knows besides the spec.
-    fn validate(
-        spec: &ClusterPolicySpec,
-        cluster: &Cluster<'_>,
-    ) -> Result<Option<Self::Input>, Error>;
-
-    /// The objects the operand needs, without namespace or owner (added on apply).
-    fn render(input: &Self::Input) -> Children;
-
-    /// Objects kept while the operand is disabled, such as the RuntimeClasses NVIDIA creates
-    /// whatever the toolkit's switch says; nothing by default.
-    fn render_disabled(_spec: &ClusterPolicySpec) -> Children {
-        Children::default()
-    }
-
-    /// GPU nodes the rendered objects cannot serve, said in a sentence (such as nodes without
-    /// the labels an image depends on); the condition is then not ready. `None` by default.
-    fn unserved(_input: &Self::Input) -> Option<String> {
-        None
-    }
-
-    /// What is wrong but does not stop the rollout (a setting that points at nothing, say): each
-    /// shows in the condition and once as a Warning Event. None by default.
-    fn warnings(_input: &Self::Input) -> Vec<Warning> {
-        Vec::new()
-    }
-
-    /// Settings the ClusterPolicy asks for that this operator does not deploy, said in a
-    /// sentence (the setting, the nodes it leaves without operands, the way out). The condition
-    /// is then `False` with reason `NotSupported`, and the sentence is published once as a
-    /// Warning Event. Nothing is rendered for it. `None` by default.
-    fn not_deployed(_input: &Self::Input) -> Option<String> {
-        None
-    }
-
-    /// Whether the operand may render ServiceMonitors or PrometheusRules, so its stale ones are
-    /// looked for even when it renders none.
-    const SERVICE_MONITORS: bool = false;
-
-    /// For an `OnDelete` DaemonSet: whether its live pod of an older revision still runs what the
-    /// DaemonSet asks for, so it needs no replacement and is not reported as an old revision.
-    /// `None` (the default): every pod of an older revision is outdated.
-    const POD_IN_SYNC: Option<fn(&DaemonSet, &Pod) -> bool> = None;
-}
-
-/// What validation may know about the cluster besides the ClusterPolicy.
-#[derive(Clone, Copy)]
-pub struct Cluster<'a> {
-    /// The operator namespace, where namespaced operand objects live.
-    pub namespace: &'a str,
-    /// Facts about the GPU nodes.
-    pub facts: &'a ClusterFacts,
-    /// The operator's image environment fallbacks (`DEVICE_PLUGIN_IMAGE`, …) by variable name.
-    pub image_env: &'a (dyn Fn(&str) -> Option<String> + Sync),
-    /// The ConfigMaps of the operator namespace by name, such as the one `devicePlugin.config`
-    /// names.
-    pub config_maps: &'a (dyn Fn(&str) -> Option<Arc<ConfigMap>> + Sync),
-}
-
-impl Cluster<'_> {
-    /// Resolves the image of ClusterPolicy section `section` by NVIDIA's rules, with the
-    /// operator's environment variable `env` as the fallback.
-    pub fn image(&self, section: &str, spec: &ImageSpec, env: &str) -> Result<String, Error> {
-        Ok(image::resolve(
-            section,
-            spec,
-            env,
-            (self.image_env)(env).as_deref(),
-        )?)
-    }
-
-    /// The validator image (`validator` section, `VALIDATOR_IMAGE` fallback), which the
-    /// validation barrier init containers of other operands run.
-    pub fn validator_image(&self, spec: &ClusterPolicySpec) -> Result<String, Error> {
-        let validator = spec.validator.clone().unwrap_or_default();
-        self.image("validator", &validator.image, "VALIDATOR_IMAGE")
-    }
-}
-
-impl std::fmt::Debug for Cluster<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Cluster")
-            .field("namespace", &self.namespace)
-            .field("facts", self.facts)
-            .finish_non_exhaustive()
-    }
-}
 
 /// Reconciles operand `O` for `policy`.
 pub async fn reconcile<O: Operand>(

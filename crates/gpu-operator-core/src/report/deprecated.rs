@@ -19,7 +19,7 @@
 
 use gpu_operator_api::ClusterPolicySpec;
 
-use crate::pipeline::operand::Warning;
+use crate::contract::Warning;
 
 /// Reason of the warnings.
 pub const REASON: &str = "DeprecatedField";

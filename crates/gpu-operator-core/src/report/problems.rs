@@ -20,6 +20,8 @@ use crate::{
     cache::{facts::matches_selector, node_meta::NodeMeta, pod_summary::PodSummary},
 };
 
+/// How many not-ready nodes a condition names.
+pub const PROBLEM_NODES: usize = 5;
 /// How often, per DaemonSet, every pod may be listed to find the rarer problems.
 pub const FULL_SCAN_EVERY: Duration = Duration::from_secs(30);
 /// Pods per page of the full scan (bounds the memory it takes: the response body is held whole).

@@ -10,13 +10,10 @@ use kube::{Api, ResourceExt as _, api::ListParams, runtime::reflector::ObjectRef
 use crate::{
     Context, Error,
     cache::{pod_install::PodInstall, pod_summary::PodSummary},
-    pipeline::{
-        children::Children,
-        operand::{Operand, PROBLEM_NODES},
-        status_write::Desired,
-    },
+    contract::{Children, Operand},
     report::{
-        problems,
+        conditions::Desired,
+        problems::{self, PROBLEM_NODES},
         readiness::{self, TEMPLATE_GENERATION_LABEL},
     },
 };

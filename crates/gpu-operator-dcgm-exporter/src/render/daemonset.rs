@@ -10,7 +10,7 @@ use gpu_operator_core::{
         daemonset::{self, Identity},
         pod::{self, Component, Finish, Gpus, Wrap, host_path, read_only_mount},
     },
-    pipeline::operand::Operand as _,
+    contract::Operand as _,
 };
 use k8s_openapi::{
     api::{

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use gpu_operator_core::{build::meta, pipeline::operand::Operand as _};
+use gpu_operator_core::{build::meta, contract::Operand as _};
 use k8s_openapi::{api::core::v1::ConfigMap, apimachinery::pkg::apis::meta::v1::ObjectMeta};
 
 use crate::{DcgmExporter, Input, NAME, observability::dashboards};

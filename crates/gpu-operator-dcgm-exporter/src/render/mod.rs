@@ -7,7 +7,7 @@ mod rbac;
 mod service;
 mod service_monitor;
 
-use gpu_operator_core::pipeline::operand::Children;
+use gpu_operator_core::contract::Children;
 
 use crate::Input;
 

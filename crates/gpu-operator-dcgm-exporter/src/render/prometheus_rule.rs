@@ -5,7 +5,7 @@
 
 use gpu_operator_core::{
     build::prometheus_rule::{self, DynamicObject},
-    pipeline::operand::Operand as _,
+    contract::Operand as _,
 };
 
 use crate::{DcgmExporter, Input, NAME, observability::alerts};

@@ -1,7 +1,7 @@
 //! Service `nvidia-dcgm-exporter`: port `gpu-metrics` 9400, marked for Prometheus scraping; its
 //! type and internal traffic policy come from `dcgmExporter.service`.
 
-use gpu_operator_core::{build::meta, pipeline::operand::Operand as _};
+use gpu_operator_core::{build::meta, contract::Operand as _};
 use k8s_openapi::{
     api::core::v1::{Service, ServicePort, ServiceSpec},
     apimachinery::pkg::{apis::meta::v1::ObjectMeta, util::intstr::IntOrString},

@@ -7,7 +7,7 @@
 
 use gpu_operator_core::{
     build::service_monitor::{self, DynamicObject},
-    pipeline::operand::Operand as _,
+    contract::Operand as _,
 };
 use serde_json::{Map, Value, json};
 

@@ -3,7 +3,7 @@
 //! (`NVIDIA_DRIVER_ROOT`, …), turns on GDRCopy and GDS/MOFED support when their kernel modules
 //! are loaded and the user did not decide, then starts `nvidia-device-plugin`.
 
-use gpu_operator_core::{build::meta, pipeline::operand::Operand as _};
+use gpu_operator_core::{build::meta, contract::Operand as _};
 use k8s_openapi::{api::core::v1::ConfigMap, apimachinery::pkg::apis::meta::v1::ObjectMeta};
 
 use crate::{DevicePlugin, ENTRYPOINT_CONFIG_MAP};

@@ -11,7 +11,7 @@ use gpu_operator_core::{
         daemonset::Identity,
         pod::{self, Component, Finish, Gpus, Wrap, host_path},
     },
-    pipeline::operand::{Children, Operand as _},
+    contract::{Children, Operand as _},
 };
 use gpu_operator_plugin_config::config_manager;
 use k8s_openapi::api::{

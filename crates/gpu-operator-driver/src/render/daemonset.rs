@@ -12,7 +12,7 @@ use gpu_operator_core::{
         host_paths, meta,
         pod::{self, Barrier, Component, Finish, HostPaths, Wrap, host_path},
     },
-    pipeline::operand::Operand as _,
+    contract::Operand as _,
 };
 use k8s_openapi::{
     api::{

@@ -8,7 +8,7 @@ mod parts;
 mod rbac;
 mod sidecars;
 
-use gpu_operator_core::pipeline::operand::Children;
+use gpu_operator_core::contract::Children;
 
 pub use config_mounts::{cert_config_dir, repo_config_dir};
 

@@ -8,7 +8,7 @@
 
 use gpu_operator_core::{
     build::rbac::{Identity, rule},
-    pipeline::operand::Operand as _,
+    contract::Operand as _,
 };
 use k8s_openapi::api::rbac::v1::ClusterRole;
 

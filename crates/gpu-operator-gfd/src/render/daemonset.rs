@@ -10,7 +10,7 @@ use gpu_operator_core::{
         daemonset::{self, Identity, field_env},
         pod::{self, Component, Finish, Gpus, Wrap, host_path, mount, read_only_mount},
     },
-    pipeline::operand::Operand as _,
+    contract::Operand as _,
 };
 use gpu_operator_plugin_config::config_manager;
 use k8s_openapi::api::{

@@ -3,7 +3,7 @@
 mod daemonset;
 mod rbac;
 
-use gpu_operator_core::pipeline::operand::Children;
+use gpu_operator_core::contract::Children;
 use gpu_operator_plugin_config::config_manager;
 
 use crate::Input;

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use gpu_operator_core::{build::meta, pipeline::operand::Operand as _};
+use gpu_operator_core::{build::meta, contract::Operand as _};
 use k8s_openapi::{api::core::v1::ConfigMap, apimachinery::pkg::apis::meta::v1::ObjectMeta};
 
 use crate::{DEFAULT_CONFIG, DEFAULT_GPU_CLIENTS, ENTRYPOINT, Input, MigManager, NAME, profiles};

@@ -4,7 +4,7 @@ mod config_maps;
 mod daemonset;
 mod rbac;
 
-use gpu_operator_core::pipeline::operand::Children;
+use gpu_operator_core::contract::Children;
 
 use crate::Input;
 

@@ -11,7 +11,7 @@ use gpu_operator_core::{
         daemonset::{self, Identity},
         pod::{self, Barrier, Component, Finish, Wrap, host_path},
     },
-    pipeline::operand::Operand as _,
+    contract::Operand as _,
 };
 use k8s_openapi::api::{
     apps::v1::DaemonSet,

@@ -6,7 +6,7 @@ mod service;
 
 use gpu_operator_core::{
     build::service_monitor,
-    pipeline::{operand::Children, operand::Operand as _},
+    contract::{Children, Operand as _},
 };
 use serde_json::json;
 

@@ -1,6 +1,6 @@
 //! Service `nvidia-node-status-exporter`: port `node-status` 8000, marked for Prometheus scraping.
 
-use gpu_operator_core::{build::meta, pipeline::operand::Operand as _};
+use gpu_operator_core::{build::meta, contract::Operand as _};
 use k8s_openapi::{
     api::core::v1::{Service, ServicePort, ServiceSpec},
     apimachinery::pkg::{apis::meta::v1::ObjectMeta, util::intstr::IntOrString},

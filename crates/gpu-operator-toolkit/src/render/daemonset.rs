@@ -13,7 +13,7 @@ use gpu_operator_core::{
         runtime_class::ContainerRuntime,
         shared::Shared,
     },
-    pipeline::operand::Operand as _,
+    contract::Operand as _,
 };
 use k8s_openapi::api::{
     apps::v1::DaemonSet,

@@ -5,7 +5,7 @@ mod daemonset;
 mod rbac;
 mod runtime_classes;
 
-use gpu_operator_core::pipeline::operand::Children;
+use gpu_operator_core::contract::Children;
 
 pub use runtime_classes::{RuntimeSettings, runtime_classes};
 

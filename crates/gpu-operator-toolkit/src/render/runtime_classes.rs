@@ -9,7 +9,7 @@ use gpu_operator_core::{
         meta,
         runtime_class::{self, CDI_RUNTIME_CLASS, LEGACY_RUNTIME_CLASS},
     },
-    pipeline::operand::Operand as _,
+    contract::Operand as _,
 };
 use k8s_openapi::{api::node::v1::RuntimeClass, apimachinery::pkg::apis::meta::v1::ObjectMeta};
 

@@ -38,7 +38,10 @@ pub const OPERANDS: [(&str, Render); 10] = [
         "gfd",
         measure::rendered::<gpu_operator_gfd::GpuFeatureDiscovery>,
     ),
-    ("dcgm", measure::rendered::<gpu_operator_dcgm::Dcgm>),
+    (
+        "dcgm",
+        measure::rendered::<gpu_operator_dcgm_hostengine::Dcgm>,
+    ),
     (
         "dcgm-exporter",
         measure::rendered::<gpu_operator_dcgm_exporter::DcgmExporter>,
@@ -49,7 +52,7 @@ pub const OPERANDS: [(&str, Render); 10] = [
     ),
     (
         "validator",
-        measure::rendered::<gpu_operator_validation::Validation>,
+        measure::rendered::<gpu_operator_validator_operand::Validation>,
     ),
     (
         "node-status-exporter",

@@ -13,7 +13,7 @@ use gpu_operator_core::{
         facts_memo::{self, FactsMemo},
         node_meta::NodeMeta,
     },
-    pipeline::operand::{Cluster, Operand},
+    contract::{Cluster, Operand},
 };
 use gpu_operator_driver_upgrade::{policy::Policy, view::Templates};
 use gpu_operator_harness::{fleet::Profile, operator::IMAGES};

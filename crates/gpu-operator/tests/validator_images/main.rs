@@ -14,27 +14,26 @@ mod workload_pods;
 use std::{collections::BTreeSet, path::Path};
 
 use contract::{Contract, Image};
-use gpu_operator_core::{fixtures, pipeline::operand::Operand};
+use gpu_operator_core::{contract::Operand, fixtures};
 use serde_json::Value;
 
 fn root() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
 }
 
-/// Every DaemonSet of every operand, per `<example>-<profile>`.
+/// Every DaemonSet of every operand of the registry, per `<example>-<profile>`.
 fn rendered() -> Vec<(String, Vec<Value>)> {
-    let all = [
-        daemonsets_of::<gpu_operator_driver::Driver>(false),
-        daemonsets_of::<gpu_operator_toolkit::Toolkit>(false),
-        daemonsets_of::<gpu_operator_device_plugin::DevicePlugin>(false),
-        daemonsets_of::<gpu_operator_gfd::GpuFeatureDiscovery>(false),
-        daemonsets_of::<gpu_operator_dcgm::Dcgm>(false),
-        daemonsets_of::<gpu_operator_dcgm_exporter::DcgmExporter>(false),
-        daemonsets_of::<gpu_operator_mig_manager::MigManager>(false),
-        daemonsets_of::<gpu_operator_validation::Validation>(false),
-        // NVIDIA's default is off, and so is most examples': every example with it on too.
-        daemonsets_of::<gpu_operator_node_status_exporter::NodeStatusExporter>(true),
-    ];
+    struct Every(Vec<Vec<(String, Vec<Value>)>>);
+    impl gpu_operator_operands::Visit for Every {
+        fn operand<O: Operand>(&mut self) {
+            // NVIDIA's default is off, and so is most examples': every example with it on too.
+            let exporter_on = O::SECTION == "nodeStatusExporter";
+            self.0.push(daemonsets_of::<O>(exporter_on));
+        }
+    }
+    let mut every = Every(Vec::new());
+    gpu_operator_operands::visit_all(&mut every);
+    let all = every.0;
     let mut by_case: Vec<(String, Vec<Value>)> = Vec::new();
     for operand in all {
         for (case, daemonsets) in operand {
@@ -63,7 +62,7 @@ fn daemonsets_of<O: Operand>(exporter_on: bool) -> Vec<(String, Vec<Value>)> {
             spec.node_status_exporter.enabled = Some(true);
         }
         for profile in fixtures::profiles() {
-            let cluster = gpu_operator_core::pipeline::operand::Cluster {
+            let cluster = gpu_operator_core::contract::Cluster {
                 namespace: "gpu-operator",
                 facts: &profile.facts,
                 image_env: &fixtures::image_env,
@@ -86,7 +85,7 @@ fn daemonsets_of<O: Operand>(exporter_on: bool) -> Vec<(String, Vec<Value>)> {
 fn validator_of(daemonsets: &[Value]) -> &Value {
     daemonsets
         .iter()
-        .find(|d| d["metadata"]["name"] == gpu_operator_validation::DAEMONSET)
+        .find(|d| d["metadata"]["name"] == gpu_operator_validator_operand::DAEMONSET)
         .expect("the validator DaemonSet is rendered for every example")
 }
 

@@ -1,0 +1,85 @@
+//! The [`Operand`] trait: an operand's names, the image variables it reads from the operator's
+//! environment ([`ImageEnv`]), and its pure validate and render steps.
+
+use gpu_operator_api::ClusterPolicySpec;
+use k8s_openapi::api::{apps::v1::DaemonSet, core::v1::Pod};
+
+use crate::{
+    Error,
+    contract::{Children, Cluster, Warning},
+};
+
+/// An operator environment variable that gives an operand's default image when its section
+/// names none (NVIDIA's `DEVICE_PLUGIN_IMAGE`, …), and the chart values section it is set from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImageEnv {
+    /// The variable, such as `DEVICE_PLUGIN_IMAGE`.
+    pub var: &'static str,
+    /// The chart's values section the operator Deployment sets it from (`devicePlugin`,
+    /// `driver.manager`), or `None` when the chart does not set it.
+    pub chart_values: Option<&'static str>,
+}
+
+/// One operand: its names and its pure validate and render steps.
+pub trait Operand: Send + Sync + 'static {
+    /// Reconciler name: field manager suffix, `app.kubernetes.io/component`, metric label.
+    const NAME: &'static str;
+    /// The ClusterPolicy condition this reconciler owns, such as `DevicePluginReady`.
+    const CONDITION: &'static str;
+    /// The ClusterPolicy section, such as `devicePlugin`, for messages.
+    const SECTION: &'static str;
+    /// What validation produces for rendering.
+    type Input: Send + Sync;
+    /// Whether the overall `Ready` waits for [`Operand::CONDITION`]. `true` by default; an
+    /// operand that only reports (the sandbox settings this operator does not deploy) says
+    /// `false`.
+    const IN_OVERALL_READY: bool = true;
+    /// The operator environment variables that give the default images of this operand's
+    /// sections, read at start-up into [`crate::Context::image_env`]. None by default.
+    const IMAGES: &'static [ImageEnv] = &[];
+
+    /// Checks the spec and resolves what rendering needs; `Ok(None)` when the operand is
+    /// disabled. `cluster` tells what the operator knows besides the spec.
+    fn validate(
+        spec: &ClusterPolicySpec,
+        cluster: &Cluster<'_>,
+    ) -> Result<Option<Self::Input>, Error>;
+
+    /// The objects the operand needs, without namespace or owner (added on apply).
+    fn render(input: &Self::Input) -> Children;
+
+    /// Objects kept while the operand is disabled, such as the RuntimeClasses NVIDIA creates
+    /// whatever the toolkit's switch says; nothing by default.
+    fn render_disabled(_spec: &ClusterPolicySpec) -> Children {
+        Children::default()
+    }
+
+    /// GPU nodes the rendered objects cannot serve, said in a sentence (such as nodes without
+    /// the labels an image depends on); the condition is then not ready. `None` by default.
+    fn unserved(_input: &Self::Input) -> Option<String> {
+        None
+    }
+
+    /// What is wrong but does not stop the rollout (a setting that points at nothing, say): each
+    /// shows in the condition and once as a Warning Event. None by default.
+    fn warnings(_input: &Self::Input) -> Vec<Warning> {
+        Vec::new()
+    }
+
+    /// Settings the ClusterPolicy asks for that this operator does not deploy, said in a
+    /// sentence (the setting, the nodes it leaves without operands, the way out). The condition
+    /// is then `False` with reason `NotSupported`, and the sentence is published once as a
+    /// Warning Event. Nothing is rendered for it. `None` by default.
+    fn not_deployed(_input: &Self::Input) -> Option<String> {
+        None
+    }
+
+    /// Whether the operand may render ServiceMonitors or PrometheusRules, so its stale ones are
+    /// looked for even when it renders none.
+    const SERVICE_MONITORS: bool = false;
+
+    /// For an `OnDelete` DaemonSet: whether its live pod of an older revision still runs what the
+    /// DaemonSet asks for, so it needs no replacement and is not reported as an old revision.
+    /// `None` (the default): every pod of an older revision is outdated.
+    const POD_IN_SYNC: Option<fn(&DaemonSet, &Pod) -> bool> = None;
+}

@@ -1,0 +1,81 @@
+//! Checks the ClusterPolicy for DCGM and resolves its images. Pure.
+
+use gpu_operator_api::{ClusterPolicySpec, spec::DcgmSpec};
+use gpu_operator_core::{
+    Error,
+    build::{runtime_class::GpuAccess, shared::Shared},
+    contract::Cluster,
+};
+
+/// What rendering DCGM needs.
+#[derive(Clone, Debug)]
+pub struct Input {
+    /// The DCGM image.
+    pub image: String,
+    /// The validator image, which runs the `toolkit-validation` barrier.
+    pub validator_image: String,
+    /// How the pods reach the GPUs (RuntimeClass or NRI annotation).
+    pub gpu_access: GpuAccess,
+    /// `spec.dcgm`: env, args, resources, pull settings, host network.
+    pub dcgm: DcgmSpec,
+    /// The settings every operand pod shares.
+    pub shared: Shared,
+}
+
+/// `Ok(None)` when `dcgm.enabled` is false. Unset means true, as in NVIDIA's API (its Helm chart
+/// sets false, so the exporter uses its embedded engine).
+pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
+    if spec.dcgm.enabled == Some(false) {
+        return Ok(None);
+    }
+    let image = cluster.image("dcgm", &spec.dcgm.image, "DCGM_IMAGE")?;
+    let validator_image = cluster.validator_image(spec)?;
+    Ok(Some(Input {
+        image,
+        validator_image,
+        gpu_access: GpuAccess::of(spec, cluster.facts),
+        dcgm: spec.dcgm.clone(),
+        shared: Shared::of(spec),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use gpu_operator_core::cache::facts::ClusterFacts;
+
+    use super::*;
+
+    fn cluster<'a>(
+        facts: &'a ClusterFacts,
+        env: &'a (dyn Fn(&str) -> Option<String> + Sync),
+    ) -> Cluster<'a> {
+        Cluster {
+            namespace: "gpu-operator",
+            facts,
+            image_env: env,
+            config_maps: &|_| None,
+        }
+    }
+
+    #[test]
+    fn enabled_unless_false_and_a_missing_image_names_the_section() {
+        let facts = ClusterFacts::default();
+        let mut spec = ClusterPolicySpec::default();
+        let all = |name: &str| Some(format!("x/{name}:1"));
+        assert!(validate(&spec, &cluster(&facts, &all)).unwrap().is_some());
+        let only_validator = |name: &str| (name == "VALIDATOR_IMAGE").then(|| "v:1".to_owned());
+        let error = validate(&spec, &cluster(&facts, &only_validator))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("dcgm") && error.contains("DCGM_IMAGE"),
+            "{error}"
+        );
+        spec.dcgm.enabled = Some(false);
+        assert!(
+            validate(&spec, &cluster(&facts, &|_| None))
+                .unwrap()
+                .is_none()
+        );
+    }
+}

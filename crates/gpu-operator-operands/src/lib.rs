@@ -1,0 +1,96 @@
+//! The operand registry: [`visit_all`] names every operand the operator runs, once. What depends
+//! on the list derives from it: the reconcilers `gpu-operator run` starts (a [`Visit`] there), the
+//! conditions the overall `Ready` waits for ([`ready_conditions`]), the image variables the
+//! operator reads ([`image_envs`], [`image_vars`]), and the tests and fuzz targets that run every
+//! operand. Tests here fail when a crate implements `Operand` but is not listed, and when the
+//! chart's operator environment and the image variables disagree.
+
+use std::sync::LazyLock;
+
+use gpu_operator_core::contract::{ImageEnv, Operand};
+
+/// What is done with each operand, in the registry's order.
+pub trait Visit {
+    /// Called once for every operand `O`.
+    fn operand<O: Operand>(&mut self);
+}
+
+/// Calls `visit` with every operand, in the order the overall `Ready` names them.
+pub fn visit_all(visit: &mut impl Visit) {
+    visit.operand::<gpu_operator_device_plugin::DevicePlugin>();
+    visit.operand::<gpu_operator_validator_operand::Validation>();
+    visit.operand::<gpu_operator_driver::Driver>();
+    visit.operand::<gpu_operator_toolkit::Toolkit>();
+    visit.operand::<gpu_operator_dcgm_hostengine::Dcgm>();
+    visit.operand::<gpu_operator_dcgm_exporter::DcgmExporter>();
+    visit.operand::<gpu_operator_mig_manager::MigManager>();
+    visit.operand::<gpu_operator_node_status_exporter::NodeStatusExporter>();
+    visit.operand::<gpu_operator_gfd::GpuFeatureDiscovery>();
+    visit.operand::<gpu_operator_sandbox::Sandbox>();
+}
+
+/// One operand's names, as the registry lists them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// [`Operand::NAME`].
+    pub name: &'static str,
+    /// [`Operand::CONDITION`].
+    pub condition: &'static str,
+    /// [`Operand::IN_OVERALL_READY`].
+    pub in_overall_ready: bool,
+    /// [`Operand::IMAGES`].
+    pub images: &'static [ImageEnv],
+    /// The operand's Rust type, such as `gpu_operator_driver::Driver`.
+    pub type_name: &'static str,
+}
+
+/// Every operand's [`Entry`], in the registry's order.
+pub fn entries() -> Vec<Entry> {
+    struct Entries(Vec<Entry>);
+    impl Visit for Entries {
+        fn operand<O: Operand>(&mut self) {
+            self.0.push(Entry {
+                name: O::NAME,
+                condition: O::CONDITION,
+                in_overall_ready: O::IN_OVERALL_READY,
+                images: O::IMAGES,
+                type_name: std::any::type_name::<O>(),
+            });
+        }
+    }
+    let mut entries = Entries(Vec::new());
+    visit_all(&mut entries);
+    entries.0
+}
+
+/// The operand conditions the overall `Ready` waits for, in the registry's order (the order the
+/// overall status names them in).
+pub fn ready_conditions() -> &'static [&'static str] {
+    static CONDITIONS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+        entries()
+            .into_iter()
+            .filter(|entry| entry.in_overall_ready)
+            .map(|entry| entry.condition)
+            .collect()
+    });
+    &CONDITIONS
+}
+
+/// Every image variable of every operand, each once, in the registry's order.
+pub fn image_envs() -> Vec<ImageEnv> {
+    let mut envs: Vec<ImageEnv> = Vec::new();
+    for image in entries().iter().flat_map(|entry| entry.images) {
+        if !envs.iter().any(|known| known.var == image.var) {
+            envs.push(*image);
+        }
+    }
+    envs
+}
+
+/// The names of [`image_envs`], which the operator reads from its environment at start-up.
+pub fn image_vars() -> Vec<&'static str> {
+    image_envs().iter().map(|image| image.var).collect()
+}
+
+#[cfg(test)]
+mod tests;

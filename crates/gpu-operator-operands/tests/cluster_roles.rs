@@ -1,0 +1,102 @@
+//! The chart lets the operator write every ClusterRole and ClusterRoleBinding an operand renders:
+//! the names every registered operand renders, for every example ClusterPolicy on every node
+//! profile (and with the node status exporter on), are all in the chart's
+//! `gpu-operator.operandClusterRoles` list, which the operator's ClusterRole grants by name.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::{collections::BTreeSet, path::Path, sync::Arc};
+
+use gpu_operator_api::ClusterPolicySpec;
+use gpu_operator_core::{
+    contract::{Cluster, Operand},
+    fixtures,
+};
+use gpu_operator_operands::Visit;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::ResourceExt;
+
+fn root() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
+/// The names in the chart's `gpu-operator.operandClusterRoles` template.
+fn chart_names() -> BTreeSet<String> {
+    let helpers =
+        std::fs::read_to_string(root().join("charts/gpu-operator/templates/_helpers.tpl")).unwrap();
+    let start = helpers
+        .find(r#"define "gpu-operator.operandClusterRoles""#)
+        .expect("the chart's gpu-operator.operandClusterRoles template");
+    let end = start + helpers[start..].find("{{- end -}}").unwrap();
+    helpers[start..end]
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("- \""))
+        .map(|name| name.trim_end_matches('"').to_owned())
+        .collect()
+}
+
+/// The ClusterRole and ClusterRoleBinding names the registered operands render for `spec`.
+struct Rendered<'a> {
+    spec: &'a ClusterPolicySpec,
+    cluster: Cluster<'a>,
+    names: BTreeSet<String>,
+}
+
+impl Visit for Rendered<'_> {
+    fn operand<O: Operand>(&mut self) {
+        if let Ok(Some(input)) = O::validate(self.spec, &self.cluster) {
+            let children = O::render(&input);
+            self.names
+                .extend(children.cluster_roles.iter().map(ResourceExt::name_any));
+            self.names.extend(
+                children
+                    .cluster_role_bindings
+                    .iter()
+                    .map(ResourceExt::name_any),
+            );
+        }
+    }
+}
+
+#[test]
+fn the_chart_grants_every_cluster_role_an_operand_renders() {
+    let config_maps: Vec<ConfigMap> = fixtures::example_config_maps(root()).unwrap();
+    let lookup = |name: &str| {
+        config_maps
+            .iter()
+            .find(|c| c.metadata.name.as_deref() == Some(name))
+            .map(|c| Arc::new(c.clone()))
+    };
+    let mut names = BTreeSet::new();
+    for (_, spec) in fixtures::examples(root()).unwrap() {
+        let mut exporter_on = spec.clone();
+        exporter_on.node_status_exporter.enabled = Some(true);
+        for spec in [&spec, &exporter_on] {
+            for profile in fixtures::profiles() {
+                let mut rendered = Rendered {
+                    spec,
+                    cluster: Cluster {
+                        namespace: "gpu-operator",
+                        facts: &profile.facts,
+                        image_env: &fixtures::image_env,
+                        config_maps: &lookup,
+                    },
+                    names: BTreeSet::new(),
+                };
+                gpu_operator_operands::visit_all(&mut rendered);
+                names.extend(rendered.names);
+            }
+        }
+    }
+    assert!(
+        names.contains("nvidia-driver") && names.contains("nvidia-operator-validator"),
+        "too few ClusterRoles rendered: {names:?}"
+    );
+    let chart = chart_names();
+    let missing: Vec<&String> = names.difference(&chart).collect();
+    assert!(
+        missing.is_empty(),
+        "operands render ClusterRoles or ClusterRoleBindings the operator may not write: add \
+         them to gpu-operator.operandClusterRoles in charts/gpu-operator/templates/_helpers.tpl: \
+         {missing:?} (the chart has {chart:?})"
+    );
+}

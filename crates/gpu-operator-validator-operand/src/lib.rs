@@ -1,0 +1,49 @@
+//! The validator operand: `nvidia-operator-validator`, its ServiceAccount and RBAC, on nodes labelled
+//! `nvidia.com/gpu.deploy.operator-validator=true`. Its init containers run
+//! `gpu-operator-validator` for the driver, toolkit, CUDA and device plugin in that order and leave
+//! the status files other operands wait on. Pure validate and render steps.
+
+mod render;
+mod validate;
+
+use gpu_operator_api::{ClusterPolicySpec, conditions::operand::VALIDATOR_READY};
+use gpu_operator_core::{
+    Error,
+    contract::{Children, Cluster, ImageEnv, Operand},
+};
+
+/// The validator's ClusterRole (what the chart's node-agent policy confines to its own node).
+pub use render::rbac::cluster_role;
+pub use validate::Input;
+
+/// Name of the DaemonSet, its `app` label and its ServiceAccount, as NVIDIA names them.
+pub const DAEMONSET: &str = "nvidia-operator-validator";
+
+/// The validator operand.
+pub struct Validation;
+
+impl Operand for Validation {
+    const NAME: &'static str = "operator-validation";
+    const CONDITION: &'static str = VALIDATOR_READY;
+    const SECTION: &'static str = "validator";
+    type Input = Input;
+    /// `CUDA_BASE_IMAGE` is read as NVIDIA's operator reads it; no image resolves from it yet.
+    const IMAGES: &'static [ImageEnv] = &[
+        ImageEnv {
+            var: "VALIDATOR_IMAGE",
+            chart_values: Some("validator"),
+        },
+        ImageEnv {
+            var: "CUDA_BASE_IMAGE",
+            chart_values: None,
+        },
+    ];
+
+    fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
+        validate::validate(spec, cluster).map(Some)
+    }
+
+    fn render(input: &Input) -> Children {
+        render::children(input)
+    }
+}

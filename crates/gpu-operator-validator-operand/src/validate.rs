@@ -1,0 +1,93 @@
+//! Resolves the validator image (the validator always runs, as NVIDIA's does). Pure.
+
+use gpu_operator_api::{
+    ClusterPolicySpec,
+    spec::{MigStrategy, ValidatorSpec},
+};
+use gpu_operator_core::{
+    Error,
+    build::{runtime_class::GpuAccess, shared::Shared},
+    contract::Cluster,
+};
+
+/// What rendering the validator needs.
+#[derive(Clone, Debug)]
+pub struct Input {
+    /// The resolved image reference.
+    pub image: String,
+    /// `spec.validator` (its checks' env, the component settings of the pod).
+    pub validator: ValidatorSpec,
+    /// Whether the operator deploys the driver (`driver.enabled` unset or true).
+    pub driver_managed: bool,
+    /// Whether the device plugin is deployed (`devicePlugin.enabled` unset or true), so the
+    /// `plugin` check runs.
+    pub plugin_enabled: bool,
+    /// The MIG strategy the device plugin runs with, which the `plugin` check expects.
+    pub mig_strategy: MigStrategy,
+    /// The settings every operand pod shares.
+    pub shared: Shared,
+    /// How the pods reach the GPUs, and the RuntimeClass of the workload pods the `cuda` and
+    /// `plugin` checks start.
+    pub gpu_access: GpuAccess,
+    /// The operator namespace (subject of the validator's role bindings).
+    pub namespace: String,
+}
+
+impl Input {
+    /// What rendering needs from `spec`, with the image, GPU access and namespace resolved.
+    pub fn new(
+        spec: &ClusterPolicySpec,
+        image: String,
+        gpu_access: GpuAccess,
+        namespace: String,
+    ) -> Self {
+        Self {
+            image,
+            validator: spec.validator.clone().unwrap_or_default(),
+            driver_managed: spec.driver_enabled(),
+            plugin_enabled: spec.device_plugin_enabled(),
+            mig_strategy: MigStrategy::of(spec.mig.as_ref()),
+            shared: Shared::of(spec),
+            gpu_access,
+            namespace,
+        }
+    }
+}
+
+/// The validator has no `enabled` switch; only its image must resolve.
+pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Input, Error> {
+    Ok(Input::new(
+        spec,
+        cluster.validator_image(spec)?,
+        GpuAccess::of(spec, cluster.facts),
+        cluster.namespace.to_owned(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(
+        spec: &ClusterPolicySpec,
+        image_env: &(dyn Fn(&str) -> Option<String> + Sync),
+    ) -> Result<Input, Error> {
+        gpu_operator_core::fixtures::with_cluster(image_env, |cluster| validate(spec, cluster))
+    }
+
+    #[test]
+    fn the_image_comes_from_the_spec_or_the_environment() {
+        let spec = ClusterPolicySpec::default();
+        assert_eq!(
+            check(&spec, &|_| Some("ghcr.io/x/gpu-operator:1".into()))
+                .unwrap()
+                .image,
+            "ghcr.io/x/gpu-operator:1"
+        );
+        let error = check(&spec, &|_| None).unwrap_err().to_string();
+        assert!(
+            error.contains("validator") && error.contains("VALIDATOR_IMAGE"),
+            "{error}"
+        );
+    }
+}
