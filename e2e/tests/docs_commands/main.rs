@@ -66,6 +66,38 @@ fn blocks_are_found_with_their_line_and_skips_are_honoured() {
     );
 }
 
+/// What a page's run starts from: its `sh` blocks, an admin client with the CRD and the
+/// RuntimeClass in place, a scratch directory, and (dropped in this order) the cleanup of what the
+/// page creates, then the end of its turn.
+struct Page {
+    blocks: Vec<(usize, String)>,
+    client: kube::Client,
+    dir: std::path::PathBuf,
+    _cleanup: Cleanup,
+    _turn: tokio::sync::MutexGuard<'static, ()>,
+}
+
+impl Page {
+    /// Waits for the turn of `page` (relative to the repository root, with at least `least`
+    /// blocks) and prepares its run.
+    async fn start(page: &str, least: usize) -> Self {
+        let turn = PAGES.lock().await;
+        let blocks = page_blocks(page, least);
+        assert_no_release();
+        let client = gpu_operator_harness::client().await.unwrap();
+        gpu_operator_harness::crd::ensure_crd().await.unwrap();
+        gpu_operator_e2e::scenario::ensure_runtime_class();
+        let name = page.trim_start_matches("docs/").trim_end_matches(".md");
+        Self {
+            blocks,
+            client,
+            dir: scratch(&format!("docs-{name}")),
+            _cleanup: Cleanup,
+            _turn: turn,
+        }
+    }
+}
+
 /// The `sh` blocks of `page` (relative to the repository root), at least `least` of them.
 fn page_blocks(page: &str, least: usize) -> Vec<(usize, String)> {
     let text = std::fs::read_to_string(gpu_operator_harness::crd::repo_root().join(page)).unwrap();

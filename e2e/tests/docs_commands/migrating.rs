@@ -7,12 +7,8 @@
 
 use std::path::Path;
 
-use gpu_operator_e2e::{nvidia_fixture::Fixture, scenario::ensure_runtime_class};
-use gpu_operator_harness::{
-    client,
-    crd::{ensure_crd, repo_root},
-    operator::Operator,
-};
+use gpu_operator_e2e::nvidia_fixture::Fixture;
+use gpu_operator_harness::{crd::repo_root, operator::Operator};
 use k8s_openapi::api::{
     apps::v1::{DaemonSet, Deployment},
     core::v1::Event,
@@ -20,9 +16,9 @@ use k8s_openapi::api::{
 use kube::{Api, api::ListParams};
 
 use crate::{
-    Cleanup, PAGES, POLICY, RELEASE, assert_no_release,
+    POLICY, Page, RELEASE,
     nvidia_release::{self, NFD_WORKER, OPERATOR_IMAGE},
-    page_blocks, run_block, scratch, start_operator,
+    run_block, start_operator,
 };
 
 const PAGE: &str = "docs/migrating.md";
@@ -33,22 +29,16 @@ const DISCOVERY: &str = "gpu-operator-node-discovery";
 
 #[tokio::test]
 async fn the_migration_page_works_as_written() {
-    let _turn = PAGES.lock().await;
-    let blocks = page_blocks(PAGE, 3);
-    assert_no_release();
-    let client = client().await.unwrap();
-    ensure_crd().await.unwrap();
-    ensure_runtime_class();
-    let _cleanup = Cleanup;
-    let dir = scratch("docs-migrating");
+    let page = Page::start(PAGE, 3).await;
+    let (client, dir) = (&page.client, &page.dir);
 
     // Where the page starts: NVIDIA's release, its operator's objects, the user's values file, and
     // the chart where the page's `charts/gpu-operator` finds it.
     let fixture = Fixture::read();
-    let chart = nvidia_release::write(&dir, &fixture);
+    let chart = nvidia_release::write(dir, &fixture);
     helm_install(&chart);
-    let policy = fixture.write_status(&client, POLICY).await;
-    fixture.create_objects(&client, RELEASE, &policy).await;
+    let policy = fixture.write_status(client, POLICY).await;
+    fixture.create_objects(client, RELEASE, &policy).await;
     std::fs::copy(repo_root().join(VALUES), dir.join("my-values.yaml")).unwrap();
     std::os::unix::fs::symlink(repo_root().join("charts"), dir.join("charts")).unwrap();
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), RELEASE);
@@ -56,7 +46,7 @@ async fn the_migration_page_works_as_written() {
 
     let mut operator: Option<Operator> = None;
     let mut rolled_back = false;
-    for (line, script) in &blocks {
+    for (line, script) in &page.blocks {
         if script.contains("helm rollback") {
             // The block's first command deletes our operator's Deployment: stop the host process.
             if let Some(operator) = operator.take() {
@@ -64,16 +54,16 @@ async fn the_migration_page_works_as_written() {
             }
             rolled_back = true;
         }
-        run_block(PAGE, *line, script, &dir);
+        run_block(PAGE, *line, script, dir);
         if operator.is_none() && !rolled_back && script.contains("helm upgrade") {
             assert!(
                 daemonsets.get_opt(NFD_WORKER).await.unwrap().is_none(),
                 "Helm left NVIDIA's node-feature-discovery worker"
             );
-            operator = Some(start_operator(&client, &dir).await);
+            operator = Some(start_operator(client, dir).await);
         }
         if script.contains("RemovedLeftovers") {
-            let note = leftovers_event(&client).await;
+            let note = leftovers_event(client).await;
             assert!(
                 note.as_deref()
                     .is_some_and(|n| n.contains("RoleBinding nvidia-driver")),
