@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use gpu_operator_api::ClusterPolicySpec;
+use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
 use gpu_operator_core::{
     contract::{Cluster, Operand},
     fixtures,
@@ -20,7 +20,7 @@ pub fn every_operand(spec: &ClusterPolicySpec) {
         cluster: Cluster<'a>,
     }
     impl Visit for Every<'_> {
-        fn operand<O: Operand>(&mut self) {
+        fn operand<O: Operand<Owner = ClusterPolicy>>(&mut self) {
             if let Ok(Some(input)) = O::validate(self.spec, &self.cluster) {
                 let _ = O::render(&input);
                 let _ = O::warnings(&input);

@@ -172,7 +172,7 @@ pub fn image_env(env: &str) -> Option<String> {
 /// example that disables the operand. A last entry, `matrix`, says which snapshot each
 /// example × profile renders, so a profile that starts to matter shows up as a change there.
 /// `root` is the repository root.
-pub fn snapshots<O: crate::contract::Operand>(
+pub fn snapshots<O: crate::contract::Operand<Owner = gpu_operator_api::ClusterPolicy>>(
     root: &std::path::Path,
 ) -> Result<Vec<(String, serde_json::Value)>, Box<dyn std::error::Error>> {
     let config_maps = example_config_maps(root)?;

@@ -10,7 +10,9 @@ pub mod observability;
 mod render;
 mod validate;
 
-use gpu_operator_api::{ClusterPolicySpec, conditions::operand::DCGM_EXPORTER_READY};
+use gpu_operator_api::{
+    ClusterPolicy, ClusterPolicySpec, conditions::operand::DCGM_EXPORTER_READY,
+};
 use gpu_operator_core::{
     Error,
     contract::{Children, Cluster, ImageEnv, Operand},
@@ -30,6 +32,7 @@ pub const PORT: i32 = 9400;
 pub struct DcgmExporter;
 
 impl Operand for DcgmExporter {
+    type Owner = ClusterPolicy;
     const NAME: &'static str = "dcgm-exporter";
     const CONDITION: &'static str = DCGM_EXPORTER_READY;
     const SECTION: &'static str = "dcgmExporter";

@@ -6,7 +6,7 @@
 mod render;
 mod validate;
 
-use gpu_operator_api::{ClusterPolicySpec, conditions::operand::DCGM_READY};
+use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, conditions::operand::DCGM_READY};
 use gpu_operator_core::{
     Error,
     contract::{Children, Cluster, ImageEnv, Operand},
@@ -23,6 +23,7 @@ pub const PORT: i32 = 5555;
 pub struct Dcgm;
 
 impl Operand for Dcgm {
+    type Owner = ClusterPolicy;
     const NAME: &'static str = "dcgm";
     const CONDITION: &'static str = DCGM_READY;
     const SECTION: &'static str = "dcgm";

@@ -10,7 +10,8 @@ mod render;
 mod validate;
 
 use gpu_operator_api::{
-    ClusterPolicySpec, conditions::operand::DEVICE_PLUGIN_READY, spec::DevicePluginSpec,
+    ClusterPolicy, ClusterPolicySpec, conditions::operand::DEVICE_PLUGIN_READY,
+    spec::DevicePluginSpec,
 };
 use gpu_operator_core::{
     Error,
@@ -37,6 +38,7 @@ pub const ENTRYPOINT_CONFIG_MAP: &str = "nvidia-device-plugin-entrypoint";
 pub struct DevicePlugin;
 
 impl Operand for DevicePlugin {
+    type Owner = ClusterPolicy;
     const NAME: &'static str = "device-plugin";
     const CONDITION: &'static str = DEVICE_PLUGIN_READY;
     const SECTION: &'static str = "devicePlugin";

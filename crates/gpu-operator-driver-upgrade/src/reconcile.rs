@@ -24,7 +24,7 @@ use gpu_operator_core::{
     pipeline::{
         active,
         coalesce::{self, BURST_PERIOD, throttle},
-        controller::{active_ref, changes},
+        controller::{changes, served},
         operand::retry_transient,
         status_write::{self, Outcome},
     },
@@ -125,9 +125,9 @@ pub fn controller(
     let pod_changes = throttle(pod_changes, BURST_PERIOD);
     Controller::for_shared_stream(policy_events, policies)
         .with_config(coalesce::config())
-        .watches_shared_stream(templates, move |_| active_ref(&p1))
-        .watches_shared_stream(node_changes, move |_| active_ref(&p2))
-        .watches_shared_stream(pod_changes, move |_| active_ref(&p3))
+        .watches_shared_stream(templates, move |_| served(&p1))
+        .watches_shared_stream(node_changes, move |_| served(&p2))
+        .watches_shared_stream(pod_changes, move |_| served(&p3))
         .graceful_shutdown_on(shutdown)
         .run(
             reconcile,

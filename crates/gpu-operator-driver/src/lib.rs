@@ -10,7 +10,7 @@ mod pools;
 mod render;
 mod validate;
 
-use gpu_operator_api::{ClusterPolicySpec, conditions::operand::DRIVER_READY};
+use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, conditions::operand::DRIVER_READY};
 use gpu_operator_core::{
     Error,
     contract::{Children, Cluster, ImageEnv, Operand},
@@ -32,6 +32,7 @@ pub const STARTUP_PROBE_CONFIG_MAP: &str = "nvidia-driver-startup-probe";
 pub struct Driver;
 
 impl Operand for Driver {
+    type Owner = ClusterPolicy;
     /// NVIDIA's `app.kubernetes.io/component` of the driver objects, which the driver pods'
     /// anti-affinity and NVIDIA's upgrade tooling select on.
     const NAME: &'static str = "nvidia-driver";

@@ -7,7 +7,7 @@
 mod render;
 mod validate;
 
-use gpu_operator_api::{ClusterPolicySpec, conditions::operand::GFD_READY};
+use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, conditions::operand::GFD_READY};
 use gpu_operator_core::{
     Error,
     contract::{Children, Cluster, ImageEnv, Operand},
@@ -27,6 +27,7 @@ pub const SERVICE_ACCOUNT: &str = "nvidia-gpu-feature-discovery";
 pub struct GpuFeatureDiscovery;
 
 impl Operand for GpuFeatureDiscovery {
+    type Owner = ClusterPolicy;
     const NAME: &'static str = "gpu-feature-discovery";
     const CONDITION: &'static str = GFD_READY;
     const SECTION: &'static str = "gfd";

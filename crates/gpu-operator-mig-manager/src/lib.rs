@@ -10,7 +10,7 @@ mod profiles;
 mod render;
 mod validate;
 
-use gpu_operator_api::{ClusterPolicySpec, conditions::operand::MIG_MANAGER_READY};
+use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, conditions::operand::MIG_MANAGER_READY};
 use gpu_operator_core::{
     Error,
     contract::{Children, Cluster, ImageEnv, Operand, Warning},
@@ -36,6 +36,7 @@ pub const ENTRYPOINT: &str = "nvidia-mig-manager-entrypoint";
 pub struct MigManager;
 
 impl Operand for MigManager {
+    type Owner = ClusterPolicy;
     const NAME: &'static str = "mig-manager";
     const CONDITION: &'static str = MIG_MANAGER_READY;
     const SECTION: &'static str = "migManager";

@@ -7,7 +7,9 @@
 mod render;
 mod validate;
 
-use gpu_operator_api::{ClusterPolicySpec, conditions::operand::NODE_STATUS_EXPORTER_READY};
+use gpu_operator_api::{
+    ClusterPolicy, ClusterPolicySpec, conditions::operand::NODE_STATUS_EXPORTER_READY,
+};
 use gpu_operator_core::{
     Error,
     contract::{Children, Cluster, Operand},
@@ -24,6 +26,7 @@ pub const PORT: (&str, i32) = ("node-status", 8000);
 pub struct NodeStatusExporter;
 
 impl Operand for NodeStatusExporter {
+    type Owner = ClusterPolicy;
     const NAME: &'static str = "node-status-exporter";
     const CONDITION: &'static str = NODE_STATUS_EXPORTER_READY;
     const SECTION: &'static str = "nodeStatusExporter";

@@ -7,15 +7,17 @@
 
 use std::sync::LazyLock;
 
+use gpu_operator_api::ClusterPolicy;
 use gpu_operator_core::contract::{ImageEnv, Operand};
 
 /// What is done with each operand, in the registry's order.
 pub trait Visit {
-    /// Called once for every operand `O`.
-    fn operand<O: Operand>(&mut self);
+    /// Called once for every operand `O` of the ClusterPolicy.
+    fn operand<O: Operand<Owner = ClusterPolicy>>(&mut self);
 }
 
-/// Calls `visit` with every operand, in the order the overall `Ready` names them.
+/// Calls `visit` with every operand of the ClusterPolicy, in the order its overall `Ready` names
+/// them.
 pub fn visit_all(visit: &mut impl Visit) {
     visit.operand::<gpu_operator_device_plugin::DevicePlugin>();
     visit.operand::<gpu_operator_validator_operand::Validation>();
@@ -48,7 +50,7 @@ pub struct Entry {
 pub fn entries() -> Vec<Entry> {
     struct Entries(Vec<Entry>);
     impl Visit for Entries {
-        fn operand<O: Operand>(&mut self) {
+        fn operand<O: Operand<Owner = ClusterPolicy>>(&mut self) {
             self.0.push(Entry {
                 name: O::NAME,
                 condition: O::CONDITION,

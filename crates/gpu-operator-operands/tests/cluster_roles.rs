@@ -6,7 +6,7 @@
 
 use std::{collections::BTreeSet, path::Path, sync::Arc};
 
-use gpu_operator_api::ClusterPolicySpec;
+use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
 use gpu_operator_core::{
     contract::{Cluster, Operand},
     fixtures,
@@ -42,7 +42,7 @@ struct Rendered<'a> {
 }
 
 impl Visit for Rendered<'_> {
-    fn operand<O: Operand>(&mut self) {
+    fn operand<O: Operand<Owner = ClusterPolicy>>(&mut self) {
         if let Ok(Some(input)) = O::validate(self.spec, &self.cluster) {
             let children = O::render(&input);
             self.names

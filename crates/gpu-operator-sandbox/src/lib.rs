@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use gpu_operator_api::{ClusterPolicySpec, spec::WorkloadConfig};
+use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, spec::WorkloadConfig};
 use gpu_operator_core::{
     Error,
     cache::facts::NodeSample,
@@ -34,6 +34,7 @@ pub struct Input {
 }
 
 impl Operand for Sandbox {
+    type Owner = ClusterPolicy;
     const NAME: &'static str = "sandbox";
     const CONDITION: &'static str = CONDITION;
     const SECTION: &'static str = "sandboxWorkloads";

@@ -11,7 +11,7 @@ use gpu_operator_core::{
     cache::stores::Subscriptions,
     pipeline::{
         coalesce::{self, BURST_PERIOD, throttle},
-        controller::{active_ref, log, policy_changes},
+        controller::{log, owner_changes, served},
         operand,
     },
 };
@@ -58,11 +58,11 @@ pub fn run_node_validation(
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) -> impl Future<Output = ()> {
     let policies = ctx.stores.policies.clone();
-    let policy_events = policy_changes(subs.policies, NODES_VALIDATED);
+    let policy_events = owner_changes(subs.policies, NODES_VALIDATED);
     let reports = throttle(subs.node_reports, SUMMARY_PERIOD);
     Controller::for_shared_stream(policy_events, policies.clone())
         .with_config(coalesce::config())
-        .watches_shared_stream(reports, move |_| active_ref(&policies))
+        .watches_shared_stream(reports, move |_| served(&policies))
         .graceful_shutdown_on(shutdown)
         .run(
             node_validation::reconcile,

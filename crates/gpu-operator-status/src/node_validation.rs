@@ -107,7 +107,7 @@ pub fn summarize(nodes: &[Arc<NodeMeta>]) -> Desired {
 pub async fn reconcile(policy: Arc<ClusterPolicy>, ctx: Arc<Context>) -> Result<Action, Error> {
     let started = Instant::now();
     let result = async {
-        if !active::is_active(&policy, &ctx.stores.policies.state()) {
+        if !active::is_active(policy.as_ref(), &ctx.stores.policies.state()) {
             return Ok(Action::await_change());
         }
         if ctx
@@ -118,7 +118,7 @@ pub async fn reconcile(policy: Arc<ClusterPolicy>, ctx: Arc<Context>) -> Result<
         }
         let summary = summarize(&ctx.stores.nodes.state());
         Ok(
-            match status_write::write_gated(&ctx, &policy, NAME, &summary) {
+            match status_write::write_gated(&ctx, policy.as_ref(), NAME, &summary) {
                 Outcome::Deferred(after) => Action::requeue(after),
                 Outcome::Current | Outcome::Written => Action::await_change(),
             },

@@ -195,7 +195,7 @@ pub async fn reconcile(
         .and_then(|deferred| labelled.map(|()| deferred));
     if summary.state != State::Ignored && result.is_ok() {
         // NVIDIA's leftovers go once everything we render was written (and so taken over).
-        if let Err(error) = leftovers::sweep(&ctx, &policy, operands).await {
+        if let Err(error) = leftovers::sweep(&ctx, policy.as_ref(), operands).await {
             result = Err(error);
         }
     }

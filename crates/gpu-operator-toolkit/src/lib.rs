@@ -9,7 +9,7 @@ mod render;
 mod runtime;
 mod validate;
 
-use gpu_operator_api::{ClusterPolicySpec, conditions::operand::TOOLKIT_READY};
+use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, conditions::operand::TOOLKIT_READY};
 use gpu_operator_core::{
     Error,
     contract::{Children, Cluster, ImageEnv, Operand},
@@ -28,6 +28,7 @@ pub const ENTRYPOINT_CONFIG_MAP: &str = "nvidia-container-toolkit-entrypoint";
 pub struct Toolkit;
 
 impl Operand for Toolkit {
+    type Owner = ClusterPolicy;
     const NAME: &'static str = "container-toolkit";
     const CONDITION: &'static str = TOOLKIT_READY;
     const SECTION: &'static str = "toolkit";

@@ -6,7 +6,7 @@
 mod render;
 mod validate;
 
-use gpu_operator_api::{ClusterPolicySpec, conditions::operand::VALIDATOR_READY};
+use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, conditions::operand::VALIDATOR_READY};
 use gpu_operator_core::{
     Error,
     contract::{Children, Cluster, ImageEnv, Operand},
@@ -23,6 +23,7 @@ pub const DAEMONSET: &str = "nvidia-operator-validator";
 pub struct Validation;
 
 impl Operand for Validation {
+    type Owner = ClusterPolicy;
     const NAME: &'static str = "operator-validation";
     const CONDITION: &'static str = VALIDATOR_READY;
     const SECTION: &'static str = "validator";

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use futures::{FutureExt as _, future::BoxFuture};
+use gpu_operator_api::ClusterPolicy;
 use gpu_operator_core::{
     Context, cache::stores, contract::Operand, pipeline::controller, report::metrics::Metrics,
 };
@@ -21,7 +22,7 @@ struct OperandReconcilers<'a> {
 }
 
 impl Visit for OperandReconcilers<'_> {
-    fn operand<O: Operand>(&mut self) {
+    fn operand<O: Operand<Owner = ClusterPolicy>>(&mut self) {
         let reconciler = controller::run_operand::<O>(
             self.ctx.clone(),
             self.subs.clone(),

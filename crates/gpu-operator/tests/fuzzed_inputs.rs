@@ -11,7 +11,7 @@
 
 use std::{collections::BTreeMap, fmt::Write as _, path::Path, time::Instant};
 
-use gpu_operator_api::ClusterPolicySpec;
+use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
 use gpu_operator_core::{
     cache::{facts::ClusterFacts, node_meta::NodeMeta},
     contract::{Cluster, Operand},
@@ -48,7 +48,7 @@ fn run_every_operand(spec: &ClusterPolicySpec) -> usize {
         rendered: usize,
     }
     impl Visit for Every<'_> {
-        fn operand<O: Operand>(&mut self) {
+        fn operand<O: Operand<Owner = ClusterPolicy>>(&mut self) {
             if let Ok(Some(input)) = O::validate(self.spec, &self.cluster) {
                 let _ = O::render(&input);
                 let _ = O::warnings(&input);

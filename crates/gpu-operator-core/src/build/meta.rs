@@ -1,11 +1,9 @@
 //! Metadata every object the operator creates carries: NVIDIA's `app` label, the recommended
-//! `app.kubernetes.io/*` labels, and a controller owner reference to the ClusterPolicy.
+//! `app.kubernetes.io/*` labels, and a controller owner reference to the owner.
 
 use std::collections::BTreeMap;
 
-use gpu_operator_api::ClusterPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::Resource as _;
 
 /// Value of `app.kubernetes.io/managed-by` on everything we create; the selector of our caches
 /// and of pruning.
@@ -49,9 +47,10 @@ pub fn labels(app: &str, component: &str) -> BTreeMap<String, String> {
     ])
 }
 
-/// A controller owner reference to `policy`, so deleting it garbage-collects what we created.
-pub fn owner_reference(policy: &ClusterPolicy) -> Option<OwnerReference> {
-    policy.controller_owner_ref(&()).map(|mut owner| {
+/// A controller owner reference to `owner` (a ClusterPolicy, …), so deleting it garbage-collects
+/// what we created for it.
+pub fn owner_reference<K: kube::Resource<DynamicType = ()>>(owner: &K) -> Option<OwnerReference> {
+    owner.controller_owner_ref(&()).map(|mut owner| {
         owner.block_owner_deletion = Some(true);
         owner
     })

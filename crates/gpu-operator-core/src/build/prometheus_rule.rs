@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 
-use gpu_operator_api::ClusterPolicy;
 use kube::api::ApiResource;
 pub use kube::api::DynamicObject;
 use serde_json::Value;
@@ -50,9 +49,9 @@ pub fn build(
 /// Applies the PrometheusRules of reconciler `component` that differ from the live ones and
 /// deletes its live ones not in `desired`; returns how many were written or deleted. Sends
 /// nothing while the CRD is absent, nor when `desired` is empty and `may_have_stale` is false.
-pub(crate) async fn apply_all(
+pub(crate) async fn apply_all<K: kube::Resource<DynamicType = ()>>(
     ctx: &Context,
-    policy: &ClusterPolicy,
+    owner: &K,
     component: &str,
     desired: &[DynamicObject],
     may_have_stale: bool,
@@ -60,7 +59,7 @@ pub(crate) async fn apply_all(
     let installed = crd_installed(&ctx.stores);
     service_monitor::apply_kind(
         ctx,
-        policy,
+        owner,
         component,
         (&api_resource(), installed),
         desired,

@@ -8,7 +8,6 @@
 
 use std::collections::BTreeMap;
 
-use gpu_operator_api::ClusterPolicy;
 pub use kube::api::DynamicObject;
 use kube::{
     Api, ResourceExt as _,
@@ -82,9 +81,9 @@ pub(crate) fn build_of(
 /// Applies the ServiceMonitors of reconciler `component` that differ from the live ones and
 /// deletes its live ones not in `desired`; returns how many were written or deleted. Sends
 /// nothing while the CRD is absent, nor when `desired` is empty and `may_have_stale` is false.
-pub(crate) async fn apply_all(
+pub(crate) async fn apply_all<K: kube::Resource<DynamicType = ()>>(
     ctx: &Context,
-    policy: &ClusterPolicy,
+    owner: &K,
     component: &str,
     desired: &[DynamicObject],
     may_have_stale: bool,
@@ -92,7 +91,7 @@ pub(crate) async fn apply_all(
     let installed = crd_installed(&ctx.stores);
     apply_kind(
         ctx,
-        policy,
+        owner,
         component,
         (&api_resource(), installed),
         desired,
@@ -102,9 +101,9 @@ pub(crate) async fn apply_all(
 }
 
 /// [`apply_all`] for the optional kind `resource`, whose CRD is `installed` or not.
-pub(crate) async fn apply_kind(
+pub(crate) async fn apply_kind<K: kube::Resource<DynamicType = ()>>(
     ctx: &Context,
-    policy: &ClusterPolicy,
+    owner: &K,
     component: &str,
     (resource, installed): (&ApiResource, bool),
     desired: &[DynamicObject],
@@ -129,7 +128,7 @@ pub(crate) async fn apply_kind(
         let name = object.name_any();
         let mut object = object.clone();
         object.metadata.namespace = Some(ctx.namespace.clone());
-        object.metadata.owner_references = meta::owner_reference(policy).map(|o| vec![o]);
+        object.metadata.owner_references = meta::owner_reference(owner).map(|o| vec![o]);
         let json = to_json(&object, kind, &name)?;
         let current = live.iter().find(|o| o.name_any() == name);
         if let Some(current) = current

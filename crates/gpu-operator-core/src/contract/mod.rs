@@ -1,5 +1,5 @@
 //! The operand contract: what an operand crate implements ([`Operand`]: its names and its pure
-//! validate and render steps), what validation may know besides the spec ([`Cluster`]), what
+//! validate and render steps), the custom resource that owns it ([`Owner`]), what validation may know besides the spec ([`Cluster`]), what
 //! rendering returns ([`Children`]) and what an operand reports without stopping its rollout
 //! ([`Warning`]). The pipeline that runs an operand is in [`crate::pipeline`]; the parts operands
 //! render with are in [`crate::build`].
@@ -7,9 +7,11 @@
 mod children;
 mod cluster;
 mod operand;
+mod owner;
 mod warning;
 
 pub use children::Children;
 pub use cluster::Cluster;
 pub use operand::{ImageEnv, Operand};
+pub use owner::Owner;
 pub use warning::Warning;

@@ -1,12 +1,11 @@
 //! The [`Operand`] trait: an operand's names, the image variables it reads from the operator's
 //! environment ([`ImageEnv`]), and its pure validate and render steps.
 
-use gpu_operator_api::ClusterPolicySpec;
 use k8s_openapi::api::{apps::v1::DaemonSet, core::v1::Pod};
 
 use crate::{
     Error,
-    contract::{Children, Cluster, Warning},
+    contract::{Children, Cluster, Owner, Warning},
 };
 
 /// An operator environment variable that gives an operand's default image when its section
@@ -24,10 +23,12 @@ pub struct ImageEnv {
 pub trait Operand: Send + Sync + 'static {
     /// Reconciler name: field manager suffix, `app.kubernetes.io/component`, metric label.
     const NAME: &'static str;
-    /// The ClusterPolicy condition this reconciler owns, such as `DevicePluginReady`.
+    /// The owner's condition this reconciler writes, such as `DevicePluginReady`.
     const CONDITION: &'static str;
-    /// The ClusterPolicy section, such as `devicePlugin`, for messages.
+    /// The owner's spec section, such as `devicePlugin`, for messages.
     const SECTION: &'static str;
+    /// The custom resource that owns the operand and whose spec it validates.
+    type Owner: Owner;
     /// What validation produces for rendering.
     type Input: Send + Sync;
     /// Whether the overall `Ready` waits for [`Operand::CONDITION`]. `true` by default; an
@@ -41,7 +42,7 @@ pub trait Operand: Send + Sync + 'static {
     /// Checks the spec and resolves what rendering needs; `Ok(None)` when the operand is
     /// disabled. `cluster` tells what the operator knows besides the spec.
     fn validate(
-        spec: &ClusterPolicySpec,
+        spec: &<Self::Owner as Owner>::Spec,
         cluster: &Cluster<'_>,
     ) -> Result<Option<Self::Input>, Error>;
 
@@ -50,7 +51,7 @@ pub trait Operand: Send + Sync + 'static {
 
     /// Objects kept while the operand is disabled, such as the RuntimeClasses NVIDIA creates
     /// whatever the toolkit's switch says; nothing by default.
-    fn render_disabled(_spec: &ClusterPolicySpec) -> Children {
+    fn render_disabled(_spec: &<Self::Owner as Owner>::Spec) -> Children {
         Children::default()
     }
 

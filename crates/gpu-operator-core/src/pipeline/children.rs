@@ -7,7 +7,6 @@
 
 use std::{collections::BTreeSet, fmt::Debug};
 
-use gpu_operator_api::ClusterPolicy;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use kube::{
     Api, Resource, ResourceExt as _,
@@ -18,7 +17,7 @@ use serde::{Serialize, de::DeserializeOwned};
 use crate::{
     Context, Error,
     build::{meta, prometheus_rule, service_monitor},
-    contract::Children,
+    contract::{Children, Owner},
     pipeline::{
         adopt,
         apply::{self, Outcome},
@@ -28,9 +27,9 @@ use crate::{
 /// Applies what changed and prunes what is no longer rendered for reconciler `component`;
 /// returns how many objects were written or deleted. `monitored`: the reconciler may have
 /// ServiceMonitors or PrometheusRules to prune even when it renders none.
-pub async fn apply_all(
+pub async fn apply_all<O: Owner>(
     ctx: &Context,
-    policy: &ClusterPolicy,
+    owner: &O,
     component: &str,
     children: &Children,
     monitored: bool,
@@ -50,7 +49,7 @@ pub async fn apply_all(
     } = children;
     let stores = &ctx.stores;
     let mut w = Writer {
-        policy,
+        owner,
         component,
         written: 0,
     };
@@ -82,9 +81,9 @@ pub async fn apply_all(
     w.kind(namespaced(ctx), &daemonsets, &stores.daemonsets)
         .await?;
     w.written +=
-        service_monitor::apply_all(ctx, policy, component, service_monitors, monitored).await?;
+        service_monitor::apply_all(ctx, owner, component, service_monitors, monitored).await?;
     w.written +=
-        prometheus_rule::apply_all(ctx, policy, component, prometheus_rules, monitored).await?;
+        prometheus_rule::apply_all(ctx, owner, component, prometheus_rules, monitored).await?;
     Ok(w.written)
 }
 
@@ -116,14 +115,14 @@ where
     }
 }
 
-/// Writes one reconciler's objects, counting its writes.
-struct Writer<'a> {
-    policy: &'a ClusterPolicy,
+/// Writes one reconciler's objects for `owner`, counting its writes.
+struct Writer<'a, O> {
+    owner: &'a O,
     component: &'a str,
     written: usize,
 }
 
-impl Writer<'_> {
+impl<O: Owner> Writer<'_, O> {
     /// Applies `objects` of one kind and deletes the cached ones of this reconciler that are not
     /// among them.
     async fn kind<K>(
@@ -140,7 +139,7 @@ impl Writer<'_> {
             let mut object = object.clone();
             let meta = object.meta_mut();
             meta.namespace = namespace.map(str::to_owned);
-            meta.owner_references = meta::owner_reference(self.policy).map(|owner| vec![owner]);
+            meta.owner_references = meta::owner_reference(self.owner).map(|owner| vec![owner]);
             let name = object.name_any();
             let key = ObjectRef::new(&name);
             let key = match namespace {

@@ -3,14 +3,13 @@
 //! the same object runs are merged into one follow-up reconcile). The triggers that fire in
 //! bursts only while pods roll out — DaemonSet status updates, node label changes — pass through
 //! [`throttle`], so thousands of them wake an operand at most once per period, the first at once
-//! and the last of a burst at the period's end. ClusterPolicy and ConfigMap changes (what a user
-//! edits) are never throttled, and a reconcile whose ClusterPolicy got a newer spec while it ran
-//! can drop its remaining work (see [`overtaken`]) so the follow-up starts at once.
+//! and the last of a burst at the period's end. Changes of the owner (a ClusterPolicy, …) and of
+//! ConfigMaps (what a user edits) are never throttled, and a reconcile whose owner got a newer
+//! spec while it ran can drop its remaining work (see [`overtaken`]) so the follow-up starts at once.
 
 use std::time::Duration;
 
 use futures::{Stream, StreamExt as _, stream};
-use gpu_operator_api::ClusterPolicy;
 use kube::runtime::{
     controller,
     reflector::{ObjectRef, Store},
@@ -20,10 +19,12 @@ use tokio::{
     time::{Instant, sleep_until},
 };
 
+use crate::contract::Owner;
+
 /// How often at most a throttled trigger stream wakes a reconciler during a burst.
 pub const BURST_PERIOD: Duration = Duration::from_millis(500);
 
-/// The Controller configuration of every ClusterPolicy reconciler: no debounce, so a reconcile
+/// The Controller configuration of every reconciler of an owner: no debounce, so a reconcile
 /// starts on the first event (see the module docs).
 pub fn config() -> controller::Config {
     controller::Config::default().debounce(Duration::ZERO)
@@ -79,19 +80,19 @@ where
     })
 }
 
-/// Resolves once the cache `policies` no longer holds `policy` at its generation: a newer spec
+/// Resolves once the cache `owners` no longer holds `owner` at its generation: a newer spec
 /// arrived (or the object went away), so a reconcile of it follows. `events` is woken after each
-/// ClusterPolicy event reached the cache.
-pub async fn overtaken(policies: &Store<ClusterPolicy>, events: &Notify, policy: &ClusterPolicy) {
-    let key = ObjectRef::from_obj(policy);
+/// event of its kind reached the cache.
+pub async fn overtaken<K: Owner>(owners: &Store<K>, events: &Notify, owner: &K) {
+    let key = ObjectRef::from_obj(owner);
     loop {
         let event = events.notified();
         let mut event = std::pin::pin!(event);
         // Registered before the cache is read, so an event in between still wakes this.
         event.as_mut().enable();
-        let moved = policies.get(&key).is_none_or(|cached| {
-            cached.metadata.generation != policy.metadata.generation
-                || cached.metadata.uid != policy.metadata.uid
+        let moved = owners.get(&key).is_none_or(|cached| {
+            cached.meta().generation != owner.meta().generation
+                || cached.meta().uid != owner.meta().uid
         });
         if moved {
             return;
@@ -105,6 +106,7 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use futures::channel::mpsc;
+    use gpu_operator_api::ClusterPolicy;
     use k8s_openapi::api::core::v1::ConfigMap;
     use kube::runtime::{Controller, controller::Action, reflector::store::Writer, watcher::Event};
 

@@ -1,13 +1,13 @@
 //! Wiring reconcilers into kube-runtime Controllers over the shared caches: each operand watches
-//! ClusterPolicies, owns every kind it renders, and is woken by node label changes and GPU-node
-//! runtime changes (not by the status heartbeats of thousands of nodes), by a change of the data
-//! of a user's ConfigMap in the operator namespace (one the ClusterPolicy may name) and when the
-//! ServiceMonitor CRD comes or goes. A reconcile starts on the first event; see
-//! [`crate::pipeline::coalesce`] for how bursts are merged. Every trigger names the ClusterPolicy
-//! by the same key, so one operand never runs two reconciles at once. The node streams come
-//! filtered by the shared caches (see [`crate::cache::change_stream`]); the stream filters
-//! ([`changes`], [`policy_changes`]) and [`active_ref`] serve the other reconcilers' controllers
-//! too.
+//! its owners (ClusterPolicies for the ClusterPolicy's operands), owns every kind it renders, and
+//! is woken by node label changes and GPU-node runtime changes (not by the status heartbeats of
+//! thousands of nodes), by a change of the data of a user's ConfigMap in the operator namespace
+//! (one the owner may name) and when the ServiceMonitor CRD comes or goes. A reconcile starts on
+//! the first event; see [`crate::pipeline::coalesce`] for how bursts are merged. Every trigger
+//! names the owner by the same key, so one operand never runs two reconciles of one owner at once.
+//! The node streams come filtered by the shared caches (see [`crate::cache::change_stream`]); the
+//! stream filters ([`changes`], [`owner_changes`]) and [`served`] serve the other reconcilers'
+//! controllers too.
 
 use std::{
     collections::HashMap,
@@ -17,7 +17,6 @@ use std::{
 };
 
 use futures::{Stream, StreamExt as _};
-use gpu_operator_api::ClusterPolicy;
 use kube::{
     ResourceExt as _,
     runtime::{
@@ -30,7 +29,7 @@ use crate::{
     Context,
     build::meta,
     cache::stores::Subscriptions,
-    contract::Operand,
+    contract::{Operand, Owner},
     pipeline::{
         active,
         coalesce::{self, BURST_PERIOD, throttle},
@@ -44,62 +43,55 @@ pub fn run_operand<O: Operand>(
     subs: Subscriptions,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) -> impl Future<Output = ()> {
-    let policies = ctx.stores.policies.clone();
-    let runtime_policies = policies.clone();
-    let crd_policies = policies.clone();
-    let rule_crd_policies = policies.clone();
-    let config_policies = policies.clone();
+    let owners = <O::Owner as Owner>::cache(&ctx.stores).clone();
+    let runtime_owners = owners.clone();
+    let crd_owners = owners.clone();
+    let rule_crd_owners = owners.clone();
+    let config_owners = owners.clone();
     let user_configs = changes(
         subs.config_maps
             .clone()
             .filter(|cm| std::future::ready(!meta::is_managed(cm.as_ref()))),
         |cm, hasher| cm.data.hash(hasher),
     );
-    let policy_events = policy_changes(subs.policies, O::CONDITION);
+    let owner_events = owner_changes(<O::Owner as Owner>::changes(&subs), O::CONDITION);
     // Pod rollouts move DaemonSet statuses and node labels in bursts: throttled (the patch path,
-    // ClusterPolicy → render → apply, is not).
+    // owner → render → apply, is not).
     let daemonsets = throttle(of_component(subs.daemonsets, O::NAME), BURST_PERIOD);
     let runtimes = throttle(subs.runtime_changes, BURST_PERIOD);
     let nodes = throttle(subs.node_labels, BURST_PERIOD);
-    Controller::for_shared_stream(policy_events, policies.clone())
+    Controller::for_shared_stream(owner_events, owners.clone())
         .with_config(coalesce::config())
-        .watches_shared_stream(of_component(subs.service_accounts, O::NAME), owner_policy)
-        .watches_shared_stream(of_component(subs.roles, O::NAME), owner_policy)
-        .watches_shared_stream(of_component(subs.role_bindings, O::NAME), owner_policy)
-        .watches_shared_stream(of_component(subs.cluster_roles, O::NAME), owner_policy)
-        .watches_shared_stream(
-            of_component(subs.cluster_role_bindings, O::NAME),
-            owner_policy,
-        )
-        .watches_shared_stream(of_component(subs.config_maps, O::NAME), owner_policy)
-        .watches_shared_stream(of_component(subs.services, O::NAME), owner_policy)
-        .watches_shared_stream(of_component(subs.runtime_classes, O::NAME), owner_policy)
-        .watches_shared_stream(daemonsets, owner_policy)
-        .watches_shared_stream(nodes, move |_| active_ref(&policies))
-        .watches_shared_stream(runtimes, move |_| active_ref(&runtime_policies))
-        .watches_shared_stream(user_configs, move |_| active_ref(&config_policies))
-        .watches_shared_stream(subs.service_monitor_crds, move |_| {
-            active_ref(&crd_policies)
-        })
-        .watches_shared_stream(subs.prometheus_rule_crds, move |_| {
-            active_ref(&rule_crd_policies)
-        })
+        .watches_shared_stream(of_component(subs.service_accounts, O::NAME), owner_of)
+        .watches_shared_stream(of_component(subs.roles, O::NAME), owner_of)
+        .watches_shared_stream(of_component(subs.role_bindings, O::NAME), owner_of)
+        .watches_shared_stream(of_component(subs.cluster_roles, O::NAME), owner_of)
+        .watches_shared_stream(of_component(subs.cluster_role_bindings, O::NAME), owner_of)
+        .watches_shared_stream(of_component(subs.config_maps, O::NAME), owner_of)
+        .watches_shared_stream(of_component(subs.services, O::NAME), owner_of)
+        .watches_shared_stream(of_component(subs.runtime_classes, O::NAME), owner_of)
+        .watches_shared_stream(daemonsets, owner_of)
+        .watches_shared_stream(nodes, move |_| served(&owners))
+        .watches_shared_stream(runtimes, move |_| served(&runtime_owners))
+        .watches_shared_stream(user_configs, move |_| served(&config_owners))
+        .watches_shared_stream(subs.service_monitor_crds, move |_| served(&crd_owners))
+        .watches_shared_stream(subs.prometheus_rule_crds, move |_| served(&rule_crd_owners))
         .graceful_shutdown_on(shutdown)
         .run(operand::reconcile::<O>, operand::error_policy::<O>, ctx)
         .for_each(|result| log(O::NAME, result))
 }
 
-/// The ClusterPolicy that owns `object`, keyed as the ClusterPolicy's own events are: by name,
-/// with no namespace. (kube's `owns` keys the owner with the child's namespace, so a DaemonSet's
-/// event and the ClusterPolicy's own were two keys, and two reconciles of one operand ran at
-/// once: each applied and wrote the same change.)
+/// The owner of kind `K` of `object`, keyed as the owner's own events are: by name, with no
+/// namespace. (kube's `owns` keys the owner with the child's namespace, so a DaemonSet's event
+/// and the ClusterPolicy's own were two keys, and two reconciles of one operand ran at once: each
+/// applied and wrote the same change.)
 #[expect(
     clippy::needless_pass_by_value,
     reason = "the mapper signature of watches_shared_stream"
 )]
-fn owner_policy<K: kube::Resource>(object: Arc<K>) -> Option<ObjectRef<ClusterPolicy>> {
-    let kind = <ClusterPolicy as kube::Resource>::kind(&());
-    let api_version = <ClusterPolicy as kube::Resource>::api_version(&());
+fn owner_of<K: Owner, C: kube::Resource>(object: Arc<C>) -> Option<ObjectRef<K>> {
+    let kind = K::kind(&());
+    let api_version = K::api_version(&());
     object
         .owner_references()
         .iter()
@@ -107,35 +99,38 @@ fn owner_policy<K: kube::Resource>(object: Arc<K>) -> Option<ObjectRef<ClusterPo
         .map(|owner| ObjectRef::new(&owner.name))
 }
 
-/// The active ClusterPolicy, as the one object a node change concerns.
-pub fn active_ref(policies: &Store<ClusterPolicy>) -> Option<ObjectRef<ClusterPolicy>> {
-    active::active(&policies.state()).map(|p| ObjectRef::from_obj(p.as_ref()))
+/// The owners a cluster-wide change (a node's, a CRD's) concerns: the active one of a singleton
+/// kind, every one not being deleted of another (see [`active`]).
+pub fn served<K: Owner>(owners: &Store<K>) -> Vec<ObjectRef<K>> {
+    let all = owners.state();
+    if K::SINGLETON {
+        active::active(&all)
+            .map(|owner| ObjectRef::from_obj(owner.as_ref()))
+            .into_iter()
+            .collect()
+    } else {
+        all.iter()
+            .filter(|owner| active::is_active(owner.as_ref(), &all))
+            .map(|owner| ObjectRef::from_obj(owner.as_ref()))
+            .collect()
+    }
 }
 
-/// Passes a ClusterPolicy on when what a reconciler writing `condition` acts on changed: its
-/// identity, spec (generation), metadata, deletion, overall state, or that one condition. The
-/// status writes of the other reconcilers (hundreds while thousands of nodes roll out) do not
-/// wake it.
-pub fn policy_changes<S>(
-    policies: S,
-    condition: &'static str,
-) -> impl Stream<Item = Arc<ClusterPolicy>> + Send
+/// Passes an owner on when what a reconciler writing `condition` acts on changed: its identity,
+/// spec (generation), metadata, deletion, overall state, or that one condition. The status writes
+/// of the other reconcilers (hundreds while thousands of nodes roll out) do not wake it.
+pub fn owner_changes<S, K>(owners: S, condition: &'static str) -> impl Stream<Item = Arc<K>> + Send
 where
-    S: Stream<Item = Arc<ClusterPolicy>> + Send,
+    S: Stream<Item = Arc<K>> + Send,
+    K: Owner,
 {
-    changes(policies, move |policy, hasher| {
-        let meta = &policy.metadata;
+    changes(owners, move |owner, hasher| {
+        let meta = owner.meta();
         (&meta.uid, meta.generation, &meta.labels, &meta.annotations).hash(hasher);
         meta.deletion_timestamp.is_some().hash(hasher);
-        policy
-            .status
-            .as_ref()
-            .map(|s| std::mem::discriminant(&s.state))
-            .hash(hasher);
-        let own = policy
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
+        owner.state().hash(hasher);
+        let own = owner
+            .conditions()
             .and_then(|c| c.iter().find(|c| c.type_ == condition));
         own.map(|c| (&c.status, &c.reason, &c.message, c.observed_generation))
             .hash(hasher);
@@ -143,8 +138,7 @@ where
 }
 
 /// Passes only the children of reconciler `component` (by their `app.kubernetes.io/component`
-/// label; unlabelled ones too): every operand's children have the same owner, the ClusterPolicy,
-/// so without this each DaemonSet status update would wake every operand.
+/// label; unlabelled ones too): every operand's children have the same owner, so without this each DaemonSet status update would wake every operand.
 fn of_component<S, K>(objects: S, component: &'static str) -> impl Stream<Item = Arc<K>> + Send
 where
     S: Stream<Item = Arc<K>> + Send,
@@ -200,6 +194,7 @@ pub fn log<T: std::fmt::Debug, E: std::fmt::Display>(
 
 #[cfg(test)]
 mod tests {
+    use gpu_operator_api::ClusterPolicy;
     use k8s_openapi::{
         api::{apps::v1::DaemonSet, core::v1::ConfigMap},
         apimachinery::pkg::apis::meta::v1::OwnerReference,
@@ -225,13 +220,22 @@ mod tests {
             ..OwnerReference::default()
         }]);
         assert_eq!(
-            owner_policy(Arc::new(ds)),
+            owner_of::<ClusterPolicy, _>(Arc::new(ds.clone())),
             Some(ObjectRef::from_obj(&policy)),
             "no namespace: the same key as the ClusterPolicy's own events"
         );
         let mut user = ConfigMap::default();
         user.metadata.namespace = Some("gpu-operator".to_owned());
-        assert_eq!(owner_policy(Arc::new(user)), None, "not ours");
+        assert_eq!(
+            owner_of::<ClusterPolicy, _>(Arc::new(user)),
+            None,
+            "not ours"
+        );
+        assert_eq!(
+            owner_of::<crate::pipeline::test_pool::Pool, _>(Arc::new(ds)),
+            None,
+            "owned by a ClusterPolicy, not by a pool of the same name"
+        );
     }
 
     #[tokio::test]

@@ -1,9 +1,9 @@
-//! What another operator (NVIDIA's GPU Operator) created for the ClusterPolicy and this operator
-//! does not render: its operator-metrics Service, the entrypoint ConfigMaps of its operand
-//! scripts, … Once every operand reconciler has applied the current generation of the active
-//! ClusterPolicy (so everything we render has been written, and so taken over), the objects still
-//! owned by that ClusterPolicy that no field manager of ours ever wrote are deleted, and one Event
-//! names them. Once per ClusterPolicy and process: an object someone adds later is not ours to
+//! What another operator (NVIDIA's GPU Operator) created for an owner (the ClusterPolicy, …) and
+//! this operator does not render: its operator-metrics Service, the entrypoint ConfigMaps of its
+//! operand scripts, … Once every operand reconciler has applied the current generation of the
+//! owner (so everything we render has been written, and so taken over), the objects still owned
+//! by it that no field manager of ours ever wrote are deleted, and one Event names them. Once per
+//! owner and process: an object someone adds later is not ours to
 //! judge, and a converged operator sends no request for it.
 
 use std::{
@@ -12,7 +12,6 @@ use std::{
     sync::{Mutex, PoisonError},
 };
 
-use gpu_operator_api::ClusterPolicy;
 use k8s_openapi::{
     api::{
         apps::v1::DaemonSet,
@@ -29,50 +28,54 @@ use kube::{
 };
 use serde::de::DeserializeOwned;
 
-use crate::{Context, Error, build::meta, pipeline::apply};
+use crate::{Context, Error, build::meta, contract::Owner, pipeline::apply};
 
-/// Which operand reconcilers applied which ClusterPolicy generation, and which ClusterPolicies
-/// were swept.
+/// Which operand reconcilers applied which generation of which owner, and which owners were
+/// swept.
 #[derive(Debug, Default)]
 pub struct Sweeps {
-    applied: Mutex<BTreeMap<String, (String, Option<i64>)>>,
+    /// The generation applied, by owner uid and condition of the reconciler.
+    applied: Mutex<BTreeMap<(String, String), Option<i64>>>,
+    /// The uids of the owners swept.
     swept: Mutex<BTreeSet<String>>,
 }
 
 impl Sweeps {
-    /// Records that the reconciler writing `condition` applied everything it renders for `policy`.
-    pub fn applied(&self, condition: &str, policy: &ClusterPolicy) {
+    /// Records that the reconciler writing `condition` applied everything it renders for `owner`.
+    pub fn applied<K: Owner>(&self, condition: &str, owner: &K) {
         let mut applied = self.applied.lock().unwrap_or_else(PoisonError::into_inner);
-        applied.insert(condition.to_owned(), key(policy));
+        applied.insert(
+            (owner.uid().unwrap_or_default(), condition.to_owned()),
+            owner.meta().generation,
+        );
     }
 
-    /// Whether `policy` is to be swept now: every reconciler of `conditions` applied its current
+    /// Whether `owner` is to be swept now: every reconciler of `conditions` applied its current
     /// generation, and it was not swept before.
-    fn due(&self, policy: &ClusterPolicy, conditions: &[&str]) -> bool {
-        let wanted = key(policy);
+    fn due<K: Owner>(&self, owner: &K, conditions: &[&str]) -> bool {
+        let uid = owner.uid().unwrap_or_default();
         let applied = self.applied.lock().unwrap_or_else(PoisonError::into_inner);
         let swept = self.swept.lock().unwrap_or_else(PoisonError::into_inner);
-        !swept.contains(&wanted.0) && conditions.iter().all(|c| applied.get(*c) == Some(&wanted))
+        !swept.contains(&uid)
+            && conditions.iter().all(|c| {
+                applied.get(&(uid.clone(), (*c).to_owned())) == Some(&owner.meta().generation)
+            })
     }
 
-    fn done(&self, policy: &ClusterPolicy) {
+    fn done<K: Owner>(&self, owner: &K) {
         let mut swept = self.swept.lock().unwrap_or_else(PoisonError::into_inner);
-        swept.insert(key(policy).0);
+        swept.insert(owner.uid().unwrap_or_default());
     }
 }
 
-fn key(policy: &ClusterPolicy) -> (String, Option<i64>) {
-    (policy.uid().unwrap_or_default(), policy.metadata.generation)
-}
-
-/// Whether an object with `meta` is a leftover of the ClusterPolicy with uid `policy_uid`: owned
-/// by it, never written by a field manager of ours, and without our labels.
-pub fn is_leftover(meta: &ObjectMeta, policy_uid: &str) -> bool {
+/// Whether an object with `meta` is a leftover of the owner with uid `owner_uid`: owned by it,
+/// never written by a field manager of ours, and without our labels.
+pub fn is_leftover(meta: &ObjectMeta, owner_uid: &str) -> bool {
     let owned = meta
         .owner_references
         .iter()
         .flatten()
-        .any(|owner| owner.uid == policy_uid);
+        .any(|owner| owner.uid == owner_uid);
     let written_by_us = meta.managed_fields.iter().flatten().any(|entry| {
         entry
             .manager
@@ -91,17 +94,13 @@ pub fn is_leftover(meta: &ObjectMeta, policy_uid: &str) -> bool {
     owned && !written_by_us && !labelled_ours
 }
 
-/// Deletes the leftovers of `policy` once it is due (see the module documentation) and
-/// publishes one Event naming them.
-pub async fn sweep(
-    ctx: &Context,
-    policy: &ClusterPolicy,
-    conditions: &[&str],
-) -> Result<(), Error> {
-    if !ctx.sweeps.due(policy, conditions) {
+/// Deletes the leftovers of `owner` once it is due (see the module documentation) and publishes
+/// one Event naming them.
+pub async fn sweep<K: Owner>(ctx: &Context, owner: &K, conditions: &[&str]) -> Result<(), Error> {
+    if !ctx.sweeps.due(owner, conditions) {
         return Ok(());
     }
-    let uid = policy.uid().unwrap_or_default();
+    let uid = owner.uid().unwrap_or_default();
     let ns = ctx.namespace.as_str();
     let c = &ctx.client;
     let mut removed = Vec::new();
@@ -144,14 +143,15 @@ pub async fn sweep(
         &mut removed,
     )
     .await?;
-    ctx.sweeps.done(policy);
+    ctx.sweeps.done(owner);
     if removed.is_empty() {
         return Ok(());
     }
     let note = format!(
-        "removed {} object(s) a previous operator (NVIDIA's GPU Operator) created for this \
-         ClusterPolicy and this operator does not use: {}",
+        "removed {} object(s) a previous operator (NVIDIA's GPU Operator) created for this {} \
+         and this operator does not use: {}",
         removed.len(),
+        K::kind(&()),
         removed.join(", ")
     );
     tracing::info!(%note, "removed leftovers");
@@ -162,7 +162,7 @@ pub async fn sweep(
         note: Some(crate::report::conditions::truncate(&note, 1024)),
         secondary: None,
     };
-    if let Err(error) = ctx.recorder.publish(&event, &policy.object_ref(&())).await {
+    if let Err(error) = ctx.recorder.publish(&event, &owner.object_ref(&())).await {
         tracing::warn!(%error, "could not publish an Event");
     }
     Ok(())
@@ -187,6 +187,7 @@ where
 
 #[cfg(test)]
 mod tests {
+    use gpu_operator_api::ClusterPolicy;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, OwnerReference};
 
     use super::*;
@@ -264,5 +265,21 @@ mod tests {
             !sweeps.due(&policy, &["DriverReady", "ToolkitReady"]),
             "once"
         );
+    }
+
+    #[test]
+    fn owners_of_one_kind_are_swept_apart() {
+        use crate::pipeline::test_pool::Pool;
+        let (a, b) = (Pool::new("a", "p1", None), Pool::new("b", "p2", None));
+        let sweeps = Sweeps::default();
+        sweeps.applied("DriverReady", &a);
+        assert!(sweeps.due(&a, &["DriverReady"]));
+        assert!(
+            !sweeps.due(&b, &["DriverReady"]),
+            "the same reconciler applied another pool"
+        );
+        sweeps.done(&a);
+        sweeps.applied("DriverReady", &b);
+        assert!(sweeps.due(&b, &["DriverReady"]));
     }
 }

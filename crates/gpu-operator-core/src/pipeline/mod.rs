@@ -1,15 +1,17 @@
-//! The reconcile pipeline every operand runs, written once: the validate → render → apply →
-//! status steps of [`operand`] (over the [`crate::contract::Operand`] an operand crate
-//! supplies), the Controllers that wake it ([`controller`], [`coalesce`]), which ClusterPolicy
-//! is [`active`], how children are written ([`children`], [`apply`], with [`adopt`] and
-//! [`takeover`] for what another operator left, and [`leftovers`] for what it left that we do
-//! not render), and how conditions reach the ClusterPolicy status ([`status_write`],
-//! [`write_gate`], [`status_batch`], with an operand's [`warning`]s).
+//! The reconcile pipeline every operand runs, written once and generic over the custom resource
+//! that owns the operand ([`crate::contract::Owner`]; ClusterPolicy is one, in [`cluster_policy`]):
+//! the validate → render → apply → status steps of [`operand`] (over the
+//! [`crate::contract::Operand`] an operand crate supplies), the Controllers that wake it
+//! ([`controller`], [`coalesce`]), which owners are [`active`], how children are written
+//! ([`children`], [`apply`], with [`adopt`] and [`takeover`] for what another operator left, and
+//! [`leftovers`] for what it left that we do not render), and how conditions reach the owner's
+//! status ([`status_write`], [`write_gate`], [`status_batch`], with an operand's [`warning`]s).
 
 pub mod active;
 pub mod adopt;
 pub mod apply;
 pub mod children;
+pub mod cluster_policy;
 pub mod coalesce;
 pub mod controller;
 pub mod leftovers;
@@ -17,5 +19,7 @@ pub mod operand;
 pub mod status_batch;
 pub mod status_write;
 pub mod takeover;
+#[cfg(test)]
+mod test_pool;
 pub mod warning;
 pub mod write_gate;

@@ -7,7 +7,6 @@ use std::{
     time::{Duration, Instant},
 };
 
-use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
 use kube::{
     Resource,
     runtime::{
@@ -20,12 +19,12 @@ use kube::{
 use crate::{
     Context, Error,
     build::digest,
-    contract::{Children, Cluster, Operand, Warning},
+    contract::{Children, Cluster, Operand, Owner, Warning},
     pipeline::{
         active, children, coalesce,
         status_write::{self, Desired, Outcome},
     },
-    report::{conditions, deprecated, rollout_condition},
+    report::{conditions, rollout_condition},
 };
 
 /// Safety resync of a converged operand.
@@ -34,13 +33,13 @@ const RESYNC: Duration = Duration::from_secs(3600);
 /// the labeller has not labelled yet, tries again.
 const FACTS_SETTLING: Duration = Duration::from_millis(200);
 
-/// Reconciles operand `O` for `policy`.
+/// Reconciles operand `O` for `owner`.
 pub async fn reconcile<O: Operand>(
-    policy: Arc<ClusterPolicy>,
+    owner: Arc<O::Owner>,
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
     let started = Instant::now();
-    let result = reconcile_once::<O>(&policy, &ctx).await;
+    let result = reconcile_once::<O>(&owner, &ctx).await;
     ctx.metrics.observe(
         O::NAME,
         started.elapsed(),
@@ -49,10 +48,10 @@ pub async fn reconcile<O: Operand>(
     if let Err(error) = &result {
         let desired = Desired::not_ok(O::CONDITION, error.category(), error.to_string());
         // Report the failure once (condition + Event); repeating the same failure writes nothing.
-        if status_write::write(&ctx, &policy, O::NAME, &desired) {
+        if status_write::write(&ctx, owner.as_ref(), O::NAME, &desired) {
             publish(
                 &ctx,
-                &policy,
+                owner.as_ref(),
                 EventType::Warning,
                 error.category(),
                 &desired.message,
@@ -65,7 +64,7 @@ pub async fn reconcile<O: Operand>(
 
 /// The error policy of operand `O` (see [`retry_transient`]).
 pub fn error_policy<O: Operand>(
-    _policy: Arc<ClusterPolicy>,
+    _owner: Arc<O::Owner>,
     error: &Error,
     _ctx: Arc<Context>,
 ) -> Action {
@@ -87,7 +86,10 @@ type Plan = (Children, Option<Desired>, Option<String>, Vec<Warning>);
 
 /// What the operand renders and reports for `spec`: the children, a condition that replaces the
 /// rollout's (disabled, no GPU nodes, not supported), the sentence on unserved nodes, warnings.
-fn plan<O: Operand>(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Plan, Error> {
+fn plan<O: Operand>(
+    spec: &<O::Owner as Owner>::Spec,
+    cluster: &Cluster<'_>,
+) -> Result<Plan, Error> {
     Ok(match O::validate(spec, cluster)? {
         None => (
             O::render_disabled(spec),
@@ -131,11 +133,9 @@ fn plan<O: Operand>(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<P
     })
 }
 
-async fn reconcile_once<O: Operand>(
-    policy: &ClusterPolicy,
-    ctx: &Context,
-) -> Result<Action, Error> {
-    if !active::is_active(policy, &ctx.stores.policies.state()) {
+async fn reconcile_once<O: Operand>(owner: &O::Owner, ctx: &Context) -> Result<Action, Error> {
+    let owners = <O::Owner as Owner>::cache(&ctx.stores);
+    if !active::is_active(owner, &owners.state()) {
         return Ok(Action::await_change());
     }
     let image_env = |name: &str| ctx.image_env(name).map(str::to_owned);
@@ -175,11 +175,11 @@ async fn reconcile_once<O: Operand>(
         image_env: &image_env,
         config_maps: &config_maps,
     };
-    let (children, state, unserved, mut warnings) = plan::<O>(&policy.spec, &cluster)?;
-    warnings.extend(deprecated::warnings(O::SECTION, &policy.spec));
+    let (children, state, unserved, mut warnings) = plan::<O>(owner.spec(), &cluster)?;
+    warnings.extend(owner.section_warnings(O::SECTION));
     let started = Instant::now();
-    let written = children::apply_all(ctx, policy, O::NAME, &children, O::SERVICE_MONITORS).await?;
-    ctx.sweeps.applied(O::CONDITION, policy);
+    let written = children::apply_all(ctx, owner, O::NAME, &children, O::SERVICE_MONITORS).await?;
+    ctx.sweeps.applied(O::CONDITION, owner);
     if !children.service_monitors.is_empty() && !facts.service_monitor_crd {
         warnings.push(Warning::service_monitor_crd_missing(O::SECTION));
     }
@@ -189,7 +189,7 @@ async fn reconcile_once<O: Operand>(
     if written > 0 {
         publish(
             ctx,
-            policy,
+            owner,
             EventType::Normal,
             "Applied",
             &format!("{}: wrote {written} object(s)", O::SECTION),
@@ -200,15 +200,16 @@ async fn reconcile_once<O: Operand>(
     // The condition lists pods and writes the status: when a newer spec arrives meanwhile, that
     // work is for a generation already gone, and the new spec's apply would wait for it. It is
     // dropped and the controller's follow-up reconcile (queued by that very change) starts now.
-    let report = report::<O>(ctx, policy, &children, state, unserved, &warnings);
+    let report = report::<O>(ctx, owner, &children, state, unserved, &warnings);
+    let events = <O::Owner as Owner>::events(&ctx.stores);
     let outcome = tokio::select! {
         biased;
-        () = coalesce::overtaken(&ctx.stores.policies, &ctx.stores.policy_events, policy) => None,
+        () = coalesce::overtaken(owners, events, owner) => None,
         outcome = report => Some(outcome?),
     };
     tracing::debug!(
         reconciler = O::NAME,
-        generation = policy.metadata.generation,
+        generation = owner.meta().generation,
         apply_ms = applied.as_millis(),
         status_ms = started.elapsed().saturating_sub(applied).as_millis(),
         written,
@@ -226,7 +227,7 @@ async fn reconcile_once<O: Operand>(
 /// of `children`; written (gated), with the first sighting of each warning as an Event.
 async fn report<O: Operand>(
     ctx: &Context,
-    policy: &ClusterPolicy,
+    owner: &O::Owner,
     children: &Children,
     state: Option<Desired>,
     unserved: Option<String>,
@@ -237,14 +238,12 @@ async fn report<O: Operand>(
         None => rollout_condition::rollout_condition::<O>(ctx, children, unserved).await?,
     };
     let desired = crate::pipeline::warning::with_warnings(desired, warnings);
-    let live_message = policy
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
+    let live_message = owner
+        .conditions()
         .and_then(|c| c.iter().find(|c| c.type_ == O::CONDITION))
         .map(|c| c.message.clone())
         .unwrap_or_default();
-    let outcome = status_write::write_gated(ctx, policy, O::NAME, &desired);
+    let outcome = status_write::write_gated(ctx, owner, O::NAME, &desired);
     // Racing reconciles may both see a cached ClusterPolicy without the new condition: the
     // process remembers what it published, so each finding is one Event.
     // (Recorded only with a write: a condition not written yet publishes nothing.)
@@ -258,7 +257,7 @@ async fn report<O: Operand>(
         }) {
             publish(
                 ctx,
-                policy,
+                owner,
                 EventType::Warning,
                 warning.reason,
                 &warning.message,
@@ -269,13 +268,7 @@ async fn report<O: Operand>(
     Ok(outcome)
 }
 
-async fn publish(
-    ctx: &Context,
-    policy: &ClusterPolicy,
-    type_: EventType,
-    reason: &str,
-    note: &str,
-) {
+async fn publish<K: Owner>(ctx: &Context, owner: &K, type_: EventType, reason: &str, note: &str) {
     // The recorder folds an Event into an earlier one with the same type, reason and action,
     // whatever its note, so a new problem of the same kind would only bump the old Event's count:
     // the action carries a digest of the note, and only the same note repeats as a series.
@@ -287,7 +280,50 @@ async fn publish(
         note: Some(note),
         secondary: None,
     };
-    if let Err(error) = ctx.recorder.publish(&event, &policy.object_ref(&())).await {
+    if let Err(error) = ctx.recorder.publish(&event, &owner.object_ref(&())).await {
         tracing::warn!(%error, reason, "could not publish an Event");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{cache::facts::ClusterFacts, pipeline::test_pool::PoolDriver};
+
+    #[test]
+    fn another_owner_kinds_operand_plans_from_its_own_spec() {
+        let facts = ClusterFacts {
+            gpu_nodes: 2,
+            ..ClusterFacts::default()
+        };
+        let cluster = Cluster {
+            namespace: "gpu-operator",
+            facts: &facts,
+            image_env: &|_| None,
+            config_maps: &|_| None,
+        };
+        let pool = crate::pipeline::test_pool::Pool::new("a", "p1", Some("550"));
+        let (children, state, _, _) = plan::<PoolDriver>(pool.spec(), &cluster).unwrap();
+        assert_eq!(
+            children.config_maps[0].metadata.name.as_deref(),
+            Some("driver-550")
+        );
+        assert!(state.is_none(), "the rollout decides the condition");
+        let off = crate::pipeline::test_pool::Pool::new("b", "p2", None);
+        let (children, state, _, _) = plan::<PoolDriver>(off.spec(), &cluster).unwrap();
+        assert_eq!(children.len(), 0);
+        let state = state.unwrap();
+        assert_eq!(
+            (
+                state.type_.as_str(),
+                state.reason.as_str(),
+                state.message.as_str()
+            ),
+            (
+                "DriverReady",
+                "Disabled",
+                "version.enabled is false: nothing deployed"
+            )
+        );
     }
 }

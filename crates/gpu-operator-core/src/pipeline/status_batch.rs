@@ -1,5 +1,5 @@
-//! One ClusterPolicy status request for the conditions that many reconcilers change at once. A
-//! spec change wakes every operand, the driver upgrade and the validators' summary, and each
+//! One status request of an owner (a ClusterPolicy, …) for the conditions that many reconcilers
+//! change at once. A spec change wakes every operand, the driver upgrade and the validators' summary, and each
 //! acknowledges the new generation in its own condition within moments of the others; written one
 //! by one that was a status patch per reconciler per change. Here the first condition of a burst
 //! waits [`WINDOW`] for the rest, and one server-side apply (field manager [`FIELD_MANAGER`])
@@ -9,8 +9,8 @@
 //! Server-side apply removes what a field manager applied before and leaves out now, so every
 //! request carries every condition this manager owns: the last one sent of each type, and, for a
 //! type this process has not sent yet, the live one (a restart must not drop what the previous
-//! process wrote). The overall `Ready` and `Error` belong to the status reconciler and are never
-//! carried.
+//! process wrote). The overall conditions ([`Owner::OVERALL_CONDITIONS`]: `Ready`, `Error`)
+//! belong to the status reconciler and are never carried.
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -18,13 +18,14 @@ use std::{
     time::Duration,
 };
 
-use gpu_operator_api::{ClusterPolicy, conditions};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{
     Api, ResourceExt as _,
     api::{Patch, PatchParams},
 };
 use serde_json::json;
+
+use crate::contract::Owner;
 
 /// How long the first condition of a burst waits for the others: longer than the spread of the
 /// reconciles one change wakes (they are lined up by the write gate's burst), short enough that a
@@ -34,18 +35,14 @@ pub const WINDOW: Duration = Duration::from_millis(300);
 /// The field manager of the per-reconciler conditions.
 pub const FIELD_MANAGER: &str = "gpu-operator/conditions";
 
-/// The conditions the overall status writes (`gpu_operator_status::policy_status`), which a batch
-/// never carries.
-const OVERALL: [&str; 2] = [conditions::READY, conditions::ERROR];
-
 /// How long a failed request waits before it is tried again (with what came meanwhile).
 const RETRY: Duration = Duration::from_secs(2);
 
-/// The batches, by ClusterPolicy uid.
+/// The batches, by owner uid.
 #[derive(Clone, Debug, Default)]
 pub struct StatusBatch(Arc<Mutex<HashMap<String, Batch>>>);
 
-/// One ClusterPolicy's batch.
+/// One owner's batch.
 #[derive(Debug, Default)]
 struct Batch {
     /// Every condition the next request carries, by type (see the module docs).
@@ -66,19 +63,19 @@ enum Turn {
 }
 
 impl StatusBatch {
-    /// Puts `condition` in the batch of `policy`, and starts the batch's sender when it opens one.
-    pub fn submit(&self, client: &kube::Client, policy: &ClusterPolicy, condition: Condition) {
-        if self.enqueue(policy, condition) == Turn::Send {
+    /// Puts `condition` in the batch of `owner`, and starts the batch's sender when it opens one.
+    pub fn submit<K: Owner>(&self, client: &kube::Client, owner: &K, condition: Condition) {
+        if self.enqueue(owner, condition) == Turn::Send {
             let (batches, client) = (self.clone(), client.clone());
-            let (name, uid) = (policy.name_any(), uid(policy));
-            tokio::spawn(async move { batches.send(&client, &name, &uid).await });
+            let (name, uid) = (owner.name_any(), uid(owner));
+            tokio::spawn(async move { batches.send::<K>(&client, &name, &uid).await });
         }
     }
 
-    /// Sends the batch of ClusterPolicy `uid` (named `name`) after [`WINDOW`], again while more
-    /// came during a request, until nothing did.
-    async fn send(&self, client: &kube::Client, name: &str, uid: &str) {
-        let api: Api<ClusterPolicy> = Api::all(client.clone());
+    /// Sends the batch of the owner of kind `K` with `uid` (named `name`) after [`WINDOW`], again
+    /// while more came during a request, until nothing did.
+    async fn send<K: Owner>(&self, client: &kube::Client, name: &str, uid: &str) {
+        let api: Api<K> = Api::all(client.clone());
         let params = PatchParams::apply(FIELD_MANAGER).force();
         let mut wait = WINDOW;
         loop {
@@ -87,10 +84,10 @@ impl StatusBatch {
                 return;
             };
             let types: Vec<&str> = batch.iter().map(|c| c.type_.as_str()).collect();
-            tracing::debug!(policy = name, conditions = ?types, "writing conditions");
+            tracing::debug!(owner = name, conditions = ?types, "writing conditions");
             let patch = json!({
-                "apiVersion": "nvidia.com/v1",
-                "kind": "ClusterPolicy",
+                "apiVersion": K::api_version(&()),
+                "kind": K::kind(&()),
                 "status": { "conditions": batch },
             });
             wait = match api.patch_status(name, &params, &Patch::Apply(&patch)).await {
@@ -100,7 +97,7 @@ impl StatusBatch {
                     return;
                 }
                 Err(error) => {
-                    tracing::warn!(%error, policy = name, conditions = ?types, "could not write conditions; trying again");
+                    tracing::warn!(%error, owner = name, conditions = ?types, "could not write conditions; trying again");
                     self.failed(uid);
                     RETRY
                 }
@@ -108,13 +105,12 @@ impl StatusBatch {
         }
     }
 
-    /// Adds `condition` to the batch of `policy`; says whether it opened the batch.
-    fn enqueue(&self, policy: &ClusterPolicy, condition: Condition) -> Turn {
+    /// Adds `condition` to the batch of `owner`; says whether it opened the batch.
+    fn enqueue<K: Owner>(&self, owner: &K, condition: Condition) -> Turn {
         let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let batch = map.entry(uid(policy)).or_default();
-        let live = policy.status.as_ref().and_then(|s| s.conditions.as_ref());
-        for live in live.into_iter().flatten() {
-            if !OVERALL.contains(&live.type_.as_str()) {
+        let batch = map.entry(uid(owner)).or_default();
+        for live in owner.conditions().unwrap_or_default() {
+            if !K::OVERALL_CONDITIONS.contains(&live.type_.as_str()) {
                 batch
                     .owned
                     .entry(live.type_.clone())
@@ -131,7 +127,7 @@ impl StatusBatch {
         }
     }
 
-    /// The conditions to send for ClusterPolicy `uid` now, or `None` (and the batch closed) when
+    /// The conditions to send for the owner with `uid` now, or `None` (and the batch closed) when
     /// nothing came since the last request.
     fn take(&self, uid: &str) -> Option<Vec<Condition>> {
         let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
@@ -150,20 +146,20 @@ impl StatusBatch {
         map.entry(uid.to_owned()).or_default().pending = true;
     }
 
-    /// Drops the batch of a ClusterPolicy that is gone.
+    /// Drops the batch of an owner that is gone.
     fn forget(&self, uid: &str) {
         let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         map.remove(uid);
     }
 }
 
-fn uid(policy: &ClusterPolicy) -> String {
-    policy.metadata.uid.clone().unwrap_or_default()
+fn uid<K: Owner>(owner: &K) -> String {
+    owner.meta().uid.clone().unwrap_or_default()
 }
 
 #[cfg(test)]
 mod tests {
-    use gpu_operator_api::ClusterPolicyStatus;
+    use gpu_operator_api::{ClusterPolicy, ClusterPolicyStatus, conditions};
 
     use super::*;
 
@@ -289,6 +285,25 @@ mod tests {
         assert_eq!(
             batch.enqueue(&second, condition("AReady", "True")),
             Turn::Send
+        );
+    }
+
+    #[test]
+    fn another_owner_kind_batches_alike_leaving_out_its_own_overall_conditions() {
+        use crate::pipeline::test_pool::Pool;
+        let batch = StatusBatch::default();
+        let mut pool = Pool::new("a", "p1", Some("550"));
+        pool.conditions = Some(vec![
+            condition("Ready", "False"),
+            condition("DriverReady", "False"),
+        ]);
+        assert_eq!(
+            batch.enqueue(&pool, condition("UpgradeReady", "True")),
+            Turn::Send
+        );
+        assert_eq!(
+            types(&batch.take("p1").unwrap()),
+            [("DriverReady", "False"), ("UpgradeReady", "True")]
         );
     }
 }

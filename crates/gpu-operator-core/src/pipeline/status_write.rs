@@ -1,5 +1,5 @@
-//! Writing one reconciler's condition into `ClusterPolicy.status.conditions` with server-side
-//! apply: the list is a map keyed by `type`, so each condition is an entry of its own, and the
+//! Writing one reconciler's condition into its owner's `status.conditions` (a ClusterPolicy's,
+//! …) with server-side apply: the list is a map keyed by `type`, so each condition is an entry of its own, and the
 //! conditions of reconcilers that change at once go in one request (see
 //! [`crate::pipeline::status_batch`]). Nothing is sent when the live condition already says the
 //! same; [`write_gated`] also holds back changes that move nothing a user reads at a glance (see
@@ -7,12 +7,12 @@
 
 use std::time::{Duration, Instant};
 
-use gpu_operator_api::ClusterPolicy;
 use k8s_openapi::jiff::Timestamp;
 
 pub use crate::report::conditions::Desired;
 use crate::{
     Context,
+    contract::Owner,
     pipeline::write_gate::{Decision, Move},
     report::conditions,
 };
@@ -29,35 +29,33 @@ pub enum Outcome {
 }
 
 /// Writes `desired` for `reconciler` unless it is already current; true if it was sent (put in
-/// the batch). Waits (returns false) while the ClusterPolicy has no status yet: the status
-/// reconciler sets the required `state` first, and its write triggers this reconciler again.
-pub fn write(ctx: &Context, policy: &ClusterPolicy, reconciler: &str, desired: &Desired) -> bool {
-    let Some(status) = &policy.status else {
+/// the batch). Waits (returns false) while the owner has no status yet: the status reconciler
+/// sets the required `state` first, and its write triggers this reconciler again.
+pub fn write<K: Owner>(ctx: &Context, owner: &K, reconciler: &str, desired: &Desired) -> bool {
+    let Some(live) = owner.conditions() else {
         return false;
     };
-    let live = status.conditions.as_deref().unwrap_or_default();
-    if conditions::is_current(live, desired, policy.metadata.generation) {
+    if conditions::is_current(live, desired, owner.meta().generation) {
         return false;
     }
-    send(ctx, policy, reconciler, desired);
+    send(ctx, owner, reconciler, desired);
     true
 }
 
 /// Like [`write`], but gated (see [`crate::pipeline::write_gate`]): a condition becoming `True` is
 /// written at once, another move of its status, reason, acknowledged generation or progress step
 /// after its burst, a change of the message alone once it held still.
-pub fn write_gated(
+pub fn write_gated<K: Owner>(
     ctx: &Context,
-    policy: &ClusterPolicy,
+    owner: &K,
     reconciler: &str,
     desired: &Desired,
 ) -> Outcome {
-    let Some(status) = &policy.status else {
+    let Some(live) = owner.conditions() else {
         return Outcome::Current;
     };
-    let live = status.conditions.as_deref().unwrap_or_default();
-    let generation = policy.metadata.generation;
-    let key = gate_key(policy, &desired.type_);
+    let generation = owner.meta().generation;
+    let key = gate_key(owner, &desired.type_);
     if conditions::is_current(live, desired, generation) {
         ctx.status_gate.written(&key, desired.step);
         return Outcome::Current;
@@ -79,29 +77,25 @@ pub fn write_gated(
     {
         Decision::Wait(after) => Outcome::Deferred(after),
         Decision::Write => {
-            send(ctx, policy, reconciler, desired);
+            send(ctx, owner, reconciler, desired);
             ctx.status_gate.written(&key, desired.step);
             Outcome::Written
         }
     }
 }
 
-/// The [`crate::pipeline::write_gate::WriteGate`] key of condition `type_` of `policy`.
-pub fn gate_key(policy: &ClusterPolicy, type_: &str) -> String {
+/// The [`crate::pipeline::write_gate::WriteGate`] key of condition `type_` of `owner`.
+pub fn gate_key<K: Owner>(owner: &K, type_: &str) -> String {
     format!(
         "{}/{type_}",
-        policy.metadata.uid.as_deref().unwrap_or_default()
+        owner.meta().uid.as_deref().unwrap_or_default()
     )
 }
 
-/// Puts `desired` in the batch of `policy` (see [`crate::pipeline::status_batch`]).
-fn send(ctx: &Context, policy: &ClusterPolicy, reconciler: &str, desired: &Desired) {
-    let live = policy
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_deref())
-        .unwrap_or_default();
-    let condition = conditions::merge(live, desired, policy.metadata.generation, Timestamp::now());
+/// Puts `desired` in the batch of `owner` (see [`crate::pipeline::status_batch`]).
+fn send<K: Owner>(ctx: &Context, owner: &K, reconciler: &str, desired: &Desired) {
+    let live = owner.conditions().unwrap_or_default();
+    let condition = conditions::merge(live, desired, owner.meta().generation, Timestamp::now());
     tracing::debug!(
         reconciler,
         condition = %desired.type_,
@@ -110,5 +104,5 @@ fn send(ctx: &Context, policy: &ClusterPolicy, reconciler: &str, desired: &Desir
         message = %desired.message,
         "writing condition"
     );
-    ctx.status_batch.submit(&ctx.client, policy, condition);
+    ctx.status_batch.submit(&ctx.client, owner, condition);
 }

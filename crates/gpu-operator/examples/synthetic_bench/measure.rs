@@ -111,7 +111,10 @@ fn per_run_ms(min_runs: u32, mut f: impl FnMut()) -> f64 {
 }
 
 /// The objects an operand renders for `facts`, as JSON (what the compare with the cache reads).
-pub fn rendered<O: Operand>(spec: &ClusterPolicySpec, facts: &ClusterFacts) -> Vec<Value> {
+pub fn rendered<O: Operand<Owner = ClusterPolicy>>(
+    spec: &ClusterPolicySpec,
+    facts: &ClusterFacts,
+) -> Vec<Value> {
     let image_env = |name: &str| {
         IMAGES
             .iter()

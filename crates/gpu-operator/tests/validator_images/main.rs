@@ -14,6 +14,7 @@ mod workload_pods;
 use std::{collections::BTreeSet, path::Path};
 
 use contract::{Contract, Image};
+use gpu_operator_api::ClusterPolicy;
 use gpu_operator_core::{contract::Operand, fixtures};
 use serde_json::Value;
 
@@ -25,7 +26,7 @@ fn root() -> &'static Path {
 fn rendered() -> Vec<(String, Vec<Value>)> {
     struct Every(Vec<Vec<(String, Vec<Value>)>>);
     impl gpu_operator_operands::Visit for Every {
-        fn operand<O: Operand>(&mut self) {
+        fn operand<O: Operand<Owner = ClusterPolicy>>(&mut self) {
             // NVIDIA's default is off, and so is most examples': every example with it on too.
             let exporter_on = O::SECTION == "nodeStatusExporter";
             self.0.push(daemonsets_of::<O>(exporter_on));
@@ -48,7 +49,9 @@ fn rendered() -> Vec<(String, Vec<Value>)> {
 
 /// Operand `O`'s DaemonSets for every example on every profile (none where it is disabled),
 /// with the node status exporter switched on first when `exporter_on`.
-fn daemonsets_of<O: Operand>(exporter_on: bool) -> Vec<(String, Vec<Value>)> {
+fn daemonsets_of<O: Operand<Owner = ClusterPolicy>>(
+    exporter_on: bool,
+) -> Vec<(String, Vec<Value>)> {
     let config_maps = fixtures::example_config_maps(root()).unwrap();
     let lookup = |name: &str| {
         config_maps
