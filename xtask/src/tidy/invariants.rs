@@ -20,7 +20,7 @@ fn the_operand_crates_are_found() {
     }
     assert!(
         !operands.iter().any(|dir| dir == "crates/gpu-operator-core"),
-        "core defines the contract, it implements no operand"
+        "core defines the contract; its test kind's operand is no operand crate"
     );
 }
 
