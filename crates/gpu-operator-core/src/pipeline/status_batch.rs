@@ -13,7 +13,7 @@
 //! belong to the status reconciler and are never carried.
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::{BTreeMap, BTreeSet, HashMap},
     sync::{Arc, Mutex, PoisonError},
     time::Duration,
 };
@@ -49,6 +49,8 @@ struct Batch {
     owned: BTreeMap<String, Condition>,
     /// Whether any condition came since the last request.
     pending: bool,
+    /// The types of the conditions that came since the last request, for the log.
+    changed: BTreeSet<String>,
     /// Whether a caller is waiting out the window to send the batch.
     sending: bool,
 }
@@ -117,6 +119,7 @@ impl StatusBatch {
                     .or_insert_with(|| live.clone());
             }
         }
+        batch.changed.insert(condition.type_.clone());
         batch.owned.insert(condition.type_.clone(), condition);
         batch.pending = true;
         if batch.sending {
@@ -137,6 +140,8 @@ impl StatusBatch {
             return None;
         }
         batch.pending = false;
+        let changed = std::mem::take(&mut batch.changed);
+        tracing::debug!(owner = uid, ?changed, "conditions changed since the last request");
         Some(batch.owned.values().cloned().collect())
     }
 
