@@ -43,6 +43,9 @@ pub struct Context {
     pub labeller_wait: crate::cache::labeller_wait::LabellerWait,
     /// The conditions waiting to go in one status request (see [`crate::pipeline::status_batch`]).
     pub status_batch: crate::pipeline::status_batch::StatusBatch,
+    /// What the operands wrote, waiting to go in one `Applied` Event per owner (see
+    /// [`crate::pipeline::events`]).
+    pub applied_events: crate::pipeline::events::AppliedEvents,
 }
 
 impl Context {
@@ -86,6 +89,7 @@ impl Context {
             sweeps: crate::pipeline::leftovers::Sweeps::default(),
             labeller_wait: crate::cache::labeller_wait::LabellerWait::default(),
             status_batch: crate::pipeline::status_batch::StatusBatch::default(),
+            applied_events: crate::pipeline::events::AppliedEvents::default(),
         }
     }
 

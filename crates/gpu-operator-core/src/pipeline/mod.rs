@@ -5,7 +5,8 @@
 //! ([`controller`], [`coalesce`]), which owners are [`active`], how children are written
 //! ([`children`], [`apply`], with [`adopt`] and [`takeover`] for what another operator left, and
 //! [`leftovers`] for what it left that we do not render), and how conditions reach the owner's
-//! status ([`status_write`], [`write_gate`], [`status_batch`], with an operand's [`warning`]s).
+//! status ([`status_write`], [`write_gate`], [`status_batch`], with an operand's [`warning`]s), and
+//! the [`events`] about it.
 
 pub mod active;
 pub mod adopt;
@@ -14,6 +15,7 @@ pub mod children;
 pub mod cluster_policy;
 pub mod coalesce;
 pub mod controller;
+pub mod events;
 pub mod leftovers;
 pub mod operand;
 pub mod status_batch;

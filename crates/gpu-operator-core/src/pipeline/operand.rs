@@ -9,22 +9,17 @@ use std::{
 
 use kube::{
     Resource,
-    runtime::{
-        controller::Action,
-        events::{Event, EventType},
-        reflector::ObjectRef,
-    },
+    runtime::{controller::Action, events::EventType, reflector::ObjectRef},
 };
 
 use crate::{
     Context, Error,
-    build::digest,
     contract::{Children, Cluster, Operand, Owner, Warning},
     pipeline::{
-        active, children, coalesce,
+        active, children, coalesce, events,
         status_write::{self, Desired, Outcome},
     },
-    report::{conditions, rollout_condition},
+    report::rollout_condition,
 };
 
 /// Safety resync of a converged operand.
@@ -187,14 +182,8 @@ async fn reconcile_once<O: Operand>(owner: &O::Owner, ctx: &Context) -> Result<A
         warnings.push(Warning::prometheus_rule_crd_missing(O::SECTION));
     }
     if written > 0 {
-        publish(
-            ctx,
-            owner,
-            EventType::Normal,
-            "Applied",
-            &format!("{}: wrote {written} object(s)", O::SECTION),
-        )
-        .await;
+        ctx.applied_events
+            .note(&ctx.recorder, owner, O::SECTION, written);
     }
     let applied = started.elapsed();
     // The condition lists pods and writes the status: when a newer spec arrives meanwhile, that
@@ -269,20 +258,7 @@ async fn report<O: Operand>(
 }
 
 async fn publish<K: Owner>(ctx: &Context, owner: &K, type_: EventType, reason: &str, note: &str) {
-    // The recorder folds an Event into an earlier one with the same type, reason and action,
-    // whatever its note, so a new problem of the same kind would only bump the old Event's count:
-    // the action carries a digest of the note, and only the same note repeats as a series.
-    let note = conditions::truncate(note, 1024);
-    let event = Event {
-        type_,
-        reason: reason.to_owned(),
-        action: format!("Reconcile-{}", &digest::of(note.as_bytes())[..8]),
-        note: Some(note),
-        secondary: None,
-    };
-    if let Err(error) = ctx.recorder.publish(&event, &owner.object_ref(&())).await {
-        tracing::warn!(%error, reason, "could not publish an Event");
-    }
+    events::publish(&ctx.recorder, &owner.object_ref(&()), type_, reason, note).await;
 }
 
 #[cfg(test)]

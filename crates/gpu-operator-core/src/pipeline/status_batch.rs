@@ -141,7 +141,11 @@ impl StatusBatch {
         }
         batch.pending = false;
         let changed = std::mem::take(&mut batch.changed);
-        tracing::debug!(owner = uid, ?changed, "conditions changed since the last request");
+        tracing::debug!(
+            owner = uid,
+            ?changed,
+            "conditions changed since the last request"
+        );
         Some(batch.owned.values().cloned().collect())
     }
 
