@@ -9,9 +9,7 @@
 mod render;
 mod validate;
 
-use gpu_operator_api::{
-    ClusterPolicySpec, conditions::operand::DEVICE_PLUGIN_READY, spec::DevicePluginSpec,
-};
+use gpu_operator_api::{ClusterPolicySpec, conditions::operand::DEVICE_PLUGIN_READY};
 use gpu_operator_core::{
     Error,
     build::user_config::Checked,
@@ -57,19 +55,14 @@ impl Operand for DevicePlugin {
     fn warnings(input: &Input) -> Vec<Warning> {
         let mut warnings = config_warnings(input.configs.as_ref());
         if let Some(nodes) = &input.unconfigured_nodes {
-            warnings.push(unconfigured(&input.section, nodes));
+            warnings.push(unconfigured(&input.config_name, nodes));
         }
         warnings
     }
 }
 
 /// GPU nodes that silently run the plugin's built-in settings instead of the named config.
-fn unconfigured(section: &DevicePluginSpec, nodes: &NodeSample) -> Warning {
-    let name = section
-        .config
-        .as_ref()
-        .and_then(|c| c.name.as_deref())
-        .unwrap_or_default();
+fn unconfigured(name: &str, nodes: &NodeSample) -> Warning {
     Warning {
         reason: "ConfigNotApplied",
         message: format!(

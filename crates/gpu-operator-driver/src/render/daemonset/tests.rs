@@ -8,10 +8,7 @@ use gpu_operator_api::{
         KernelModuleConfigSpec, RollingUpdateSpec, UpdateStrategy,
     },
 };
-use gpu_operator_core::{
-    build::{runtime_class::ContainerRuntime, shared::Shared},
-    cache::facts::OsRelease,
-};
+use gpu_operator_core::{build::runtime_class::ContainerRuntime, cache::facts::OsRelease};
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 
 use super::*;
@@ -33,19 +30,13 @@ fn pool() -> Pool {
 }
 
 fn render_pool(spec: ClusterPolicySpec, pool: &Pool) -> DaemonSet {
-    let input = Input {
-        gds_enabled: spec.gds_enabled(),
-        gdrcopy_enabled: spec.gdrcopy_enabled(),
-        rdma: crate::validate::Rdma::of(&spec.driver),
-        shared: Shared::of(&spec),
-        driver: spec.driver,
-        gds: spec.gds,
-        gdrcopy: spec.gdrcopy,
-        namespace: "gpu-operator".into(),
-        manager_image: "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0".into(),
-        pools: vec![pool.clone()],
-        unserved: None,
-    };
+    let input = Input::new(
+        &spec,
+        "gpu-operator".into(),
+        "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0".into(),
+        vec![pool.clone()],
+        None,
+    );
     build(&input, pool)
 }
 
