@@ -50,12 +50,8 @@ pub struct Input {
     pub pod_annotations: BTreeMap<String, String>,
     /// The user's metrics ConfigMap (`dcgmExporter.config.name`), if any.
     pub metrics_config: Option<String>,
-    /// Whether metrics carry the labels of the pod using a GPU (`enablePodLabels: true`).
-    pub pod_labels: bool,
-    /// Whether metrics carry the UID of the pod using a GPU (`enablePodUID: true`).
-    pub pod_uid: bool,
-    /// `podLabelAllowlistRegex`, empty when unset.
-    pub pod_label_allowlist: Vec<String>,
+    /// What the metrics say of the pod using a GPU.
+    pub enrichment: Enrichment,
     /// The host directory of HPC job mapping when `hpcJobMapping.enabled` is true (its
     /// `directory`, else NVIDIA's default).
     pub job_mapping_dir: Option<String>,
@@ -70,16 +66,36 @@ pub struct Input {
     pub dashboards: Option<GrafanaDashboardsConfig>,
     /// Whether the standalone host engine (`nvidia-dcgm`) runs: `dcgm.enabled` unset or true.
     pub remote_engine: bool,
-    /// Whether metrics carry pod labels or UIDs, so the exporter reads pods (NVIDIA's rule: the
-    /// `enablePodLabels`/`enablePodUID` switches or the same env set to true).
-    pub reads_pods: bool,
-    /// Whether the exporter talks to the API server: to read pods, or a metrics ConfigMap named
-    /// by `DCGM_EXPORTER_CONFIGMAP_DATA` (`none` and empty read nothing).
-    pub uses_api: bool,
+    /// What the exporter reads from the API server.
+    pub api_access: ApiAccess,
     /// The settings of the shipped alerts and dashboards.
     pub observability: Settings,
     /// The settings every operand pod shares.
     pub shared: Shared,
+}
+
+/// The pod switches of `spec.dcgmExporter`: what the metrics say of the pod using a GPU.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Enrichment {
+    /// Whether metrics carry the pod's labels (`enablePodLabels: true`).
+    pub labels: bool,
+    /// Whether metrics carry the pod's UID (`enablePodUID: true`).
+    pub uid: bool,
+    /// `podLabelAllowlistRegex`, empty when unset.
+    pub label_allowlist: Vec<String>,
+}
+
+/// What the exporter reads from the API server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ApiAccess {
+    /// Nothing: its ServiceAccount token is not mounted.
+    None,
+    /// A metrics ConfigMap named by `DCGM_EXPORTER_CONFIGMAP_DATA` (`none` and empty read
+    /// nothing).
+    ConfigMap,
+    /// Pods, since metrics carry pod labels or UIDs (NVIDIA's rule: the
+    /// `enablePodLabels`/`enablePodUID` switches or the same env set to true), and any ConfigMap.
+    Pods,
 }
 
 impl Input {
@@ -109,10 +125,14 @@ impl Input {
         let pod_labels = exporter.enable_pod_labels == Some(true);
         let pod_uid = exporter.enable_pod_uid == Some(true);
         let reads_pods = pod_labels || pod_uid || env_true(POD_LABELS_ENV) || env_true(POD_UID_ENV);
-        let uses_api = reads_pods
-            || component
-                .user_env(CONFIGMAP_DATA_ENV)
-                .is_some_and(|v| !v.is_empty() && v != "none");
+        let reads_config_map = component
+            .user_env(CONFIGMAP_DATA_ENV)
+            .is_some_and(|v| !v.is_empty() && v != "none");
+        let api_access = match (reads_pods, reads_config_map) {
+            (true, _) => ApiAccess::Pods,
+            (false, true) => ApiAccess::ConfigMap,
+            (false, false) => ApiAccess::None,
+        };
         let enabled = |on: Option<bool>| on == Some(true);
         Self {
             image,
@@ -126,12 +146,14 @@ impl Input {
                 .as_ref()
                 .and_then(|c| c.name.clone())
                 .filter(|n| !n.is_empty()),
-            pod_labels,
-            pod_uid,
-            pod_label_allowlist: exporter
-                .pod_label_allowlist_regex
-                .clone()
-                .unwrap_or_default(),
+            enrichment: Enrichment {
+                labels: pod_labels,
+                uid: pod_uid,
+                label_allowlist: exporter
+                    .pod_label_allowlist_regex
+                    .clone()
+                    .unwrap_or_default(),
+            },
             job_mapping_dir: job_mapping_dir(exporter.hpc_job_mapping.as_ref()),
             service: exporter.service.clone().unwrap_or_default(),
             service_monitor: exporter
@@ -148,12 +170,21 @@ impl Input {
                 .clone()
                 .filter(|d| enabled(d.enabled)),
             remote_engine,
-            reads_pods,
-            uses_api,
+            api_access,
             observability: Settings::of(exporter, spec.device_plugin_enabled()),
             component,
             shared: Shared::of(spec),
         }
+    }
+
+    /// Whether the exporter reads pods.
+    pub fn reads_pods(&self) -> bool {
+        self.api_access == ApiAccess::Pods
+    }
+
+    /// Whether the exporter talks to the API server at all.
+    pub fn uses_api(&self) -> bool {
+        self.api_access != ApiAccess::None
     }
 
     /// Whether the shipped alerts or dashboards are on.
@@ -219,16 +250,16 @@ mod tests {
     #[test]
     fn pods_are_read_only_with_enrichment_by_switch_or_env() {
         let mut spec = ClusterPolicySpec::default();
-        assert!(!input(&spec).unwrap().reads_pods);
+        assert!(!input(&spec).unwrap().reads_pods());
         spec.dcgm_exporter.enable_pod_uid = Some(true);
-        assert!(input(&spec).unwrap().reads_pods);
+        assert!(input(&spec).unwrap().reads_pods());
         spec.dcgm_exporter.enable_pod_uid = None;
         spec.dcgm_exporter.container.env = Some(vec![EnvVar::new(POD_LABELS_ENV, "TRUE")]);
-        assert!(input(&spec).unwrap().reads_pods);
+        assert!(input(&spec).unwrap().reads_pods());
         spec.dcgm_exporter.container.env = Some(vec![EnvVar::new(CONFIGMAP_DATA_ENV, "none")]);
         let plain = input(&spec).unwrap();
-        assert!(!plain.reads_pods && !plain.uses_api);
+        assert!(!plain.reads_pods() && !plain.uses_api());
         spec.dcgm_exporter.container.env = Some(vec![EnvVar::new(CONFIGMAP_DATA_ENV, "ns:cm")]);
-        assert!(input(&spec).unwrap().uses_api);
+        assert!(input(&spec).unwrap().uses_api());
     }
 }

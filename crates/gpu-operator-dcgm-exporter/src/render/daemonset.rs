@@ -72,16 +72,17 @@ fn parts(input: &Input) -> Parts {
         mounts.push(read_only_mount("hpc-job-mapping", dir));
         volumes.push(host_path("hpc-job-mapping", dir, Some("DirectoryOrCreate")));
     }
-    if input.pod_labels {
+    let enrichment = &input.enrichment;
+    if enrichment.labels {
         env.push(literal(POD_LABELS_ENV, "true"));
     }
-    if input.pod_uid {
+    if enrichment.uid {
         env.push(literal(POD_UID_ENV, "true"));
     }
-    if !input.pod_label_allowlist.is_empty() {
+    if !enrichment.label_allowlist.is_empty() {
         env.push(literal(
             "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX",
-            &input.pod_label_allowlist.join(","),
+            &enrichment.label_allowlist.join(","),
         ));
     }
     if let Some(config) = &input.metrics_config {
@@ -130,7 +131,7 @@ pub fn build(input: &Input) -> DaemonSet {
     };
     let pod = PodSpec {
         service_account_name: Some(NAME.to_owned()),
-        automount_service_account_token: Some(input.uses_api),
+        automount_service_account_token: Some(input.uses_api()),
         host_pid: input.host_pid.then_some(true),
         containers: vec![Container {
             name: NAME.to_owned(),

@@ -13,7 +13,7 @@ use crate::Input;
 
 /// Everything the DCGM exporter needs.
 pub fn children(input: &Input) -> Children {
-    let (cluster_roles, cluster_role_bindings) = if input.reads_pods {
+    let (cluster_roles, cluster_role_bindings) = if input.reads_pods() {
         (
             vec![rbac::read_pods()],
             vec![rbac::read_pods_binding(&input.namespace)],

@@ -80,12 +80,12 @@ mod tests {
 
     use super::*;
 
-    fn render(spec: ClusterPolicySpec) -> PodSpec {
+    fn render(spec: &ClusterPolicySpec) -> PodSpec {
         let ds = build(&Input {
             image: "nvcr.io/nvidia/cloud-native/dcgm:4".into(),
             validator_image: "v:1".into(),
             gpu_access: GpuAccess::RuntimeClass("nvidia".into()),
-            shared: Shared::of(&spec),
+            shared: Shared::of(spec),
             component: Component::of(
                 &spec.dcgm.image,
                 &spec.dcgm.container,
@@ -97,7 +97,7 @@ mod tests {
 
     #[test]
     fn the_host_engine_listens_on_5555_behind_the_toolkit_barrier() {
-        let pod = render(ClusterPolicySpec::default());
+        let pod = render(&ClusterPolicySpec::default());
         assert_eq!(
             pod.node_selector.unwrap()["nvidia.com/gpu.deploy.dcgm"],
             "true"
@@ -121,7 +121,7 @@ mod tests {
         let mut spec = ClusterPolicySpec::default();
         spec.dcgm.host_network = Some(true);
         spec.dcgm.container.env = Some(vec![EnvVar::new("DCGM_X", "1")]);
-        let pod = render(spec);
+        let pod = render(&spec);
         assert_eq!(pod.host_network, Some(true));
         assert_eq!(pod.dns_policy.as_deref(), Some("ClusterFirstWithHostNet"));
         assert_eq!(pod.containers[0].env.as_ref().unwrap()[0].name, "DCGM_X");
