@@ -1,10 +1,13 @@
 //! Tidy checks run by the ordinary `cargo test`: every Rust file says what it owns in a `//!` header
 //! and stays small enough to read in one sitting, `ARCHITECTURE.md` names every crate, and test
 //! fixtures stay out of production builds. ARCHITECTURE.md's other invariants are checked in
-//! `invariants` and core's layering in `core_layers`; `walk` finds the files they read.
+//! `invariants`, core's layering in `core_layers` and the one copy of each default in
+//! `defaults`; `walk` finds the files they read.
 
 #[cfg(test)]
 mod core_layers;
+#[cfg(test)]
+mod defaults;
 #[cfg(test)]
 mod invariants;
 #[cfg(test)]

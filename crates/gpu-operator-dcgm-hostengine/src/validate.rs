@@ -1,9 +1,9 @@
 //! Checks the ClusterPolicy for DCGM and resolves its images. Pure.
 
-use gpu_operator_api::{ClusterPolicySpec, spec::DcgmSpec};
+use gpu_operator_api::ClusterPolicySpec;
 use gpu_operator_core::{
     Error,
-    build::{runtime_class::GpuAccess, shared::Shared},
+    build::{component::Component, runtime_class::GpuAccess, shared::Shared},
     contract::Cluster,
 };
 
@@ -16,8 +16,8 @@ pub struct Input {
     pub validator_image: String,
     /// How the pods reach the GPUs (RuntimeClass or NRI annotation).
     pub gpu_access: GpuAccess,
-    /// `spec.dcgm`: env, args, resources, pull settings, host network.
-    pub dcgm: DcgmSpec,
+    /// `spec.dcgm`'s container settings: env, args, resources, pull settings, host network.
+    pub component: Component,
     /// The settings every operand pod shares.
     pub shared: Shared,
 }
@@ -34,7 +34,11 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
         image,
         validator_image,
         gpu_access: GpuAccess::of(spec, cluster.facts),
-        dcgm: spec.dcgm.clone(),
+        component: Component::of(
+            &spec.dcgm.image,
+            &spec.dcgm.container,
+            spec.dcgm.host_network,
+        ),
         shared: Shared::of(spec),
     }))
 }

@@ -11,7 +11,6 @@ mod validate;
 
 use gpu_operator_api::{
     ClusterPolicy, ClusterPolicySpec, conditions::operand::DEVICE_PLUGIN_READY,
-    spec::DevicePluginSpec,
 };
 use gpu_operator_core::{
     Error,
@@ -59,19 +58,14 @@ impl Operand for DevicePlugin {
     fn warnings(input: &Input) -> Vec<Warning> {
         let mut warnings = config_warnings(input.configs.as_ref());
         if let Some(nodes) = &input.unconfigured_nodes {
-            warnings.push(unconfigured(&input.section, nodes));
+            warnings.push(unconfigured(&input.config_name, nodes));
         }
         warnings
     }
 }
 
 /// GPU nodes that silently run the plugin's built-in settings instead of the named config.
-fn unconfigured(section: &DevicePluginSpec, nodes: &NodeSample) -> Warning {
-    let name = section
-        .config
-        .as_ref()
-        .and_then(|c| c.name.as_deref())
-        .unwrap_or_default();
+fn unconfigured(name: &str, nodes: &NodeSample) -> Warning {
     Warning {
         reason: "ConfigNotApplied",
         message: format!(

@@ -1,10 +1,11 @@
 //! Checks the ClusterPolicy for the device plugin and resolves its image and the validator image
 //! (its `toolkit-validation` init container waits on the validator). Pure.
 
-use gpu_operator_api::{ClusterPolicySpec, spec::DevicePluginSpec};
+use gpu_operator_api::ClusterPolicySpec;
 use gpu_operator_core::{
     Error,
     build::{
+        component::Component,
         runtime_class::{self, GpuAccess},
         shared::Shared,
         user_config::Checked,
@@ -33,11 +34,13 @@ pub struct Input {
     pub unconfigured_nodes: Option<NodeSample>,
     /// The operator namespace (subject of the role bindings).
     pub namespace: String,
-    /// `spec.devicePlugin`.
-    pub section: DevicePluginSpec,
+    /// `spec.devicePlugin`'s container settings (also the MPS daemon's).
+    pub component: Component,
+    /// `devicePlugin.config.name`, empty when unset.
+    pub config_name: String,
     /// `devicePlugin.config.default`, empty when unset.
     pub config_default: String,
-    /// `devicePlugin.mps.root`, by default `/run/nvidia/mps`.
+    /// `devicePlugin.mps.root`, by default `MpsConfig::DEFAULT_ROOT`.
     pub mps_root: String,
     /// The MIG strategy env of the plugin and the MPS daemon (`spec.mig`).
     pub mig_env: Vec<(&'static str, String)>,
@@ -72,9 +75,19 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
             &cluster.facts.gpu_nodes_without_plugin_config,
         ),
         namespace: cluster.namespace.to_owned(),
-        section: spec.device_plugin.clone(),
+        component: Component::of(
+            &spec.device_plugin.image,
+            &spec.device_plugin.container,
+            spec.device_plugin.host_network,
+        ),
+        config_name: spec
+            .device_plugin
+            .config
+            .as_ref()
+            .and_then(|c| c.name.clone())
+            .unwrap_or_default(),
         config_default: config_manager::default_config(spec),
-        mps_root: mps_root(&spec.device_plugin),
+        mps_root: spec.device_plugin.mps_root().to_owned(),
         mig_env: mig::strategy_env(spec.mig.as_ref()),
         gds_enabled: spec.gds_enabled(),
         gdrcopy_enabled: spec.gdrcopy_enabled(),
@@ -82,16 +95,6 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
         cdi_hook_path: runtime_class::cdi_hook_path(spec),
         shared: Shared::of(spec),
     }))
-}
-
-/// `devicePlugin.mps.root`, by default `/run/nvidia/mps`.
-fn mps_root(section: &DevicePluginSpec) -> String {
-    section
-        .mps
-        .as_ref()
-        .and_then(|m| m.root.clone())
-        .filter(|r| !r.is_empty())
-        .unwrap_or_else(|| "/run/nvidia/mps".to_owned())
 }
 
 /// `unlabelled` when a configuration is named without a default and some GPU nodes have no

@@ -8,6 +8,7 @@ mod digest;
 pub mod in_sync;
 mod pools;
 mod render;
+mod settings;
 mod validate;
 
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, conditions::operand::DRIVER_READY};

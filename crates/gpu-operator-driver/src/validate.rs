@@ -5,25 +5,42 @@
 
 use gpu_operator_api::{
     ClusterPolicySpec,
-    spec::{DriverSpec, GdrCopySpec, GdsSpec, ImageSpec},
+    spec::{DriverSpec, EnvVar, ImageSpec, KernelModuleType},
 };
 use gpu_operator_core::{
     Error,
-    build::{image, runtime_class, shared::Shared},
+    build::{
+        component::{Component, Pull},
+        image, runtime_class,
+        shared::Shared,
+    },
     contract::Cluster,
 };
 
-use crate::pools::{self, Pool, os_tag};
+use crate::{
+    pools::{self, Pool, os_tag},
+    settings::{Probes, Sidecar, UserConfig},
+};
 
 /// What rendering the driver needs.
 #[derive(Clone, Debug)]
 pub struct Input {
-    /// `spec.driver`.
-    pub driver: DriverSpec,
-    /// `spec.gds` (its sidecar's env and image settings).
-    pub gds: Option<GdsSpec>,
-    /// `spec.gdrcopy` (its sidecar's env and image settings).
-    pub gdrcopy: Option<GdrCopySpec>,
+    /// `spec.driver`'s container settings (`driver.args` replace the driver container's).
+    pub component: Component,
+    /// `driver.kernelModuleType`, `auto` when unset.
+    pub kernel_module_type: KernelModuleType,
+    /// The driver container's probes.
+    pub probes: Probes,
+    /// `driver.manager.env`, over the manager's defaults.
+    pub manager_env: Vec<EnvVar>,
+    /// `driver.manager`'s pull settings, for the manager init container.
+    pub manager_pull: Pull,
+    /// `spec.gds`'s sidecar settings (env, pull settings), when the section is there.
+    pub gds: Option<Sidecar>,
+    /// `spec.gdrcopy`'s sidecar settings (env, pull settings), when the section is there.
+    pub gdrcopy: Option<Sidecar>,
+    /// The user's configuration objects the pod mounts.
+    pub config: UserConfig,
     /// Whether GPUDirect Storage is on (`gds.enabled`).
     pub gds_enabled: bool,
     /// Whether GDRCopy is on (`gdrcopy.enabled`).
@@ -118,19 +135,52 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
             kernel,
         });
     }
-    Ok(Some(Input {
-        driver: driver.clone(),
-        gds: spec.gds.clone(),
-        gdrcopy: spec.gdrcopy.clone(),
-        gds_enabled: spec.gds_enabled(),
-        gdrcopy_enabled: spec.gdrcopy_enabled(),
-        rdma: Rdma::of(driver),
-        shared: Shared::of(spec),
-        namespace: cluster.namespace.to_owned(),
+    Ok(Some(Input::new(
+        spec,
+        cluster.namespace.to_owned(),
         manager_image,
-        pools: resolved,
-        unserved: pools::unserved(facts, precompiled),
-    }))
+        resolved,
+        pools::unserved(facts, precompiled),
+    )))
+}
+
+impl Input {
+    /// What rendering needs from `spec`, with the namespace, the manager image and the pools
+    /// resolved.
+    pub fn new(
+        spec: &ClusterPolicySpec,
+        namespace: String,
+        manager_image: String,
+        pools: Vec<Pool>,
+        unserved: Option<String>,
+    ) -> Self {
+        let driver = &spec.driver;
+        let manager = driver.manager.clone().unwrap_or_default();
+        Self {
+            component: Component::of(&driver.image, &driver.container, driver.host_network),
+            kernel_module_type: driver.kernel_module_type.unwrap_or_default(),
+            probes: Probes::of(driver),
+            manager_env: manager.env.unwrap_or_default(),
+            manager_pull: Pull::of(&manager.image),
+            gds: spec
+                .gds
+                .as_ref()
+                .map(|g| Sidecar::of(&g.image, g.env.as_ref())),
+            gdrcopy: spec
+                .gdrcopy
+                .as_ref()
+                .map(|g| Sidecar::of(&g.image, g.env.as_ref())),
+            config: UserConfig::of(driver),
+            gds_enabled: spec.gds_enabled(),
+            gdrcopy_enabled: spec.gdrcopy_enabled(),
+            rdma: Rdma::of(driver),
+            shared: Shared::of(spec),
+            namespace,
+            manager_image,
+            pools,
+            unserved,
+        }
+    }
 }
 
 /// GPUDirect RDMA, as `driver.rdma` asks for it.

@@ -1,10 +1,10 @@
 //! Checks the ClusterPolicy for GPU Feature Discovery and resolves its image, the validator image
 //! (barrier) and, with `devicePlugin.config`, the device plugin image (the config manager). Pure.
 
-use gpu_operator_api::{ClusterPolicySpec, spec::GfdSpec};
+use gpu_operator_api::ClusterPolicySpec;
 use gpu_operator_core::{
     Error,
-    build::{runtime_class::GpuAccess, shared::Shared, user_config::Checked},
+    build::{component::Component, runtime_class::GpuAccess, shared::Shared, user_config::Checked},
     contract::Cluster,
 };
 
@@ -27,8 +27,8 @@ pub struct Input {
     pub configs: Option<Checked>,
     /// The operator namespace (subject of the role bindings).
     pub namespace: String,
-    /// `spec.gfd`.
-    pub section: GfdSpec,
+    /// `spec.gfd`'s container settings.
+    pub component: Component,
     /// `devicePlugin.config.default`, empty when unset.
     pub config_default: String,
     /// The MIG strategy env (`spec.mig`).
@@ -59,7 +59,7 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
         gpu_access: GpuAccess::of(spec, cluster.facts),
         configs,
         namespace: cluster.namespace.to_owned(),
-        section: spec.gfd.clone(),
+        component: Component::of(&spec.gfd.image, &spec.gfd.container, spec.gfd.host_network),
         config_default: config_manager::default_config(spec),
         mig_env: mig::strategy_env(spec.mig.as_ref()),
         shared: Shared::of(spec),

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use gpu_operator_api::spec::MigPartedConfigSpec;
 use serde::Serialize;
 
 /// NVIDIA's PCI vendor ID, the low half of a mig-parted device filter.
@@ -268,7 +269,7 @@ fn enabled(devices: &[u32], instances: &[(&str, u32)]) -> Entry {
 fn layouts() -> BTreeMap<String, Vec<Entry>> {
     let mut layouts = BTreeMap::new();
     layouts.insert(
-        "all-disabled".to_owned(),
+        MigPartedConfigSpec::DEFAULT_LAYOUT.to_owned(),
         vec![Entry {
             device_filter: None,
             devices: "all",

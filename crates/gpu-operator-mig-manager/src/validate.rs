@@ -1,10 +1,11 @@
 //! Checks the ClusterPolicy for the MIG manager, resolves its images and notices a seeded layout
 //! that the default layouts lack. Pure.
 
-use gpu_operator_api::{ClusterPolicySpec, spec::MigManagerSpec};
+use gpu_operator_api::ClusterPolicySpec;
 use gpu_operator_core::{
     Error,
     build::{
+        component::Component,
         runtime_class::{self, GpuAccess},
         shared::Shared,
         user_config::{self, Checked, Source},
@@ -16,9 +17,6 @@ use crate::{CUSTOM_CONFIG, DEFAULT_CONFIG, parted, profiles};
 
 /// The key of a layouts ConfigMap the manager reads.
 const LAYOUTS_KEY: &str = "config.yaml";
-
-/// The layout seeded on MIG-capable nodes when `migManager.config.default` is unset.
-const SEEDED_BY_DEFAULT: &str = "all-disabled";
 
 /// What rendering the MIG manager needs.
 #[derive(Clone, Debug)]
@@ -33,34 +31,21 @@ pub struct Input {
     pub custom: Option<Checked>,
     /// The operator namespace (role-binding subjects).
     pub namespace: String,
-    /// `spec.migManager` (its defaults when unset).
-    pub section: MigManagerSpec,
+    /// `spec.migManager`'s container settings.
+    pub component: Component,
+    /// The user's layouts ConfigMap (`migManager.config.name`), if any.
+    pub custom_config: Option<String>,
+    /// The user's GPU clients ConfigMap (`migManager.gpuClientsConfig.name`), if any.
+    pub custom_gpu_clients: Option<String>,
+    /// The layout seeded on MIG-capable nodes (`migManager.config.default`, by default
+    /// `MigPartedConfigSpec::DEFAULT_LAYOUT`); `None` when set empty.
+    pub seeded_layout: Option<String>,
     /// Whether CDI is enabled (`cdi.enabled`, default true).
     pub cdi_enabled: bool,
     /// The toolkit's CDI hook, when CDI is on and the operator deploys the toolkit.
     pub cdi_hook_path: Option<String>,
     /// The settings every operand pod shares.
     pub shared: Shared,
-}
-
-impl Input {
-    /// The user's layouts ConfigMap (`migManager.config.name`), if any.
-    pub fn custom_config(&self) -> Option<String> {
-        self.section
-            .config
-            .as_ref()
-            .and_then(|c| c.name.clone())
-            .filter(|n| !n.is_empty())
-    }
-
-    /// The user's GPU clients ConfigMap (`migManager.gpuClientsConfig.name`), if any.
-    pub fn custom_gpu_clients(&self) -> Option<String> {
-        self.section
-            .gpu_clients_config
-            .as_ref()
-            .and_then(|c| c.name.clone())
-            .filter(|n| !n.is_empty())
-    }
 }
 
 /// `Ok(None)` when `migManager.enabled` is false (it defaults to true).
@@ -71,9 +56,11 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
     }
     let image = cluster.image("migManager", &section.image, "MIG_MANAGER_IMAGE")?;
     let validator_image = cluster.validator_image(spec)?;
-    let custom = match section.config.as_ref().and_then(|c| c.name.as_deref()) {
-        Some(name) if !name.is_empty() => Some(check_custom(cluster, name)?),
-        _ => None,
+    let non_empty = |name: Option<&String>| name.filter(|n| !n.is_empty()).cloned();
+    let custom_config = non_empty(section.config.as_ref().and_then(|c| c.name.as_ref()));
+    let custom = match &custom_config {
+        Some(name) => Some(check_custom(cluster, name)?),
+        None => None,
     };
     Ok(Some(Input {
         image,
@@ -81,7 +68,15 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
         gpu_access: GpuAccess::of(spec, cluster.facts),
         custom,
         namespace: cluster.namespace.to_owned(),
-        section,
+        component: Component::of(&section.image, &section.container, section.host_network),
+        custom_config,
+        custom_gpu_clients: non_empty(
+            section
+                .gpu_clients_config
+                .as_ref()
+                .and_then(|c| c.name.as_ref()),
+        ),
+        seeded_layout: section.seeded_layout().map(str::to_owned),
         cdi_enabled: runtime_class::cdi_enabled(spec),
         cdi_hook_path: runtime_class::cdi_hook_path(spec),
         shared: Shared::of(spec),
@@ -120,15 +115,9 @@ fn check_custom(cluster: &Cluster<'_>, name: &str) -> Result<Checked, Error> {
 /// A seeded layout (`migManager.config.default`) missing from the layouts the manager reads (the
 /// user's, else the default ones): every node seeded with it would fail to partition.
 pub fn warnings(input: &Input) -> Vec<Warning> {
-    let seeded = input
-        .section
-        .config
-        .as_ref()
-        .and_then(|c| c.default.clone())
-        .unwrap_or_else(|| SEEDED_BY_DEFAULT.to_owned());
-    if seeded.is_empty() {
+    let Some(seeded) = input.seeded_layout.clone() else {
         return Vec::new();
-    }
+    };
     if let Some(custom) = &input.custom {
         let layouts = custom
             .config_map
@@ -140,7 +129,7 @@ pub fn warnings(input: &Input) -> Vec<Warning> {
         if layouts.contains(&seeded) {
             return Vec::new();
         }
-        let name = input.custom_config().unwrap_or_default();
+        let name = input.custom_config.as_deref().unwrap_or_default();
         return vec![Warning {
             reason: "MIGConfigNotFound",
             message: format!(
@@ -202,7 +191,7 @@ pub fn for_tests(spec: &ClusterPolicySpec) -> Input {
 mod tests {
     use std::sync::Arc;
 
-    use gpu_operator_api::spec::MigPartedConfigSpec;
+    use gpu_operator_api::spec::{MigManagerSpec, MigPartedConfigSpec};
     use gpu_operator_core::cache::facts::ClusterFacts;
     use k8s_openapi::api::core::v1::ConfigMap;
 

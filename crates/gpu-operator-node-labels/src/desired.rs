@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use gpu_operator_api::{
     ClusterPolicySpec,
     labels::{self, operand},
-    spec::{SandboxMode, WorkloadConfig},
+    spec::{MigPartedConfigSpec, SandboxMode, WorkloadConfig},
 };
 
 use crate::workload::{self, deploy_label};
@@ -27,9 +27,6 @@ use crate::workload::{self, deploy_label};
 /// Label changes for one node: `Some(value)` sets the label, `None` removes it. Empty when the
 /// node already has what it should.
 pub type LabelChanges = BTreeMap<String, Option<String>>;
-
-/// MIG layout seeded when the ClusterPolicy names none (the CRD's default).
-pub const DEFAULT_MIG_CONFIG: &str = "all-disabled";
 
 /// The changes that bring `node_labels` in line with `policy` (the active ClusterPolicy).
 pub fn label_changes(
@@ -140,15 +137,11 @@ fn seed_mig_config(labels: &mut BTreeMap<String, String>, policy: &ClusterPolicy
 
 /// The MIG layout to seed, or `None` when the MIG manager is disabled or the default is empty.
 fn mig_config_default(policy: &ClusterPolicySpec) -> Option<&str> {
-    let mig_manager = policy.mig_manager.as_ref();
-    if mig_manager.and_then(|m| m.enabled) == Some(false) {
-        return None;
+    match &policy.mig_manager {
+        Some(mig_manager) if mig_manager.enabled == Some(false) => None,
+        Some(mig_manager) => mig_manager.seeded_layout(),
+        None => Some(MigPartedConfigSpec::DEFAULT_LAYOUT),
     }
-    let default = mig_manager
-        .and_then(|m| m.config.as_ref())
-        .and_then(|c| c.default.as_deref())
-        .unwrap_or(DEFAULT_MIG_CONFIG);
-    (!default.is_empty()).then_some(default)
 }
 
 fn is_true(labels: &BTreeMap<String, String>, key: &str) -> bool {

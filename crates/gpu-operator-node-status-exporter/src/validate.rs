@@ -1,10 +1,10 @@
 //! Checks the ClusterPolicy for the node status exporter and resolves its image (NVIDIA ships it
 //! in the validator image, so `VALIDATOR_IMAGE` is the fallback). Pure.
 
-use gpu_operator_api::{ClusterPolicySpec, spec::NodeStatusExporterSpec};
+use gpu_operator_api::ClusterPolicySpec;
 use gpu_operator_core::{
     Error,
-    build::{image, shared::Shared},
+    build::{component::Component, image, shared::Shared},
     contract::Cluster,
 };
 
@@ -18,8 +18,8 @@ pub struct Input {
     /// Whether the ServiceMonitor CRD is installed: NVIDIA creates the ServiceMonitor whenever
     /// it can, without a switch.
     pub service_monitor: bool,
-    /// `spec.nodeStatusExporter`.
-    pub section: NodeStatusExporterSpec,
+    /// `spec.nodeStatusExporter`'s container settings.
+    pub component: Component,
     /// Whether the device plugin is deployed (`devicePlugin.enabled` unset or true).
     pub device_plugin_enabled: bool,
     /// The settings every operand pod shares.
@@ -39,7 +39,11 @@ impl Input {
             image,
             namespace,
             service_monitor,
-            section: spec.node_status_exporter.clone(),
+            component: Component::of(
+                &spec.node_status_exporter.image,
+                &spec.node_status_exporter.container,
+                spec.node_status_exporter.host_network,
+            ),
             device_plugin_enabled: spec.device_plugin_enabled(),
             shared: Shared::of(spec),
         }

@@ -2,10 +2,11 @@
 //! fallback) and the validator image of its `driver-validation` init container
 //! (`VALIDATOR_IMAGE`), and picks the container runtime to configure. Pure.
 
-use gpu_operator_api::{ClusterPolicySpec, spec::ToolkitSpec};
+use gpu_operator_api::ClusterPolicySpec;
 use gpu_operator_core::{
     Error,
     build::{
+        component::Component,
         runtime_class::{self, ContainerRuntime},
         shared::Shared,
     },
@@ -17,8 +18,8 @@ use crate::render::RuntimeSettings;
 /// What rendering the toolkit needs.
 #[derive(Clone, Debug)]
 pub struct Input {
-    /// `spec.toolkit`.
-    pub section: ToolkitSpec,
+    /// `spec.toolkit`'s container settings.
+    pub component: Component,
     /// `toolkit.installDir`, `/usr/local/nvidia` when unset or empty.
     pub install_dir: String,
     /// The RuntimeClass name and the CDI and NRI switches.
@@ -45,7 +46,11 @@ impl Input {
         runtime: ContainerRuntime,
     ) -> Self {
         Self {
-            section: spec.toolkit.clone(),
+            component: Component::of(
+                &spec.toolkit.image,
+                &spec.toolkit.container,
+                spec.toolkit.host_network,
+            ),
             install_dir: spec.toolkit.install_dir().to_owned(),
             runtime_settings: RuntimeSettings::of(spec),
             shared: Shared::of(spec),

@@ -2,11 +2,11 @@
 
 use gpu_operator_api::{
     ClusterPolicySpec,
-    spec::{MigStrategy, ValidatorSpec},
+    spec::{EnvVar, MigStrategy, ValidatorComponentSpec},
 };
 use gpu_operator_core::{
     Error,
-    build::{runtime_class::GpuAccess, shared::Shared},
+    build::{component::Component, runtime_class::GpuAccess, shared::Shared},
     contract::Cluster,
 };
 
@@ -15,8 +15,13 @@ use gpu_operator_core::{
 pub struct Input {
     /// The resolved image reference.
     pub image: String,
-    /// `spec.validator` (its checks' env, the component settings of the pod).
-    pub validator: ValidatorSpec,
+    /// `spec.validator`'s container settings (the pod's, and the pull settings its workload
+    /// pods get).
+    pub component: Component,
+    /// The user's env of each check (`validator.{driver,toolkit,cuda,plugin}.env`).
+    pub check_env: CheckEnv,
+    /// Whether the validator lifts the startup taint (`validator.liftStartupTaint: true`).
+    pub lift_startup_taint: bool,
     /// Whether the operator deploys the driver (`driver.enabled` unset or true).
     pub driver_managed: bool,
     /// Whether the device plugin is deployed (`devicePlugin.enabled` unset or true), so the
@@ -33,6 +38,19 @@ pub struct Input {
     pub namespace: String,
 }
 
+/// The user's env of each check the validator pod runs, empty when unset.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CheckEnv {
+    /// `validator.driver.env`.
+    pub driver: Vec<EnvVar>,
+    /// `validator.toolkit.env`.
+    pub toolkit: Vec<EnvVar>,
+    /// `validator.cuda.env`.
+    pub cuda: Vec<EnvVar>,
+    /// `validator.plugin.env`.
+    pub plugin: Vec<EnvVar>,
+}
+
 impl Input {
     /// What rendering needs from `spec`, with the image, GPU access and namespace resolved.
     pub fn new(
@@ -41,9 +59,23 @@ impl Input {
         gpu_access: GpuAccess,
         namespace: String,
     ) -> Self {
+        let validator = spec.validator.clone().unwrap_or_default();
+        let env =
+            |check: Option<ValidatorComponentSpec>| check.and_then(|c| c.env).unwrap_or_default();
         Self {
             image,
-            validator: spec.validator.clone().unwrap_or_default(),
+            component: Component::of(
+                &validator.image,
+                &validator.container,
+                validator.host_network,
+            ),
+            lift_startup_taint: validator.lift_startup_taint == Some(true),
+            check_env: CheckEnv {
+                driver: env(validator.driver),
+                toolkit: env(validator.toolkit),
+                cuda: env(validator.cuda),
+                plugin: env(validator.plugin),
+            },
             driver_managed: spec.driver_enabled(),
             plugin_enabled: spec.device_plugin_enabled(),
             mig_strategy: MigStrategy::of(spec.mig.as_ref()),

@@ -3,7 +3,10 @@
 
 use std::{ffi::OsString, fmt, path::PathBuf, str::FromStr, time::Duration};
 
-use gpu_operator_api::validator::{component, env};
+use gpu_operator_api::{
+    spec::HostPathsSpec,
+    validator::{component, env},
+};
 
 /// A configuration problem: the process exits with [`crate::EXIT_USAGE`].
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -331,9 +334,12 @@ where
         output_dir,
         sleep_interval: seconds(env::SLEEP_INTERVAL_SECONDS, 5)?,
         mig_strategy,
-        host_root: path(env::HOST_ROOT, "/"),
+        host_root: path(env::HOST_ROOT, HostPathsSpec::DEFAULT_ROOT_FS),
         host_root_ctr_path: path(env::HOST_ROOT_CTR_PATH, "/host"),
-        driver_install_dir: path(env::DRIVER_INSTALL_DIR, "/run/nvidia/driver"),
+        driver_install_dir: path(
+            env::DRIVER_INSTALL_DIR,
+            HostPathsSpec::DEFAULT_DRIVER_INSTALL_DIR,
+        ),
         driver_install_dir_ctr_path: path(env::DRIVER_INSTALL_DIR_CTR_PATH, "/run/nvidia/driver"),
         skip_gpu_init: flag(env::DRIVER_VALIDATION_SKIP_GPU_INIT, false)?,
         driver_managed: flag(env::DRIVER_MANAGED_BY_OPERATOR, false)?,

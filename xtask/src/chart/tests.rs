@@ -53,6 +53,35 @@ fn chart_version_and_app_version_follow_the_workspace() {
     assert_eq!(chart["appVersion"], workspace, "Chart.yaml appVersion");
 }
 
+/// The defaults `values.yaml` repeats as data agree with the one copy each has in Rust, on its
+/// API type: a default changed in one place only fails here.
+#[test]
+fn the_charts_default_values_agree_with_the_api_types() {
+    use gpu_operator_api::spec::{HostPathsSpec, MigPartedConfigSpec, MpsConfig, ToolkitSpec};
+
+    let text = std::fs::read_to_string(chart().join("values.yaml")).unwrap();
+    let values: Value = serde_yaml::from_str(&text).unwrap();
+    for (path, api) in [
+        (
+            "/migManager/config/default",
+            MigPartedConfigSpec::DEFAULT_LAYOUT,
+        ),
+        ("/devicePlugin/mps/root", MpsConfig::DEFAULT_ROOT),
+        ("/toolkit/installDir", ToolkitSpec::DEFAULT_INSTALL_DIR),
+        ("/hostPaths/rootFS", HostPathsSpec::DEFAULT_ROOT_FS),
+        (
+            "/hostPaths/driverInstallDir",
+            HostPathsSpec::DEFAULT_DRIVER_INSTALL_DIR,
+        ),
+    ] {
+        assert_eq!(
+            values.pointer(path).and_then(Value::as_str),
+            Some(api),
+            "values.yaml {path} and the API type's default disagree: change both"
+        );
+    }
+}
+
 #[test]
 #[ignore = "runs helm: `cargo xtask cluster up` builds it, `cargo xtask ci` runs this"]
 fn the_chart_lints_clean() {

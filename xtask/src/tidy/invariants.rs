@@ -1,6 +1,9 @@
 //! Tidy tests of ARCHITECTURE.md's invariants that no compiler checks: no operand crate depends
-//! on another, no `#[path]` include, no `*_tests.rs` sibling, no new raw spec section in an
-//! operand's `Input`, and a recipe for a new operand of at most ten steps.
+//! on another, no `#[path]` include, no `*_tests.rs` sibling, no raw spec section in an operand's
+//! `Input` (nor in a struct of its crate the `Input` holds), and a recipe for a new operand of at
+//! most ten steps.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::walk::{self, dependencies, operand_crates, relative, workspace_files};
 
@@ -98,81 +101,116 @@ fn no_tests_sibling_files() {
     );
 }
 
-/// The fields of an operand's `Input` that hold a spec section type (a type whose name ends in
-/// `Spec`, such as `DevicePluginSpec`), as `<crate>: <field line>`.
-fn raw_spec_fields(dir: &str) -> Vec<String> {
+/// The top-level structs of a crate's `src/` (a `pub struct Name {` line at the start of a line,
+/// generics and visibility allowed), each with its field lines and where it is.
+fn structs(dir: &str) -> BTreeMap<String, (String, Vec<String>)> {
     let mut files = Vec::new();
     walk::rust_files(&walk::root().join(dir).join("src"), &mut files);
-    let mut found = Vec::new();
+    let mut found = BTreeMap::new();
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
-        let mut inside = false;
+        let mut current: Option<(String, Vec<String>)> = None;
         for line in text.lines() {
-            if line.starts_with("pub struct Input {") {
-                inside = true;
-            } else if inside && line.starts_with('}') {
-                inside = false;
-            } else if inside && holds_spec_type(line) {
-                found.push(format!("{dir}: {}", line.trim()));
+            if let Some(name) = struct_name(line) {
+                current = Some((name, Vec::new()));
+            } else if line.starts_with('}') {
+                if let Some((name, fields)) = current.take() {
+                    found.insert(name, (relative(&file), fields));
+                }
+            } else if let Some((_, fields)) = current.as_mut() {
+                fields.push(line.to_owned());
             }
         }
     }
     found
 }
 
+/// The name of the struct a line opens with a braced body (`pub struct Input {`,
+/// `pub(crate) struct Pull<'a> {`).
+fn struct_name(line: &str) -> Option<String> {
+    let rest = line
+        .strip_prefix("pub struct ")
+        .or_else(|| line.strip_prefix("pub(crate) struct "))
+        .or_else(|| line.strip_prefix("struct "))?;
+    if !line.trim_end().ends_with('{') {
+        return None;
+    }
+    let name: String = rest
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    (!name.is_empty()).then_some(name)
+}
+
+/// The fields of an operand's `Input`, and of every struct of the operand crate it holds (at any
+/// depth), that hold a spec section type (a type whose name ends in `Spec`, such as
+/// `DevicePluginSpec`), as `<file>: <struct>.<field line>`.
+fn raw_spec_fields(dir: &str) -> Vec<String> {
+    let structs = structs(dir);
+    assert!(
+        structs.contains_key("Input"),
+        "{dir} implements Operand but no `pub struct Input {{` was found: teach this test where \
+         its Input is"
+    );
+    raw_spec_fields_of(&structs)
+}
+
+/// [`raw_spec_fields`] over `structs`, from `Input`.
+fn raw_spec_fields_of(structs: &BTreeMap<String, (String, Vec<String>)>) -> Vec<String> {
+    let mut queue = vec!["Input".to_owned()];
+    let mut seen = BTreeSet::new();
+    let mut found = Vec::new();
+    while let Some(name) = queue.pop() {
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        let Some((file, fields)) = structs.get(&name) else {
+            continue;
+        };
+        for line in fields {
+            if holds_spec_type(line) {
+                found.push(format!("{file}: {name}.{}", line.trim()));
+            }
+            queue.extend(
+                field_types(line)
+                    .filter(|word| structs.contains_key(*word))
+                    .map(str::to_owned),
+            );
+        }
+    }
+    found
+}
+
+/// The type names a field line mentions (`pub gds: Option<Sidecar>,` gives `Option` and
+/// `Sidecar`); none for comments and attributes.
+fn field_types(line: &str) -> impl Iterator<Item = &str> {
+    let line = line.trim();
+    let ty = if line.starts_with("//") || line.starts_with('#') {
+        ""
+    } else {
+        line.split_once(':').map_or("", |(_, ty)| ty)
+    };
+    ty.split(|c: char| !c.is_alphanumeric() && c != '_')
+        .filter(|word| word.starts_with(|c: char| c.is_uppercase()))
+}
+
 /// Whether a field line's type names a type that ends in `Spec` (`ClusterPolicySpec`,
 /// `Option<GdsSpec>`, …).
 fn holds_spec_type(line: &str) -> bool {
-    let line = line.trim();
-    if line.starts_with("//") {
-        return false;
-    }
-    let Some((_, ty)) = line.split_once(':') else {
-        return false;
-    };
-    ty.split(|c: char| !c.is_alphanumeric() && c != '_')
-        .any(|word| word.ends_with("Spec") && word.starts_with(|c: char| c.is_uppercase()))
+    field_types(line).any(|word| word.ends_with("Spec"))
 }
 
-/// The operand `Input` fields that held a raw spec section when this test was written. Giving
-/// every `Input` resolved values only is issue 31's item 4; until then this test fails only for a
-/// new one, and for one that is gone but still listed (so the list only shrinks).
-const KNOWN_RAW_SECTIONS: [&str; 11] = [
-    "crates/gpu-operator-dcgm-exporter: pub exporter: DcgmExporterSpec,",
-    "crates/gpu-operator-dcgm-hostengine: pub dcgm: DcgmSpec,",
-    "crates/gpu-operator-device-plugin: pub section: DevicePluginSpec,",
-    "crates/gpu-operator-driver: pub driver: DriverSpec,",
-    "crates/gpu-operator-driver: pub gds: Option<GdsSpec>,",
-    "crates/gpu-operator-driver: pub gdrcopy: Option<GdrCopySpec>,",
-    "crates/gpu-operator-gfd: pub section: GfdSpec,",
-    "crates/gpu-operator-mig-manager: pub section: MigManagerSpec,",
-    "crates/gpu-operator-node-status-exporter: pub section: NodeStatusExporterSpec,",
-    "crates/gpu-operator-toolkit: pub section: ToolkitSpec,",
-    "crates/gpu-operator-validator-operand: pub validator: ValidatorSpec,",
-];
-
 #[test]
-fn no_new_operand_input_holds_a_raw_spec_section() {
+fn no_operand_input_holds_a_raw_spec_section() {
     let found: Vec<String> = operand_crates()
         .iter()
         .flat_map(|dir| raw_spec_fields(dir))
         .collect();
-    let new: Vec<&String> = found
-        .iter()
-        .filter(|field| !KNOWN_RAW_SECTIONS.contains(&field.as_str()))
-        .collect();
     assert!(
-        new.is_empty(),
-        "an operand's Input holds a raw spec section: resolve what rendering needs in \
-         validate.rs and keep only that in the Input: {new:#?}"
-    );
-    let gone: Vec<&&str> = KNOWN_RAW_SECTIONS
-        .iter()
-        .filter(|known| !found.iter().any(|field| field == *known))
-        .collect();
-    assert!(
-        gone.is_empty(),
-        "resolved (or renamed): take these off KNOWN_RAW_SECTIONS: {gone:#?}"
+        found.is_empty(),
+        "an operand's Input (or a struct of its crate that the Input holds) holds a raw spec \
+         section: resolve what rendering needs in validate.rs (core's build::component for a \
+         section's image and container settings) and keep only that: {found:#?}"
     );
     assert!(holds_spec_type("    pub spec: ClusterPolicySpec,"));
     assert!(holds_spec_type("    pub gds: Option<Box<GdsSpec>>,"));
@@ -181,6 +219,48 @@ fn no_new_operand_input_holds_a_raw_spec_section() {
         "    /// The section: DevicePluginSpec resolved."
     ));
     assert!(!holds_spec_type("    pub specific: Inspect,"));
+    assert_eq!(struct_name("pub struct Input {").as_deref(), Some("Input"));
+    assert_eq!(
+        struct_name("pub(crate) struct Pull<'a> {").as_deref(),
+        Some("Pull")
+    );
+    assert_eq!(struct_name("pub struct Unit;"), None);
+    assert_eq!(
+        field_types("    pub gds: Option<Sidecar>,").collect::<Vec<_>>(),
+        ["Option", "Sidecar"]
+    );
+    // A positive control: a raw section two structs deep is found, one the Input does not hold
+    // is not.
+    let fields = |lines: &[&str]| lines.iter().map(|l| (*l).to_owned()).collect();
+    let synthetic = BTreeMap::from([
+        (
+            "Input".to_owned(),
+            ("a.rs".to_owned(), fields(&["    pub held: Vec<Held>,"])),
+        ),
+        (
+            "Held".to_owned(),
+            (
+                "b.rs".to_owned(),
+                fields(&["    pub raw: Option<GdsSpec>,"]),
+            ),
+        ),
+        (
+            "Other".to_owned(),
+            ("c.rs".to_owned(), fields(&["    pub raw: DriverSpec,"])),
+        ),
+    ]);
+    assert_eq!(
+        raw_spec_fields_of(&synthetic),
+        ["b.rs: Held.pub raw: Option<GdsSpec>,"]
+    );
+    assert!(
+        structs("crates/gpu-operator-driver")["Input"]
+            .1
+            .iter()
+            .flat_map(|line| field_types(line))
+            .any(|ty| ty == "Pool"),
+        "the driver's Input holds its pools, a struct of its crate: the files were not read"
+    );
 }
 
 /// Most steps the recipe for a new operand may take.

@@ -60,8 +60,25 @@ pub struct MpsConfig {
     /// Directory on the host for the MPS control daemon's pipes and logs. Defaults to
     /// `/run/nvidia/mps`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = "/run/nvidia/mps"))]
+    #[schemars(extend("default" = MpsConfig::DEFAULT_ROOT))]
     pub root: Option<String>,
+}
+
+impl MpsConfig {
+    /// The host directory of the MPS control daemon when `root` is unset or empty.
+    pub const DEFAULT_ROOT: &'static str = "/run/nvidia/mps";
+}
+
+impl DevicePluginSpec {
+    /// `mps.root`, or [`MpsConfig::DEFAULT_ROOT`] when it is unset or empty.
+    #[must_use]
+    pub fn mps_root(&self) -> &str {
+        self.mps
+            .as_ref()
+            .and_then(|m| m.root.as_deref())
+            .filter(|root| !root.is_empty())
+            .unwrap_or(MpsConfig::DEFAULT_ROOT)
+    }
 }
 
 /// GPU Feature Discovery.

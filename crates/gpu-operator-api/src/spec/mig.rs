@@ -91,6 +91,21 @@ pub struct MigManagerSpec {
     pub gpu_clients_config: Option<MigGpuClientsConfigSpec>,
 }
 
+impl MigManagerSpec {
+    /// The MIG layout seeded as `nvidia.com/mig.config` on MIG-capable nodes without that label:
+    /// `config.default`, or [`MigPartedConfigSpec::DEFAULT_LAYOUT`] when unset; `None` when it is
+    /// set empty (no label is seeded). Whether the manager is enabled is the caller's question.
+    #[must_use]
+    pub fn seeded_layout(&self) -> Option<&str> {
+        let layout = self
+            .config
+            .as_ref()
+            .and_then(|c| c.default.as_deref())
+            .unwrap_or(MigPartedConfigSpec::DEFAULT_LAYOUT);
+        (!layout.is_empty()).then_some(layout)
+    }
+}
+
 /// MIG layouts of the MIG manager.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -105,8 +120,15 @@ pub struct MigPartedConfigSpec {
     /// for example `all-disabled` (the default) or `all-1g.10gb`; empty sets no label. Must be a
     /// valid label value.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = "all-disabled"), length(max = 63))]
+    #[schemars(extend("default" = MigPartedConfigSpec::DEFAULT_LAYOUT), length(max = 63))]
     pub default: Option<String>,
+}
+
+impl MigPartedConfigSpec {
+    /// The MIG layout seeded when `default` is unset: every GPU without MIG. The one copy of this
+    /// default in Rust (the CRD schema, the operand, the labeller and the validator use it; the
+    /// chart's `values.yaml` repeats it as data, and a test compares the two).
+    pub const DEFAULT_LAYOUT: &'static str = "all-disabled";
 }
 
 /// Host GPU clients of the MIG manager.

@@ -21,8 +21,17 @@ pub struct HostPathsSpec {
     /// The kubelet's root directory, for the device plugin and pod-resources sockets. Defaults
     /// to `/var/lib/kubelet`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = "/var/lib/kubelet"))]
+    #[schemars(extend("default" = HostPathsSpec::DEFAULT_KUBELET_ROOT_DIR))]
     pub kubelet_root_dir: Option<String>,
+}
+
+impl HostPathsSpec {
+    /// The host's root filesystem when `rootFS` is unset or empty.
+    pub const DEFAULT_ROOT_FS: &'static str = "/";
+    /// The host directory of a containerized driver when `driverInstallDir` is unset or empty.
+    pub const DEFAULT_DRIVER_INSTALL_DIR: &'static str = "/run/nvidia/driver";
+    /// The kubelet's root directory when `kubeletRootDir` is unset or empty.
+    pub const DEFAULT_KUBELET_ROOT_DIR: &'static str = "/var/lib/kubelet";
 }
 
 /// Pod Security Admission.

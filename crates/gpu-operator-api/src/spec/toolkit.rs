@@ -26,7 +26,7 @@ pub struct ToolkitSpec {
     pub host_network: Option<bool>,
     /// Directory on the host where the toolkit is installed. Defaults to `/usr/local/nvidia`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = "/usr/local/nvidia"))]
+    #[schemars(extend("default" = ToolkitSpec::DEFAULT_INSTALL_DIR))]
     pub install_dir: Option<String>,
 }
 

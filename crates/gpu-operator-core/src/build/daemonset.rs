@@ -6,15 +6,13 @@
 
 use std::collections::BTreeMap;
 
-use gpu_operator_api::spec::{
-    ContainerSpec, DaemonsetsSpec, EnvVar as SpecEnvVar, ImageSpec, UpdateStrategy,
-};
+use gpu_operator_api::spec::{DaemonsetsSpec, EnvVar as SpecEnvVar, UpdateStrategy};
 use k8s_openapi::{
     api::{
         apps::v1::{DaemonSet, DaemonSetSpec, DaemonSetUpdateStrategy, RollingUpdateDaemonSet},
         core::v1::{
             EnvVar, EnvVarSource, LocalObjectReference, ObjectFieldSelector, PodSpec,
-            PodTemplateSpec, ResourceRequirements, Toleration,
+            PodTemplateSpec, Toleration,
         },
     },
     apimachinery::pkg::{
@@ -23,7 +21,7 @@ use k8s_openapi::{
     },
 };
 
-use crate::build::{meta, placement};
+use crate::build::{component::Component, meta, placement};
 
 /// Keys users may not set through `daemonsets.labels` or `daemonsets.annotations`: DaemonSet
 /// selectors use `app` and `app.kubernetes.io/part-of` (immutable), and our caches and pruning
@@ -147,18 +145,9 @@ fn update_strategy(common: &DaemonsetsSpec, always_on_delete: bool) -> DaemonSet
 /// Applies a component's per-container options (NVIDIA's transforms): `imagePullPolicy` on the
 /// containers running the component's image, `resources` on all containers, `imagePullSecrets`,
 /// and `hostNetwork` (with the DNS policy host networking needs).
-pub(crate) fn apply_component(
-    pod: &mut PodSpec,
-    image: &ImageSpec,
-    container: &ContainerSpec,
-    host_network: Option<bool>,
-) {
-    let policy = crate::build::image::pull_policy(image);
-    let resources = container.resources.as_ref().map(|r| ResourceRequirements {
-        limits: r.limits.clone(),
-        requests: r.requests.clone(),
-        ..ResourceRequirements::default()
-    });
+pub(crate) fn apply_component(pod: &mut PodSpec, component: &Component) {
+    let policy = component.pull_policy;
+    let resources = &component.resources;
     let containers = pod
         .init_containers
         .iter_mut()
@@ -167,18 +156,18 @@ pub(crate) fn apply_component(
     for c in containers {
         c.image_pull_policy = Some(policy.to_owned());
         if resources.is_some() {
-            c.resources.clone_from(&resources);
+            c.resources.clone_from(resources);
         }
     }
-    let secrets: Vec<LocalObjectReference> = image
-        .pull_secrets()
+    let secrets: Vec<LocalObjectReference> = component
+        .pull_secrets
         .iter()
         .map(|name| LocalObjectReference { name: name.clone() })
         .collect();
     if !secrets.is_empty() {
         pod.image_pull_secrets = Some(secrets);
     }
-    if host_network == Some(true) {
+    if component.host_network {
         pod.host_network = Some(true);
         pod.dns_policy = Some("ClusterFirstWithHostNet".to_owned());
     }
@@ -186,12 +175,12 @@ pub(crate) fn apply_component(
 
 /// Replaces the arguments of the operand's main container `main` with the component's `args`
 /// when the user set any (NVIDIA's rule: `<component>.args` replace the defaults).
-pub(crate) fn apply_args(pod: &mut PodSpec, main: &str, container: &ContainerSpec) {
-    if container.args().is_empty() {
+pub(crate) fn apply_args(pod: &mut PodSpec, main: &str, args: &[String]) {
+    if args.is_empty() {
         return;
     }
     if let Some(c) = pod.containers.iter_mut().find(|c| c.name == main) {
-        c.args = Some(container.args().to_vec());
+        c.args = Some(args.to_vec());
     }
 }
 
@@ -438,17 +427,14 @@ mod tests {
             ],
             ..PodSpec::default()
         };
-        apply_args(&mut pod, "main", &ContainerSpec::default());
+        apply_args(&mut pod, "main", &[]);
         assert_eq!(
             pod.containers[0].args.as_deref(),
             Some(&["default".to_owned()][..])
         );
-        let user = ContainerSpec {
-            args: Some(vec!["--fail-on-init-error=false".into()]),
-            ..ContainerSpec::default()
-        };
+        let user = vec!["--fail-on-init-error=false".to_owned()];
         apply_args(&mut pod, "main", &user);
-        assert_eq!(pod.containers[0].args, user.args);
+        assert_eq!(pod.containers[0].args, Some(user));
         assert_eq!(pod.containers[1].args, None);
     }
 

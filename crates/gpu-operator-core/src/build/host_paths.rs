@@ -8,12 +8,12 @@
 use gpu_operator_api::spec::HostPathsSpec;
 use k8s_openapi::api::core::v1::{Container, EnvVar, PodSpec};
 
-/// Default host root filesystem.
-pub const DEFAULT_ROOT_FS: &str = "/";
-/// Default host directory of a containerized driver.
-pub const DEFAULT_DRIVER_INSTALL_DIR: &str = "/run/nvidia/driver";
-/// Default kubelet root directory.
-pub const DEFAULT_KUBELET_ROOT_DIR: &str = "/var/lib/kubelet";
+/// Default host root filesystem (decided on the API type).
+pub const DEFAULT_ROOT_FS: &str = HostPathsSpec::DEFAULT_ROOT_FS;
+/// Default host directory of a containerized driver (decided on the API type).
+pub const DEFAULT_DRIVER_INSTALL_DIR: &str = HostPathsSpec::DEFAULT_DRIVER_INSTALL_DIR;
+/// Default kubelet root directory (decided on the API type).
+pub const DEFAULT_KUBELET_ROOT_DIR: &str = HostPathsSpec::DEFAULT_KUBELET_ROOT_DIR;
 /// Volume of the host's root filesystem.
 pub const HOST_ROOT_VOLUME: &str = "host-root";
 /// Volume of the host's `/dev/char`.

@@ -1,11 +1,13 @@
 //! Pure building blocks operands render with: finishing a pod into its DaemonSet ([`pod`],
-//! [`daemonset`], [`placement`]) with the settings every operand pod shares ([`shared`],
-//! [`barrier`], [`host_paths`], [`runtime_class`]), [`image`] references, the labels and owner
-//! of every object ([`meta`]), [`digest`]s that roll pods, identities and permissions
-//! ([`rbac`]), the optional Prometheus Operator kinds ([`service_monitor`], [`prometheus_rule`])
-//! and checked copies of the users' ConfigMaps ([`user_config`]).
+//! [`daemonset`], [`placement`]) with a component's resolved settings ([`component`]) and the
+//! settings every operand pod shares ([`shared`], [`barrier`], [`host_paths`],
+//! [`runtime_class`]), [`image`] references, the labels and owner of every object ([`meta`]),
+//! [`digest`]s that roll pods, identities and permissions ([`rbac`]), the optional Prometheus
+//! Operator kinds ([`service_monitor`], [`prometheus_rule`]) and checked copies of the users'
+//! ConfigMaps ([`user_config`]).
 
 pub mod barrier;
+pub mod component;
 pub mod daemonset;
 pub mod digest;
 pub mod host_paths;

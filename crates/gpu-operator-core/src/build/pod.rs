@@ -9,9 +9,7 @@
 //! DaemonSet ([`Finished::into_daemonset`]: the `daemonsets` settings, then GPU access), so no
 //! operand can wrap a pod it has not finished or finish one twice in another order.
 
-use gpu_operator_api::spec::{
-    ContainerSpec, DaemonsetsSpec, HostPathsSpec, ImageSpec, ValidatorSpec,
-};
+use gpu_operator_api::spec::{DaemonsetsSpec, HostPathsSpec, ValidatorSpec};
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
     core::v1::{HostPathVolumeSource, PodSpec, SecurityContext, Volume, VolumeMount},
@@ -19,6 +17,7 @@ use k8s_openapi::api::{
 
 use crate::build::{
     barrier,
+    component::Component,
     daemonset::{self, Identity},
     host_paths,
     runtime_class::GpuAccess,
@@ -63,18 +62,6 @@ pub fn privileged() -> SecurityContext {
     }
 }
 
-/// A ClusterPolicy component's per-container settings: `<component>.{imagePullPolicy,
-/// imagePullSecrets, resources, hostNetwork}`.
-#[derive(Clone, Copy, Debug)]
-pub struct Component<'a> {
-    /// The component's image settings (pull policy, pull secrets).
-    pub image: &'a ImageSpec,
-    /// The component's container settings (resources, args).
-    pub container: &'a ContainerSpec,
-    /// `<component>.hostNetwork`.
-    pub host_network: Option<bool>,
-}
-
 /// How the pod waits for the validator on its node.
 #[derive(Clone, Copy, Debug)]
 pub enum Barrier<'a> {
@@ -112,7 +99,7 @@ pub enum HostPaths<'a> {
 #[derive(Clone, Copy, Debug)]
 pub struct Finish<'a> {
     /// The component's settings, on every container.
-    pub component: Component<'a>,
+    pub component: &'a Component,
     /// The validation barrier.
     pub barrier: Barrier<'a>,
     /// The `hostPaths` rewrites.
@@ -155,12 +142,7 @@ pub fn finish(mut pod: PodSpec, steps: Finish<'_>) -> Finished {
         host_paths,
         args,
     } = steps;
-    daemonset::apply_component(
-        &mut pod,
-        component.image,
-        component.container,
-        component.host_network,
-    );
+    daemonset::apply_component(&mut pod, component);
     match barrier {
         Barrier::None => {}
         Barrier::AfterToolkit {
@@ -174,7 +156,7 @@ pub fn finish(mut pod: PodSpec, steps: Finish<'_>) -> Finished {
         HostPaths::ResolvedByOperand => {}
     }
     if let Some(main) = args {
-        daemonset::apply_args(&mut pod, main, component.container);
+        daemonset::apply_args(&mut pod, main, &component.args);
     }
     Finished(pod)
 }
@@ -217,12 +199,13 @@ mod tests {
 
     #[test]
     fn the_barrier_takes_the_validators_settings_over_the_components() {
-        let component_image: ImageSpec =
+        let component_image: gpu_operator_api::spec::ImageSpec =
             serde_json::from_value(serde_json::json!({"imagePullPolicy": "Always"})).unwrap();
-        let component_container: ContainerSpec = serde_json::from_value(serde_json::json!({
-            "resources": {"limits": {"cpu": "2"}}, "args": ["--user"]
-        }))
-        .unwrap();
+        let component_container: gpu_operator_api::spec::ContainerSpec =
+            serde_json::from_value(serde_json::json!({
+                "resources": {"limits": {"cpu": "2"}}, "args": ["--user"]
+            }))
+            .unwrap();
         let validator: ValidatorSpec = serde_json::from_value(serde_json::json!({
             "imagePullPolicy": "Never", "imagePullSecrets": ["validator-secret"]
         }))
@@ -232,11 +215,7 @@ mod tests {
             ..PodSpec::default()
         };
         let steps = Finish {
-            component: Component {
-                image: &component_image,
-                container: &component_container,
-                host_network: Some(true),
-            },
+            component: &Component::of(&component_image, &component_container, Some(true)),
             barrier: Barrier::AfterToolkit {
                 validator_image: "validator:1",
                 validator: Some(&validator),

@@ -8,7 +8,7 @@ use gpu_operator_api::labels::operand;
 use gpu_operator_core::{
     build::{
         daemonset::{self, Identity},
-        pod::{self, Component, Finish, Gpus, Wrap, host_path, read_only_mount},
+        pod::{self, Finish, Gpus, Wrap, host_path, read_only_mount},
     },
     contract::Operand as _,
 };
@@ -25,7 +25,7 @@ use k8s_openapi::{
 
 use crate::{
     DcgmExporter, Input, NAME, PORT,
-    validate::{POD_LABELS_ENV, POD_UID_ENV, user_env},
+    validate::{POD_LABELS_ENV, POD_UID_ENV, REMOTE_ENGINE_ENV},
 };
 
 /// Metrics list of the exporter image, used unless `dcgmExporter.config.name` names another.
@@ -34,13 +34,9 @@ const DEFAULT_COLLECTORS: &str = "/etc/dcgm-exporter/dcp-metrics-included.csv";
 const METRICS_FILE: &str = "dcgm-metrics.csv";
 /// Where the custom metrics list is mounted.
 const METRICS_PATH: &str = "/etc/dcgm-exporter/dcgm-metrics.csv";
-/// The remote host engine env variable.
-const REMOTE_ENGINE_ENV: &str = "DCGM_REMOTE_HOSTENGINE_INFO";
 /// The standalone host engine's Service and port (the `nvidia-dcgm` operand).
 const DCGM_SERVICE: &str = "nvidia-dcgm";
 const DCGM_PORT: i32 = 5555;
-/// Default HPC job-mapping directory on the host.
-const JOB_MAPPING_DIR: &str = "/var/lib/dcgm-exporter/job-mapping";
 
 /// The exporter container's env, mounts and the pod's volumes, before the user's env.
 struct Parts {
@@ -50,7 +46,6 @@ struct Parts {
 }
 
 fn parts(input: &Input) -> Parts {
-    let exporter = &input.exporter;
     let mut volumes = vec![host_path(
         "pod-gpu-resources",
         "/var/lib/kubelet/pod-resources",
@@ -72,37 +67,25 @@ fn parts(input: &Input) -> Parts {
             &format!("{DCGM_SERVICE}:{DCGM_PORT}"),
         ));
     }
-    if let Some(dir) = job_mapping_dir(input) {
-        env.push(literal("DCGM_HPC_JOB_MAPPING_DIR", &dir));
-        mounts.push(read_only_mount("hpc-job-mapping", &dir));
-        volumes.push(host_path(
-            "hpc-job-mapping",
-            &dir,
-            Some("DirectoryOrCreate"),
-        ));
+    if let Some(dir) = &input.job_mapping_dir {
+        env.push(literal("DCGM_HPC_JOB_MAPPING_DIR", dir));
+        mounts.push(read_only_mount("hpc-job-mapping", dir));
+        volumes.push(host_path("hpc-job-mapping", dir, Some("DirectoryOrCreate")));
     }
-    if exporter.enable_pod_labels == Some(true) {
+    let enrichment = &input.enrichment;
+    if enrichment.labels {
         env.push(literal(POD_LABELS_ENV, "true"));
     }
-    if exporter.enable_pod_uid == Some(true) {
+    if enrichment.uid {
         env.push(literal(POD_UID_ENV, "true"));
     }
-    if let Some(allow) = exporter
-        .pod_label_allowlist_regex
-        .as_ref()
-        .filter(|a| !a.is_empty())
-    {
+    if !enrichment.label_allowlist.is_empty() {
         env.push(literal(
             "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX",
-            &allow.join(","),
+            &enrichment.label_allowlist.join(","),
         ));
     }
-    if let Some(config) = exporter
-        .config
-        .as_ref()
-        .and_then(|c| c.name.as_deref())
-        .filter(|n| !n.is_empty())
-    {
+    if let Some(config) = &input.metrics_config {
         set(&mut env, "DCGM_EXPORTER_COLLECTORS", METRICS_PATH);
         mounts.push(VolumeMount {
             sub_path: Some(METRICS_FILE.to_owned()),
@@ -131,7 +114,6 @@ fn parts(input: &Input) -> Parts {
 
 /// The DaemonSet.
 pub fn build(input: &Input) -> DaemonSet {
-    let exporter = &input.exporter;
     let Parts {
         env,
         mounts,
@@ -150,11 +132,11 @@ pub fn build(input: &Input) -> DaemonSet {
     let pod = PodSpec {
         service_account_name: Some(NAME.to_owned()),
         automount_service_account_token: Some(input.uses_api()),
-        host_pid: exporter.host_pid.filter(|on| *on),
+        host_pid: input.host_pid.then_some(true),
         containers: vec![Container {
             name: NAME.to_owned(),
             image: Some(input.image.clone()),
-            env: Some(daemonset::override_env(env, exporter.container.env())),
+            env: Some(daemonset::override_env(env, &input.component.env)),
             ports: Some(vec![ContainerPort {
                 name: Some("metrics".to_owned()),
                 container_port: PORT,
@@ -169,17 +151,8 @@ pub fn build(input: &Input) -> DaemonSet {
         volumes: Some(volumes),
         ..PodSpec::default()
     };
-    // An engine the user runs on the host (`localhost:…`) is only reachable from the host's
-    // network namespace.
-    let host_engine = !input.remote_engine
-        && user_env(exporter, REMOTE_ENGINE_ENV).is_some_and(|v| v.starts_with("localhost"));
-    let host_network = (host_engine || exporter.host_network == Some(true)).then_some(true);
     let steps = Finish {
-        component: Component {
-            image: &exporter.image,
-            container: &exporter.container,
-            host_network,
-        },
+        component: &input.component,
         barrier: input.shared.after_toolkit(&input.validator_image),
         host_paths: input.shared.rewrite_host_paths(),
         args: Some(NAME),
@@ -197,7 +170,8 @@ pub fn build(input: &Input) -> DaemonSet {
             container: NAME,
         }),
     });
-    if let Some(extra) = exporter.annotations.as_ref().filter(|a| !a.is_empty())
+    let extra = &input.pod_annotations;
+    if !extra.is_empty()
         && let Some(template) = ds.spec.as_mut().and_then(|s| s.template.metadata.as_mut())
     {
         template
@@ -206,17 +180,6 @@ pub fn build(input: &Input) -> DaemonSet {
             .extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
     }
     ds
-}
-
-fn job_mapping_dir(input: &Input) -> Option<String> {
-    let mapping = input.exporter.hpc_job_mapping.as_ref()?;
-    (mapping.enabled == Some(true)).then(|| {
-        mapping
-            .directory
-            .clone()
-            .filter(|d| !d.is_empty())
-            .unwrap_or_else(|| JOB_MAPPING_DIR.to_owned())
-    })
 }
 
 fn literal(name: &str, value: &str) -> EnvVar {

@@ -15,12 +15,7 @@ pub const SIDECAR_LABEL: (&str, &str) = ("grafana_dashboard", "1");
 
 /// The dashboard ConfigMaps (none unless enabled).
 pub fn build(input: &Input) -> Vec<ConfigMap> {
-    let Some(config) = input
-        .exporter
-        .grafana_dashboards
-        .as_ref()
-        .filter(|c| c.enabled == Some(true))
-    else {
+    let Some(config) = &input.dashboards else {
         return Vec::new();
     };
     let mut labels = meta::labels(NAME, DcgmExporter::NAME);
@@ -30,7 +25,7 @@ pub fn build(input: &Input) -> Vec<ConfigMap> {
             labels.insert(SIDECAR_LABEL.0.to_owned(), SIDECAR_LABEL.1.to_owned());
         }
     }
-    dashboards::dashboards(&input.observability())
+    dashboards::dashboards(&input.observability)
         .iter()
         .map(|dashboard| {
             let short = dashboard.uid.trim_start_matches("gpu-operator-");

@@ -15,15 +15,12 @@ pub const RULE_NAME: &str = "nvidia-gpu-alerts";
 
 /// The PrometheusRule, or `None` when it is not enabled.
 pub fn build(input: &Input) -> Option<DynamicObject> {
-    let config = input.exporter.prometheus_rule.as_ref()?;
-    if config.enabled != Some(true) {
-        return None;
-    }
+    let labels = input.prometheus_rule.as_ref()?;
     Some(prometheus_rule::build(
         RULE_NAME,
         NAME,
         DcgmExporter::NAME,
-        &config.additional_labels.clone().unwrap_or_default(),
-        alerts::rule_spec(&input.observability()),
+        labels,
+        alerts::rule_spec(&input.observability),
     ))
 }

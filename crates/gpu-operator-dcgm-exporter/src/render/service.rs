@@ -14,7 +14,7 @@ pub const PORT_NAME: &str = "gpu-metrics";
 
 /// The Service.
 pub fn build(input: &Input) -> Service {
-    let config = input.exporter.service.clone().unwrap_or_default();
+    let config = input.service.clone();
     Service {
         metadata: ObjectMeta {
             name: Some(NAME.to_owned()),

@@ -15,10 +15,7 @@ use crate::{DcgmExporter, Input, NAME, render::service::PORT_NAME};
 
 /// The ServiceMonitor, or `None` when it is not enabled.
 pub fn build(input: &Input) -> Option<DynamicObject> {
-    let config = input.exporter.service_monitor.as_ref()?;
-    if config.enabled != Some(true) {
-        return None;
-    }
+    let config = input.service_monitor.as_ref()?;
     let mut endpoint = Map::new();
     endpoint.insert("port".to_owned(), json!(PORT_NAME));
     endpoint.insert("path".to_owned(), json!("/metrics"));

@@ -5,7 +5,7 @@ use gpu_operator_api::labels::operand;
 use gpu_operator_core::{
     build::{
         daemonset::{self, Identity},
-        pod::{self, Component, Finish, Gpus, Wrap},
+        pod::{self, Finish, Gpus, Wrap},
     },
     contract::Operand as _,
 };
@@ -24,7 +24,6 @@ const CONTAINER: &str = "nvidia-dcgm-ctr";
 
 /// The DaemonSet.
 pub fn build(input: &Input) -> DaemonSet {
-    let dcgm = &input.dcgm;
     let probe = || Probe {
         tcp_socket: Some(TCPSocketAction {
             port: IntOrString::Int(PORT),
@@ -38,7 +37,7 @@ pub fn build(input: &Input) -> DaemonSet {
         containers: vec![Container {
             name: CONTAINER.to_owned(),
             image: Some(input.image.clone()),
-            env: Some(daemonset::merge_env(&[], dcgm.container.env())).filter(|e| !e.is_empty()),
+            env: Some(daemonset::merge_env(&[], &input.component.env)).filter(|e| !e.is_empty()),
             security_context: Some(pod::privileged()),
             ports: Some(vec![ContainerPort {
                 name: Some("dcgm".to_owned()),
@@ -52,11 +51,7 @@ pub fn build(input: &Input) -> DaemonSet {
         ..PodSpec::default()
     };
     let steps = Finish {
-        component: Component {
-            image: &dcgm.image,
-            container: &dcgm.container,
-            host_network: dcgm.host_network,
-        },
+        component: &input.component,
         barrier: input.shared.after_toolkit(&input.validator_image),
         host_paths: input.shared.rewrite_host_paths(),
         args: Some(CONTAINER),
@@ -79,24 +74,30 @@ pub fn build(input: &Input) -> DaemonSet {
 #[cfg(test)]
 mod tests {
     use gpu_operator_api::{ClusterPolicySpec, spec::EnvVar};
-    use gpu_operator_core::build::{runtime_class::GpuAccess, shared::Shared};
+    use gpu_operator_core::build::{
+        component::Component, runtime_class::GpuAccess, shared::Shared,
+    };
 
     use super::*;
 
-    fn render(spec: ClusterPolicySpec) -> PodSpec {
+    fn render(spec: &ClusterPolicySpec) -> PodSpec {
         let ds = build(&Input {
             image: "nvcr.io/nvidia/cloud-native/dcgm:4".into(),
             validator_image: "v:1".into(),
             gpu_access: GpuAccess::RuntimeClass("nvidia".into()),
-            shared: Shared::of(&spec),
-            dcgm: spec.dcgm,
+            shared: Shared::of(spec),
+            component: Component::of(
+                &spec.dcgm.image,
+                &spec.dcgm.container,
+                spec.dcgm.host_network,
+            ),
         });
         ds.spec.unwrap().template.spec.unwrap()
     }
 
     #[test]
     fn the_host_engine_listens_on_5555_behind_the_toolkit_barrier() {
-        let pod = render(ClusterPolicySpec::default());
+        let pod = render(&ClusterPolicySpec::default());
         assert_eq!(
             pod.node_selector.unwrap()["nvidia.com/gpu.deploy.dcgm"],
             "true"
@@ -120,7 +121,7 @@ mod tests {
         let mut spec = ClusterPolicySpec::default();
         spec.dcgm.host_network = Some(true);
         spec.dcgm.container.env = Some(vec![EnvVar::new("DCGM_X", "1")]);
-        let pod = render(spec);
+        let pod = render(&spec);
         assert_eq!(pod.host_network, Some(true));
         assert_eq!(pod.dns_policy.as_deref(), Some("ClusterFirstWithHostNet"));
         assert_eq!(pod.containers[0].env.as_ref().unwrap()[0].name, "DCGM_X");

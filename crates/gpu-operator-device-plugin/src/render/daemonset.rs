@@ -19,7 +19,6 @@ const CONTAINER: &str = "nvidia-device-plugin";
 
 /// The DaemonSet.
 pub fn build(input: &Input) -> DaemonSet {
-    let plugin = &input.section;
     let entrypoint = VolumeMount {
         read_only: Some(true),
         sub_path: Some(config_map::KEY.to_owned()),
@@ -34,7 +33,7 @@ pub fn build(input: &Input) -> DaemonSet {
         image: Some(input.image.clone()),
         command: Some(vec!["/bin/sh".to_owned(), "-c".to_owned()]),
         args: Some(vec!["/bin/entrypoint.sh".to_owned()]),
-        env: Some(daemonset::merge_env(&env(input), plugin.container.env())),
+        env: Some(daemonset::merge_env(&env(input), &input.component.env)),
         security_context: Some(privileged()),
         volume_mounts: Some(vec![
             entrypoint,

@@ -9,7 +9,7 @@ use gpu_operator_api::labels::operand;
 use gpu_operator_core::{
     build::{
         daemonset::Identity,
-        pod::{self, Component, Finish, Gpus, Wrap, host_path},
+        pod::{self, Finish, Gpus, Wrap, host_path},
     },
     contract::{Children, Operand as _},
 };
@@ -54,7 +54,6 @@ struct Plugin<'a> {
 
 /// The DaemonSet of `pod`, finished as `plugin` says.
 fn finish(mut pod: PodSpec, input: &Input, plugin: &Plugin<'_>) -> DaemonSet {
-    let section = &input.section;
     let wiring = config_manager::Wiring {
         main_container: plugin.main,
         process_to_signal: plugin.process,
@@ -66,11 +65,7 @@ fn finish(mut pod: PodSpec, input: &Input, plugin: &Plugin<'_>) -> DaemonSet {
     });
     config_manager::apply(&mut pod, wiring, configs);
     let steps = Finish {
-        component: Component {
-            image: &section.image,
-            container: &section.container,
-            host_network: section.host_network,
-        },
+        component: &input.component,
         barrier: input.shared.in_pod(),
         host_paths: input.shared.rewrite_host_paths(),
         args: plugin.args_to_main.then_some(plugin.main),

@@ -14,7 +14,6 @@
 //! render does not read ConfigMaps, so those two are mounted as whole directories (the
 //! ConfigMap's files replace the directory's defaults in the container).
 
-use gpu_operator_api::spec::DriverSpec;
 use gpu_operator_core::build::runtime_class::ContainerRuntime;
 use k8s_openapi::api::core::v1::{
     ConfigMapVolumeSource, EnvFromSource, KeyToPath, SecretEnvSource, SecretVolumeSource, Volume,
@@ -22,7 +21,10 @@ use k8s_openapi::api::core::v1::{
 };
 
 use super::parts::read_only;
-use crate::Pool;
+use crate::{
+    Pool,
+    settings::{Licensing, UserConfig},
+};
 use gpu_operator_core::build::pod::{host_path, mount};
 
 /// The module parameter files the driver container reads from `/drivers`.
@@ -68,10 +70,6 @@ pub struct Mounts {
     pub env_from: Vec<EnvFromSource>,
 }
 
-fn non_empty(value: Option<&String>) -> Option<&str> {
-    value.map(String::as_str).filter(|v| !v.is_empty())
-}
-
 fn config_map_volume(name: &str, items: Option<Vec<KeyToPath>>, optional: bool) -> Volume {
     Volume {
         name: name.to_owned(),
@@ -101,17 +99,12 @@ fn file_mount(volume: &str, dir: &str, file: &str) -> VolumeMount {
 }
 
 /// Everything the spec asks the driver pod of `pool` to mount.
-pub fn build(driver: &DriverSpec, pool: &Pool) -> Mounts {
+pub fn build(config: &UserConfig, pool: &Pool) -> Mounts {
     let mut m = Mounts::default();
-    let precompiled = driver.use_precompiled == Some(true);
+    let precompiled = config.precompiled;
     let os_id = pool.os.id.as_str();
-    let repo = non_empty(
-        driver
-            .repo_config
-            .as_ref()
-            .and_then(|r| r.config_map_name.as_ref()),
-    );
-    let cert = non_empty(driver.cert_config.as_ref().and_then(|c| c.name.as_ref()));
+    let repo = config.repo_config.as_deref();
+    let cert = config.cert_config.as_deref();
     if !precompiled {
         for (name, dir) in [
             (repo, repo_config_dir(os_id)),
@@ -124,27 +117,19 @@ pub fn build(driver: &DriverSpec, pool: &Pool) -> Mounts {
             }
         }
     }
-    licensing(driver, &mut m);
-    if let Some(config) = non_empty(
-        driver
-            .virtual_topology
-            .as_ref()
-            .and_then(|t| t.config.as_ref()),
-    ) {
+    if let Some(licensing) = &config.licensing {
+        licensing_mounts(licensing, &mut m);
+    }
+    if let Some(topology) = &config.virtual_topology {
         let file = "nvidia-topologyd.conf";
         m.volumes.push(Volume {
             name: "topology-config".to_owned(),
-            ..config_map_volume(config, Some(vec![key(file)]), false)
+            ..config_map_volume(topology, Some(vec![key(file)]), false)
         });
         m.driver
             .push(file_mount("topology-config", "/etc/nvidia", file));
     }
-    if let Some(name) = non_empty(
-        driver
-            .kernel_module_config
-            .as_ref()
-            .and_then(|k| k.name.as_ref()),
-    ) {
+    if let Some(name) = &config.kernel_module_config {
         m.volumes.push(config_map_volume(
             name,
             Some(MODULE_FILES.iter().map(|f| key(f)).collect()),
@@ -155,10 +140,10 @@ pub fn build(driver: &DriverSpec, pool: &Pool) -> Mounts {
             m.peermem.push(file_mount(name, "/drivers", file));
         }
     }
-    if let Some(secret) = non_empty(driver.secret_env.as_ref()) {
+    if let Some(secret) = &config.secret_env {
         m.env_from.push(EnvFromSource {
             secret_ref: Some(SecretEnvSource {
-                name: secret.to_owned(),
+                name: secret.clone(),
                 optional: None,
             }),
             ..EnvFromSource::default()
@@ -170,19 +155,11 @@ pub fn build(driver: &DriverSpec, pool: &Pool) -> Mounts {
     m
 }
 
-fn licensing(driver: &DriverSpec, m: &mut Mounts) {
-    let Some(licensing) = &driver.licensing_config else {
-        return;
-    };
-    let secret = non_empty(licensing.secret_name.as_ref());
-    let config_map = non_empty(licensing.config_map_name.as_ref());
-    if secret.is_none() && config_map.is_none() {
-        return;
-    }
+fn licensing_mounts(licensing: &Licensing, m: &mut Mounts) {
     let mut items = vec![key("gridd.conf")];
     m.driver
         .push(file_mount("licensing-config", "/drivers", "gridd.conf"));
-    if licensing.nls_enabled == Some(true) {
+    if licensing.nls {
         let token = "client_configuration_token.tok";
         items.push(key(token));
         m.driver.push(file_mount(
@@ -191,11 +168,11 @@ fn licensing(driver: &DriverSpec, m: &mut Mounts) {
             token,
         ));
     }
-    m.volumes.push(match secret {
+    m.volumes.push(match &licensing.secret {
         Some(secret) => Volume {
             name: "licensing-config".to_owned(),
             secret: Some(SecretVolumeSource {
-                secret_name: Some(secret.to_owned()),
+                secret_name: Some(secret.clone()),
                 items: Some(items),
                 ..SecretVolumeSource::default()
             }),
@@ -203,7 +180,11 @@ fn licensing(driver: &DriverSpec, m: &mut Mounts) {
         },
         None => Volume {
             name: "licensing-config".to_owned(),
-            ..config_map_volume(config_map.unwrap_or_default(), Some(items), false)
+            ..config_map_volume(
+                licensing.config_map.as_deref().unwrap_or_default(),
+                Some(items),
+                false,
+            )
         },
     });
 }

@@ -2,7 +2,7 @@
 //! node safe for a driver (re)load (evicting GPU pods, pausing operands, unloading an old driver),
 //! and `nvidia-driver-ctr`, which installs and loads the driver and keeps it loaded.
 
-use gpu_operator_api::spec::{ContainerProbeSpec, KernelModuleType};
+use gpu_operator_api::spec::KernelModuleType;
 use gpu_operator_core::build::{
     daemonset::{field_env, merge_env},
     pod::mount,
@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::{
 };
 
 use super::{
-    super::Input,
+    super::{Input, settings::ProbeTimings},
     config_map::SCRIPT_KEY,
     parts::{exec_probe, privileged, propagated, read_only},
 };
@@ -43,14 +43,8 @@ pub fn manager(input: &Input, image: &str) -> Container {
     if host_mofed {
         defaults.push(("USE_HOST_MOFED", "true".to_owned()));
     }
-    let user = input
-        .driver
-        .manager
-        .as_ref()
-        .and_then(|m| m.env.as_deref())
-        .unwrap_or_default();
     let mut env = vec![field_env("NODE_NAME", "spec.nodeName")];
-    env.extend(merge_env(&defaults, user));
+    env.extend(merge_env(&defaults, &input.manager_env));
     env.push(field_env("OPERATOR_NAMESPACE", "metadata.namespace"));
     Container {
         name: MANAGER_CONTAINER.to_owned(),
@@ -74,7 +68,7 @@ pub fn manager(input: &Input, image: &str) -> Container {
 
 /// The operator's env of the driver container, before `driver.env`.
 fn driver_env(input: &Input) -> Vec<(&'static str, String)> {
-    let module_type = input.driver.kernel_module_type.unwrap_or_default();
+    let module_type = input.kernel_module_type;
     let mut env = vec![(
         "KERNEL_MODULE_TYPE",
         match module_type {
@@ -105,12 +99,11 @@ fn driver_env(input: &Input) -> Vec<(&'static str, String)> {
 
 /// The driver container with `extra_mounts` (user configuration) after its own.
 pub fn driver(input: &Input, image: &str, extra_mounts: Vec<VolumeMount>) -> Container {
-    let driver = &input.driver;
     let mut env = vec![
         field_env("NODE_NAME", "spec.nodeName"),
         field_env("NODE_IP", "status.hostIP"),
     ];
-    env.extend(merge_env(&driver_env(input), driver.container.env()));
+    env.extend(merge_env(&driver_env(input), &input.component.env));
     let mut mounts = vec![
         propagated(mount("run-nvidia", "/run/nvidia"), "Bidirectional"),
         mount("run-nvidia-fabricmanager", "/run/nvidia-fabricmanager"),
@@ -138,10 +131,10 @@ pub fn driver(input: &Input, image: &str, extra_mounts: Vec<VolumeMount>) -> Con
         },
     ];
     mounts.extend(extra_mounts);
-    let args = if driver.container.args().is_empty() {
+    let args = if input.component.args.is_empty() {
         vec!["init".to_owned()]
     } else {
-        driver.container.args().to_vec()
+        input.component.args.clone()
     };
     let check: &[&str] = &["sh", PROBE_SCRIPT];
     Container {
@@ -152,19 +145,15 @@ pub fn driver(input: &Input, image: &str, extra_mounts: Vec<VolumeMount>) -> Con
         env: Some(env),
         security_context: Some(privileged()),
         volume_mounts: Some(mounts),
-        startup_probe: Some(probe(
-            check,
-            (60, 10, 60, 1, 120),
-            driver.startup_probe.as_ref(),
-        )),
-        liveness_probe: driver
-            .liveness_probe
-            .as_ref()
-            .map(|p| probe(check, (0, 10, 1, 1, 3), Some(p))),
-        readiness_probe: driver
-            .readiness_probe
-            .as_ref()
-            .map(|p| probe(check, (0, 10, 1, 1, 3), Some(p))),
+        startup_probe: Some(probe(check, (60, 10, 60, 1, 120), &input.probes.startup)),
+        liveness_probe: input
+            .probes
+            .liveness
+            .map(|p| probe(check, (0, 10, 1, 1, 3), &p)),
+        readiness_probe: input
+            .probes
+            .readiness
+            .map(|p| probe(check, (0, 10, 1, 1, 3), &p)),
         lifecycle: Some(Lifecycle {
             pre_stop: Some(LifecycleHandler {
                 exec: Some(ExecAction {
@@ -184,27 +173,21 @@ pub fn driver(input: &Input, image: &str, extra_mounts: Vec<VolumeMount>) -> Con
     }
 }
 
-/// A probe running `command`: `defaults`, with each setting the user gave (non-zero) replacing
-/// its default, as NVIDIA applies `driver.{startup,liveness,readiness}Probe`. NVIDIA's driver has
-/// only a startup probe; a liveness or readiness probe asked for runs the same check.
-fn probe(
-    command: &[&str],
-    defaults: super::parts::Timings,
-    user: Option<&ContainerProbeSpec>,
-) -> Probe {
+/// A probe running `command`: `defaults`, with each timing the user gave replacing its default,
+/// as NVIDIA applies `driver.{startup,liveness,readiness}Probe`. NVIDIA's driver has only a
+/// startup probe; a liveness or readiness probe asked for runs the same check.
+fn probe(command: &[&str], defaults: super::parts::Timings, user: &ProbeTimings) -> Probe {
     let mut probe = exec_probe(command, defaults);
-    if let Some(user) = user {
-        let set = |field: &mut Option<i32>, value: Option<i32>| {
-            if let Some(value) = value.filter(|v| *v != 0) {
-                *field = Some(value);
-            }
-        };
-        set(&mut probe.initial_delay_seconds, user.initial_delay_seconds);
-        set(&mut probe.period_seconds, user.period_seconds);
-        set(&mut probe.timeout_seconds, user.timeout_seconds);
-        set(&mut probe.success_threshold, user.success_threshold);
-        set(&mut probe.failure_threshold, user.failure_threshold);
-    }
+    let set = |field: &mut Option<i32>, value: Option<i32>| {
+        if value.is_some() {
+            *field = value;
+        }
+    };
+    set(&mut probe.initial_delay_seconds, user.initial_delay_seconds);
+    set(&mut probe.period_seconds, user.period_seconds);
+    set(&mut probe.timeout_seconds, user.timeout_seconds);
+    set(&mut probe.success_threshold, user.success_threshold);
+    set(&mut probe.failure_threshold, user.failure_threshold);
     probe
 }
 

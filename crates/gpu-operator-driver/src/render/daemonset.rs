@@ -10,7 +10,7 @@ use gpu_operator_core::{
     build::{
         daemonset::Identity,
         host_paths, meta,
-        pod::{self, Barrier, Component, Finish, HostPaths, Wrap, host_path},
+        pod::{self, Barrier, Finish, HostPaths, Wrap, host_path},
     },
     contract::Operand as _,
 };
@@ -37,8 +37,7 @@ pub const PRECOMPILED_LABEL: &str = "nvidia.com/precompiled";
 
 /// The DaemonSet of `pool`.
 pub fn build(input: &Input, pool: &Pool) -> DaemonSet {
-    let driver = &input.driver;
-    let mounts = config_mounts::build(driver, pool);
+    let mounts = config_mounts::build(&input.config, pool);
     let pod_containers = pod_containers(input, pool, &mounts);
     let mut volumes = volumes(input);
     for volume in mounts.volumes {
@@ -57,11 +56,7 @@ pub fn build(input: &Input, pool: &Pool) -> DaemonSet {
         ..PodSpec::default()
     };
     let steps = Finish {
-        component: Component {
-            image: &driver.image,
-            container: &driver.container,
-            host_network: driver.host_network,
-        },
+        component: &input.component,
         // Every other operand waits on the driver; it waits on nothing.
         barrier: Barrier::None,
         // `hostPaths.rootFS` becomes `HOST_ROOT` below; its volumes are built from the spec.
@@ -153,14 +148,14 @@ fn pod_containers(input: &Input, pool: &Pool, mounts: &config_mounts::Mounts) ->
             "nvidia-gds-driver",
             "nvidia_fs",
             pool.gds_image.as_deref(),
-            input.gds.as_ref().and_then(|g| g.env.as_deref()),
+            input.gds.as_ref().map(|g| g.env.as_slice()),
         ),
         (
             "nvidia-gdrcopy-ctr",
             "nvidia-gdrcopy-driver",
             "gdrdrv",
             pool.gdrcopy_image.as_deref(),
-            input.gdrcopy.as_ref().and_then(|g| g.env.as_deref()),
+            input.gdrcopy.as_ref().map(|g| g.env.as_slice()),
         ),
     ];
     for (name, installer, module, image, env) in modules {
@@ -183,17 +178,16 @@ fn pod_containers(input: &Input, pool: &Pool, mounts: &config_mounts::Mounts) ->
 /// Pull policies and pull secrets of the images that are not the driver's: the manager's, GDS's
 /// and GDRCopy's own settings where given.
 fn apply_other_images(input: &Input, pod: &mut PodSpec) {
-    let manager = input.driver.manager.clone().unwrap_or_default();
     let others = [
-        (MANAGER_CONTAINER, Some(&manager.image)),
-        ("nvidia-fs-ctr", input.gds.as_ref().map(|g| &g.image)),
+        (MANAGER_CONTAINER, Some(&input.manager_pull)),
+        ("nvidia-fs-ctr", input.gds.as_ref().map(|g| &g.pull)),
         (
             "nvidia-gdrcopy-ctr",
-            input.gdrcopy.as_ref().map(|g| &g.image),
+            input.gdrcopy.as_ref().map(|g| &g.pull),
         ),
     ];
-    for (name, image) in others {
-        let Some(image) = image else { continue };
+    for (name, pull) in others {
+        let Some(pull) = pull else { continue };
         let present = pod
             .init_containers
             .iter_mut()
@@ -201,12 +195,11 @@ fn apply_other_images(input: &Input, pod: &mut PodSpec) {
             .chain(&mut pod.containers)
             .find(|c| c.name == name);
         let Some(container) = present else { continue };
-        if image.pull_policy().is_some() {
-            container.image_pull_policy =
-                Some(gpu_operator_core::build::image::pull_policy(image).to_owned());
+        if let Some(policy) = pull.policy {
+            container.image_pull_policy = Some(policy.to_owned());
         }
         let secrets = pod.image_pull_secrets.get_or_insert_with(Vec::new);
-        for secret in image.pull_secrets() {
+        for secret in &pull.secrets {
             if !secrets.iter().any(|s| &s.name == secret) {
                 secrets.push(LocalObjectReference {
                     name: secret.clone(),

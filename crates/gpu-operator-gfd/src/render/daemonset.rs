@@ -8,7 +8,7 @@ use gpu_operator_core::{
     build::{
         barrier,
         daemonset::{self, Identity, field_env},
-        pod::{self, Component, Finish, Gpus, Wrap, host_path, mount, read_only_mount},
+        pod::{self, Finish, Gpus, Wrap, host_path, mount, read_only_mount},
     },
     contract::Operand as _,
 };
@@ -29,7 +29,6 @@ const FEATURES_DIR: &str = "/etc/kubernetes/node-feature-discovery/features.d";
 
 /// The DaemonSet.
 pub fn build(input: &Input) -> DaemonSet {
-    let gfd = &input.section;
     let mut defaults = vec![
         ("GFD_SLEEP_INTERVAL", "60s".to_owned()),
         ("GFD_FAIL_ON_INIT_ERROR", "true".to_owned()),
@@ -40,7 +39,7 @@ pub fn build(input: &Input) -> DaemonSet {
         field_env("NODE_NAME", "spec.nodeName"),
         field_env("POD_NAME", "metadata.name"),
     ];
-    env.extend(daemonset::merge_env(&defaults, gfd.container.env()));
+    env.extend(daemonset::merge_env(&defaults, &input.component.env));
     let main = Container {
         name: CONTAINER.to_owned(),
         image: Some(input.image.clone()),
@@ -77,11 +76,7 @@ pub fn build(input: &Input) -> DaemonSet {
         config_manager::apply(&mut pod, wiring, Some(configs));
     }
     let steps = Finish {
-        component: Component {
-            image: &gfd.image,
-            container: &gfd.container,
-            host_network: gfd.host_network,
-        },
+        component: &input.component,
         barrier: input.shared.in_pod(),
         host_paths: input.shared.rewrite_host_paths(),
         args: Some(CONTAINER),

@@ -76,7 +76,7 @@ pub fn build(input: &Input) -> Vec<ConfigMap> {
         let layouts = profiles::default_config().unwrap_or_default();
         maps.push(config_map(DEFAULT_CONFIG, "config.yaml", layouts));
     }
-    if input.custom_gpu_clients().is_none() {
+    if input.custom_gpu_clients.is_none() {
         maps.push(config_map(
             DEFAULT_GPU_CLIENTS,
             "clients.yaml",

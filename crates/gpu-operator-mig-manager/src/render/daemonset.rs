@@ -8,7 +8,7 @@ use gpu_operator_api::labels::operand;
 use gpu_operator_core::{
     build::{
         daemonset::{self, Identity},
-        pod::{self, Component, Finish, Gpus, Wrap, host_path, mount},
+        pod::{self, Finish, Gpus, Wrap, host_path, mount},
     },
     contract::Operand as _,
 };
@@ -26,7 +26,6 @@ const CONFIG_DIR: &str = "/mig-parted-config";
 
 /// The DaemonSet.
 pub fn build(input: &Input) -> DaemonSet {
-    let section = &input.section;
     let pod = PodSpec {
         service_account_name: Some(NAME.to_owned()),
         host_pid: Some(true),
@@ -35,11 +34,11 @@ pub fn build(input: &Input) -> DaemonSet {
             name: NAME.to_owned(),
             image: Some(input.image.clone()),
             command: Some(vec!["/bin/sh".to_owned(), "-c".to_owned()]),
-            args: Some(match section.container.args() {
+            args: Some(match input.component.args.as_slice() {
                 [] => vec!["/bin/entrypoint.sh".to_owned()],
                 user => user.to_vec(),
             }),
-            env: Some(daemonset::override_env(env(input), section.container.env())),
+            env: Some(daemonset::override_env(env(input), &input.component.env)),
             security_context: Some(pod::privileged()),
             volume_mounts: Some(mounts()),
             ..Container::default()
@@ -48,11 +47,7 @@ pub fn build(input: &Input) -> DaemonSet {
         ..PodSpec::default()
     };
     let steps = Finish {
-        component: Component {
-            image: &section.image,
-            container: &section.container,
-            host_network: section.host_network,
-        },
+        component: &input.component,
         barrier: input.shared.after_toolkit(&input.validator_image),
         host_paths: input.shared.rewrite_host_paths(),
         // The args replace the entrypoint above, which is the default when none are set.
@@ -130,7 +125,8 @@ fn volumes(input: &Input) -> Vec<Volume> {
         config_map_volume("mig-parted-config", DEFAULT_CONFIG, Some(vec![remap]))
     };
     let gpu_clients = input
-        .custom_gpu_clients()
+        .custom_gpu_clients
+        .clone()
         .unwrap_or_else(|| DEFAULT_GPU_CLIENTS.to_owned());
     vec![
         Volume {

@@ -9,7 +9,7 @@ use gpu_operator_api::{
 use gpu_operator_core::{
     build::{
         daemonset::{self, Identity},
-        pod::{self, Barrier, Component, Finish, Wrap, host_path},
+        pod::{self, Barrier, Finish, Wrap, host_path},
     },
     contract::Operand as _,
 };
@@ -22,7 +22,6 @@ use crate::{Input, NAME, NodeStatusExporter, PORT};
 
 /// The DaemonSet.
 pub fn build(input: &Input) -> DaemonSet {
-    let section = &input.section;
     let literal = |name: &str, value: &str| EnvVar {
         name: name.to_owned(),
         value: Some(value.to_owned()),
@@ -58,7 +57,7 @@ pub fn build(input: &Input) -> DaemonSet {
             name: NAME.to_owned(),
             image: Some(input.image.clone()),
             command: Some(vec!["nvidia-validator".to_owned()]),
-            env: Some(daemonset::override_env(env, section.container.env())),
+            env: Some(daemonset::override_env(env, &input.component.env)),
             ports: Some(vec![ContainerPort {
                 name: Some(PORT.0.to_owned()),
                 container_port: PORT.1,
@@ -81,11 +80,7 @@ pub fn build(input: &Input) -> DaemonSet {
         ..PodSpec::default()
     };
     let steps = Finish {
-        component: Component {
-            image: &section.image,
-            container: &section.container,
-            host_network: section.host_network,
-        },
+        component: &input.component,
         // It reads the status files whenever they are there; it waits on nothing.
         barrier: Barrier::None,
         host_paths: input.shared.rewrite_host_paths(),

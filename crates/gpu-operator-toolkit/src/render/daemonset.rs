@@ -9,7 +9,7 @@ use gpu_operator_core::{
         barrier,
         daemonset::{self, Identity, merge_env},
         image,
-        pod::{self, Barrier, Component, Finish, HostPaths, Wrap, mount},
+        pod::{self, Barrier, Finish, HostPaths, Wrap, mount},
         runtime_class::ContainerRuntime,
         shared::Shared,
     },
@@ -62,8 +62,7 @@ fn defaults(input: &Input) -> Vec<(&'static str, String)> {
 
 /// The toolkit container's env: NVIDIA's, the user's over it, then the runtime wiring.
 fn env(input: &Input, wiring: &runtime::Wiring) -> Vec<EnvVar> {
-    let user = input.section.container.env();
-    let mut env = merge_env(&defaults(input), user);
+    let mut env = merge_env(&defaults(input), &input.component.env);
     for (name, value) in &wiring.env {
         env.retain(|e| e.name != *name);
         env.push(EnvVar {
@@ -83,10 +82,9 @@ fn host_path(name: &str, path: &str, create: bool) -> Volume {
 
 /// The DaemonSet.
 pub fn build(input: &Input) -> DaemonSet {
-    let toolkit = &input.section;
     let wiring = runtime::wiring(
         input.runtime,
-        toolkit.container.env(),
+        &input.component.env,
         &input.runtime_settings.configured_name,
         input.runtime_settings.nri_plugin_enabled,
     );
@@ -140,11 +138,7 @@ pub fn build(input: &Input) -> DaemonSet {
         ..PodSpec::default()
     };
     let steps = Finish {
-        component: Component {
-            image: &toolkit.image,
-            container: &toolkit.container,
-            host_network: toolkit.host_network,
-        },
+        component: &input.component,
         // Its `driver-validation` barrier is in the pod; the validator image's pull settings
         // reach it below (its resources stay the toolkit's).
         barrier: Barrier::None,

@@ -6,14 +6,14 @@
 
 use gpu_operator_api::{
     labels::operand,
-    spec::{EnvVar as SpecEnvVar, ValidatorComponentSpec, ValidatorSpec},
+    spec::EnvVar as SpecEnvVar,
     validator::{component, env as names},
 };
 use gpu_operator_core::{
     build::{
         daemonset::{self, Identity, field_env},
         host_paths,
-        pod::{self, Barrier, Component, Finish, Gpus, Wrap, host_path},
+        pod::{self, Barrier, Finish, Gpus, Wrap, host_path},
     },
     contract::Operand as _,
 };
@@ -39,14 +39,13 @@ const VALIDATIONS: &str = "/run/nvidia/validations";
 
 /// The DaemonSet.
 pub fn build(input: &Input) -> DaemonSet {
-    let section = &input.validator;
-    let checks = checks(input, section);
+    let checks = checks(input);
     let main = Container {
         name: DAEMONSET.to_owned(),
         image: Some(input.image.clone()),
         command: Some(sh()),
         args: Some(vec![IDLE_SCRIPT.to_owned()]),
-        env: Some(daemonset::merge_env(&[], section.container.env())),
+        env: Some(daemonset::merge_env(&[], &input.component.env)),
         security_context: Some(root()),
         volume_mounts: Some(vec![validations_mount()]),
         lifecycle: Some(Lifecycle {
@@ -77,11 +76,7 @@ pub fn build(input: &Input) -> DaemonSet {
         ..PodSpec::default()
     };
     let steps = Finish {
-        component: Component {
-            image: &section.image,
-            container: &section.container,
-            host_network: section.host_network,
-        },
+        component: &input.component,
         // This is the validator: its checks are the barrier the other operands wait on, and they
         // already run with the `validator` section's settings as its component.
         barrier: Barrier::None,
@@ -106,12 +101,13 @@ pub fn build(input: &Input) -> DaemonSet {
 
 /// The init containers, in NVIDIA's order: driver, toolkit, cuda, and plugin unless the device
 /// plugin is disabled.
-fn checks(input: &Input, section: &ValidatorSpec) -> Vec<Container> {
+fn checks(input: &Input) -> Vec<Container> {
+    let user = &input.check_env;
     let mut checks = vec![
         check(
             input,
             component::DRIVER,
-            section.driver.as_ref(),
+            &user.driver,
             &[
                 (names::WITH_WAIT, "true".to_owned()),
                 (
@@ -123,7 +119,7 @@ fn checks(input: &Input, section: &ValidatorSpec) -> Vec<Container> {
         check(
             input,
             component::TOOLKIT,
-            section.toolkit.as_ref(),
+            &user.toolkit,
             &[
                 ("NVIDIA_VISIBLE_DEVICES", "all".to_owned()),
                 (names::WITH_WAIT, "false".to_owned()),
@@ -132,18 +128,17 @@ fn checks(input: &Input, section: &ValidatorSpec) -> Vec<Container> {
         check(
             input,
             component::CUDA,
-            section.cuda.as_ref(),
-            &workload_env(input, section, &[(names::WITH_WAIT, "false".to_owned())]),
+            &user.cuda,
+            &workload_env(input, &[(names::WITH_WAIT, "false".to_owned())]),
         ),
     ];
     if input.plugin_enabled {
         checks.push(check(
             input,
             component::PLUGIN,
-            section.plugin.as_ref(),
+            &user.plugin,
             &workload_env(
                 input,
-                section,
                 &[
                     (names::WITH_WAIT, "false".to_owned()),
                     (names::WITH_WORKLOAD, "false".to_owned()),
@@ -167,20 +162,16 @@ fn checks(input: &Input, section: &ValidatorSpec) -> Vec<Container> {
 
 /// `extra` plus what the `cuda` and `plugin` checks give their workload pods: the validator's
 /// pull policy and pull secrets, and the RuntimeClass the validator's own pods run with.
-fn workload_env(
-    input: &Input,
-    section: &ValidatorSpec,
-    extra: &[(&'static str, String)],
-) -> Vec<(&'static str, String)> {
+fn workload_env(input: &Input, extra: &[(&'static str, String)]) -> Vec<(&'static str, String)> {
     let mut env = extra.to_vec();
     if let Some(class) = input.gpu_access.runtime_class() {
         env.push((names::VALIDATOR_RUNTIME_CLASS, class.to_owned()));
     }
     env.push((
         names::VALIDATOR_IMAGE_PULL_POLICY,
-        gpu_operator_core::build::image::pull_policy(&section.image).to_owned(),
+        input.component.pull_policy.to_owned(),
     ));
-    let secrets = section.image.pull_secrets();
+    let secrets = &input.component.pull_secrets;
     if !secrets.is_empty() {
         env.push((names::VALIDATOR_IMAGE_PULL_SECRETS, secrets.join(",")));
     }
@@ -191,7 +182,7 @@ fn workload_env(
 fn check(
     input: &Input,
     name: &str,
-    settings: Option<&ValidatorComponentSpec>,
+    user: &[SpecEnvVar],
     extra: &[(&'static str, String)],
 ) -> Container {
     let mut defaults = vec![
@@ -199,7 +190,6 @@ fn check(
         (names::OUTPUT_DIR, VALIDATIONS.to_owned()),
     ];
     defaults.extend(extra.iter().cloned());
-    let user: &[SpecEnvVar] = settings.and_then(|s| s.env.as_deref()).unwrap_or_default();
     let mut env = daemonset::merge_env(&defaults, user);
     env.push(field_env(names::NODE_NAME, "spec.nodeName"));
     env.push(field_env(names::OPERATOR_NAMESPACE, "metadata.namespace"));
@@ -208,7 +198,7 @@ fn check(
         value: Some(input.image.clone()),
         value_from: None,
     });
-    if input.validator.lift_startup_taint == Some(true) {
+    if input.lift_startup_taint {
         env.push(EnvVar {
             name: names::LIFT_STARTUP_TAINT.to_owned(),
             value: Some("true".to_owned()),

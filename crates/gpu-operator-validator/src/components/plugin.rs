@@ -4,7 +4,7 @@
 
 use std::{collections::BTreeMap, time::Duration};
 
-use gpu_operator_api::{labels, validator::reason};
+use gpu_operator_api::{labels, spec::MigPartedConfigSpec, validator::reason};
 use k8s_openapi::{
     api::core::v1::{Node, Pod},
     apimachinery::pkg::{api::resource::Quantity, apis::meta::v1::OwnerReference},
@@ -96,7 +96,7 @@ pub fn choose_resource(node: &Node, strategy: MigStrategy) -> Result<(String, i6
             }
             let mig_config = node_labels
                 .get(labels::MIG_CONFIG)
-                .filter(|c| c.as_str() != "all-disabled");
+                .filter(|c| c.as_str() != MigPartedConfigSpec::DEFAULT_LAYOUT);
             if let (Some(found), None) = (pick(&gpus), mig_config) {
                 // Under mixed, GPUs without MIG are still advertised as nvidia.com/gpu.
                 return Ok(found);

@@ -6,6 +6,8 @@ use gpu_operator_api::{
 };
 use gpu_operator_core::build::runtime_class::GpuAccess;
 
+use crate::validate::JOB_MAPPING_DIR;
+
 use super::*;
 
 fn render(spec: &ClusterPolicySpec) -> PodSpec {

@@ -8,10 +8,7 @@ use gpu_operator_api::{
         KernelModuleConfigSpec, RollingUpdateSpec, UpdateStrategy,
     },
 };
-use gpu_operator_core::{
-    build::{runtime_class::ContainerRuntime, shared::Shared},
-    cache::facts::OsRelease,
-};
+use gpu_operator_core::{build::runtime_class::ContainerRuntime, cache::facts::OsRelease};
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 
 use super::*;
@@ -32,24 +29,18 @@ fn pool() -> Pool {
     }
 }
 
-fn render_pool(spec: ClusterPolicySpec, pool: &Pool) -> DaemonSet {
-    let input = Input {
-        gds_enabled: spec.gds_enabled(),
-        gdrcopy_enabled: spec.gdrcopy_enabled(),
-        rdma: crate::validate::Rdma::of(&spec.driver),
-        shared: Shared::of(&spec),
-        driver: spec.driver,
-        gds: spec.gds,
-        gdrcopy: spec.gdrcopy,
-        namespace: "gpu-operator".into(),
-        manager_image: "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0".into(),
-        pools: vec![pool.clone()],
-        unserved: None,
-    };
+fn render_pool(spec: &ClusterPolicySpec, pool: &Pool) -> DaemonSet {
+    let input = Input::new(
+        spec,
+        "gpu-operator".into(),
+        "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0".into(),
+        vec![pool.clone()],
+        None,
+    );
     build(&input, pool)
 }
 
-fn pod(spec: ClusterPolicySpec) -> PodSpec {
+fn pod(spec: &ClusterPolicySpec) -> PodSpec {
     render_pool(spec, &pool())
         .spec
         .unwrap()
@@ -87,7 +78,7 @@ fn the_driver_is_never_rolling_update() {
         },
         ..ClusterPolicySpec::default()
     };
-    let ds = render_pool(spec, &pool());
+    let ds = render_pool(&spec, &pool());
     let strategy = ds.spec.unwrap().update_strategy.unwrap();
     assert_eq!(strategy.type_.as_deref(), Some("OnDelete"));
     assert!(strategy.rolling_update.is_none());
@@ -95,7 +86,7 @@ fn the_driver_is_never_rolling_update() {
 
 #[test]
 fn names_labels_and_placement_follow_nvidia() {
-    let ds = render_pool(ClusterPolicySpec::default(), &pool());
+    let ds = render_pool(&ClusterPolicySpec::default(), &pool());
     assert_eq!(ds.metadata.name.as_deref(), Some(DAEMONSET));
     let labels = ds.metadata.labels.clone().unwrap();
     assert_eq!(labels["app"], DAEMONSET);
@@ -126,7 +117,7 @@ fn a_precompiled_pool_keeps_the_app_label_and_selects_its_kernel() {
     kernel_pool.kernel = Some("6.8.0-1021-aws".into());
     kernel_pool.node_selector =
         crate::pools::node_selector(&kernel_pool.os, kernel_pool.kernel.as_deref());
-    let ds = render_pool(ClusterPolicySpec::default(), &kernel_pool);
+    let ds = render_pool(&ClusterPolicySpec::default(), &kernel_pool);
     assert_eq!(ds.metadata.name, Some(kernel_pool.name.clone()));
     assert_eq!(
         ds.metadata.labels.as_ref().unwrap()[PRECOMPILED_LABEL],
@@ -152,7 +143,7 @@ fn the_manager_image_env_and_user_env_follow_nvidia() {
         enabled: Some(true),
         use_host_mofed: Some(true),
     });
-    let pod = pod(spec);
+    let pod = pod(&spec);
     let manager = container(&pod, MANAGER_CONTAINER);
     assert_eq!(
         manager.image.as_deref(),
@@ -181,7 +172,7 @@ fn the_manager_image_env_and_user_env_follow_nvidia() {
 #[test]
 fn kernel_module_type_and_module_flags_reach_the_driver_container() {
     let mut spec = ClusterPolicySpec::default();
-    let driver = container(&pod(spec.clone()), DRIVER_CONTAINER).clone();
+    let driver = container(&pod(&spec), DRIVER_CONTAINER).clone();
     assert_eq!(env(&driver, "KERNEL_MODULE_TYPE").as_deref(), Some("auto"));
     assert_eq!(env(&driver, "GDS_ENABLED"), None);
     spec.driver.kernel_module_type = Some(gpu_operator_api::spec::KernelModuleType::Open);
@@ -191,7 +182,7 @@ fn kernel_module_type_and_module_flags_reach_the_driver_container() {
     });
     let mut gds_pool = pool();
     gds_pool.gds_image = Some("nvcr.io/nvidia/cloud-native/nvidia-fs:2.20.5-ubuntu22.04".into());
-    let pod = render_pool(spec, &gds_pool)
+    let pod = render_pool(&spec, &gds_pool)
         .spec
         .unwrap()
         .template
@@ -218,7 +209,7 @@ fn probe_settings_replace_the_defaults_they_name() {
         period_seconds: Some(30),
         ..ContainerProbeSpec::default()
     });
-    let pod = pod(spec);
+    let pod = pod(&spec);
     let driver = container(&pod, DRIVER_CONTAINER);
     let startup = driver.startup_probe.clone().unwrap();
     assert_eq!(startup.failure_threshold, Some(300));
@@ -242,7 +233,7 @@ fn kernel_module_config_secret_env_and_entitlements_are_mounted() {
         id: "rhel".into(),
         version_id: "9.4".into(),
     };
-    let pod = render_pool(spec, &rhel)
+    let pod = render_pool(&spec, &rhel)
         .spec
         .unwrap()
         .template
@@ -272,7 +263,7 @@ fn kernel_module_config_secret_env_and_entitlements_are_mounted() {
 
 #[test]
 fn the_config_digest_is_shared_by_manager_and_driver_and_follows_the_install() {
-    let a = pod(ClusterPolicySpec::default());
+    let a = pod(&ClusterPolicySpec::default());
     let digest = env(container(&a, DRIVER_CONTAINER), digest::ENV).unwrap();
     assert_eq!(
         env(container(&a, MANAGER_CONTAINER), digest::ENV),
@@ -281,13 +272,13 @@ fn the_config_digest_is_shared_by_manager_and_driver_and_follows_the_install() {
     let mut labelled = ClusterPolicySpec::default();
     labelled.daemonsets.labels = Some(BTreeMap::from([("team".into(), "ml".into())]));
     assert_eq!(
-        env(container(&pod(labelled), DRIVER_CONTAINER), digest::ENV),
+        env(container(&pod(&labelled), DRIVER_CONTAINER), digest::ENV),
         Some(digest.clone())
     );
     let mut changed = ClusterPolicySpec::default();
     changed.driver.container.env = Some(vec![EnvVar::new("X", "1")]);
     assert_ne!(
-        env(container(&pod(changed), DRIVER_CONTAINER), digest::ENV),
+        env(container(&pod(&changed), DRIVER_CONTAINER), digest::ENV),
         Some(digest)
     );
 }

@@ -2,7 +2,7 @@
 
 use gpu_operator_api::{
     ClusterPolicySpec,
-    spec::{MigSpec, MigStrategy},
+    spec::{MigSpec, MigStrategy, ValidatorComponentSpec, ValidatorSpec},
 };
 use gpu_operator_core::build::runtime_class::GpuAccess;
 
