@@ -1,5 +1,5 @@
-//! `cargo xtask codegen`: writes the files generated from the Rust sources (the ClusterPolicy CRD,
-//! for `crds/` and the chart; the chart's values schema; the book's reference pages) and from the chart (the static manifests,
+//! `cargo xtask codegen`: writes the files generated from the Rust sources (the ClusterPolicy and
+//! NVIDIADriver CRDs, for `crds/` and the chart; the chart's values schema; the book's reference pages) and from the chart (the static manifests,
 //! rendered by the harness's helm), and a test that fails when they are stale.
 
 use std::path::{Path, PathBuf};
@@ -43,6 +43,7 @@ fn write_all(root: &Path, files: Vec<(PathBuf, String)>) -> anyhow::Result<()> {
 /// Every generated file: its path relative to the workspace root, and its content.
 fn generated_files() -> anyhow::Result<Vec<(PathBuf, String)>> {
     let crd = clusterpolicy_crd_yaml()?;
+    let nvidia_driver_crd = nvidia_driver_crd_yaml()?;
     let mut files = vec![
         (
             PathBuf::from("crds/clusterpolicies.nvidia.com.yaml"),
@@ -51,6 +52,14 @@ fn generated_files() -> anyhow::Result<Vec<(PathBuf, String)>> {
         (
             PathBuf::from("charts/gpu-operator/crds/clusterpolicies.nvidia.com.yaml"),
             crd,
+        ),
+        (
+            PathBuf::from("crds/nvidiadrivers.nvidia.com.yaml"),
+            nvidia_driver_crd.clone(),
+        ),
+        (
+            PathBuf::from("charts/gpu-operator/crds/nvidiadrivers.nvidia.com.yaml"),
+            nvidia_driver_crd,
         ),
         (
             PathBuf::from("charts/gpu-operator/values.schema.json"),
@@ -79,6 +88,13 @@ fn clusterpolicy_crd_yaml() -> anyhow::Result<String> {
     Ok(format!("{HEADER}{crd}"))
 }
 
+/// The NVIDIADriver CRD as YAML, with the generated-file header.
+fn nvidia_driver_crd_yaml() -> anyhow::Result<String> {
+    let crd =
+        gpu_operator_api::nvidia_driver_crd_yaml().context("rendering the NVIDIADriver CRD")?;
+    Ok(format!("{HEADER}{crd}"))
+}
+
 /// The workspace's root directory.
 pub fn workspace_root() -> PathBuf {
     let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -87,7 +103,7 @@ pub fn workspace_root() -> PathBuf {
 
 #[cfg(test)]
 mod tests {
-    use gpu_operator_api::ClusterPolicy;
+    use gpu_operator_api::{ClusterPolicy, NvidiaDriver};
     use kube::CustomResourceExt as _;
 
     use super::*;
@@ -123,10 +139,23 @@ mod tests {
 
     #[test]
     fn generated_yaml_reads_back_as_the_crd() {
-        let (_, content) = generated_files().unwrap().remove(0);
-        let read: k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition =
-            serde_yaml::from_str(&content).unwrap();
-        assert_eq!(read, ClusterPolicy::crd());
+        let files = generated_files().unwrap();
+        let read = |name: &str| -> k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
+            let (_, content) = files
+                .iter()
+                .find(|(path, _)| path == Path::new(name))
+                .unwrap();
+            serde_yaml::from_str(content).unwrap()
+        };
+        assert_eq!(
+            read("crds/clusterpolicies.nvidia.com.yaml"),
+            ClusterPolicy::crd()
+        );
+        assert_eq!(
+            read("crds/nvidiadrivers.nvidia.com.yaml"),
+            NvidiaDriver::crd()
+        );
+        let (_, content) = &files[0];
         assert!(
             content.contains("- \"on\"\n"),
             "YAML 1.1 booleans must be quoted"

@@ -65,6 +65,8 @@ macro_rules! image_complete {
     };
 }
 
+pub(crate) use image_complete;
+
 /// The shared first sentence of the image rules' messages.
 macro_rules! incomplete_image {
     ($tail:literal) => {
@@ -74,6 +76,8 @@ macro_rules! incomplete_image {
         )
     };
 }
+
+pub(crate) use incomplete_image;
 
 /// The validator's image (it always runs): either `image` alone, or `repository`, `image` and
 /// `version` together.

@@ -1,15 +1,17 @@
-//! ClusterPolicy (`nvidia.com/v1`) types and the names shared across the operator. Pure data.
+//! ClusterPolicy (`nvidia.com/v1`) and NVIDIADriver (`nvidia.com/v1alpha1`) types and the names
+//! shared across the operator. Pure data.
 //!
-//! [`ClusterPolicy`] has the same JSON fields, enums, defaults and required sections as NVIDIA's
-//! CRD, so existing ClusterPolicies apply unchanged; the schema adds descriptions and CEL rules
-//! ([`cel`]) that reject mistakes at `kubectl apply`. The CRD YAML under `crds/` is generated
-//! from these types by `cargo xtask codegen`.
+//! [`ClusterPolicy`] and [`NvidiaDriver`] have the same JSON fields, enums, defaults and required
+//! fields as NVIDIA's CRDs, so existing objects apply unchanged; the schemas add descriptions and
+//! CEL rules ([`cel`], [`nvidia_driver::cel`]) that reject mistakes at `kubectl apply`. The CRD
+//! YAML under `crds/` is generated from these types by `cargo xtask codegen`.
 
 pub mod cel;
 mod cluster_policy;
 pub mod conditions;
 pub mod labels;
 pub mod node_validation;
+pub mod nvidia_driver;
 mod schema;
 pub mod spec;
 pub mod status;
@@ -17,6 +19,7 @@ pub mod validator;
 mod yaml;
 
 pub use cluster_policy::{ClusterPolicy, ClusterPolicySpec};
+pub use nvidia_driver::{NvidiaDriver, NvidiaDriverSpec, NvidiaDriverStatus};
 pub use status::{ClusterPolicyStatus, State};
 
 /// Name of the ClusterPolicy NVIDIA's Helm chart (and ours) creates.
@@ -29,7 +32,18 @@ pub const CRD_NAME: &str = "clusterpolicies.nvidia.com";
 /// The ClusterPolicy CRD as YAML, as `cargo xtask codegen` writes it and `gpu-operator crds` prints it.
 pub fn crd_yaml() -> Result<String, serde_json::Error> {
     use kube::CustomResourceExt as _;
-    let value = serde_json::to_value(ClusterPolicy::crd())?;
+    to_yaml(&ClusterPolicy::crd())
+}
+
+/// The NVIDIADriver CRD as YAML, as `cargo xtask codegen` writes it and `gpu-operator crds`
+/// prints it.
+pub fn nvidia_driver_crd_yaml() -> Result<String, serde_json::Error> {
+    use kube::CustomResourceExt as _;
+    to_yaml(&NvidiaDriver::crd())
+}
+
+fn to_yaml(crd: &impl serde::Serialize) -> Result<String, serde_json::Error> {
+    let value = serde_json::to_value(crd)?;
     let mut out = String::new();
     yaml::write(&value, &mut out);
     Ok(out)

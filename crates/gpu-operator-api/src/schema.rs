@@ -20,9 +20,26 @@ pub(crate) fn quantity_map(_: &mut SchemaGenerator) -> Schema {
     })
 }
 
-/// Schema of `status.conditions`: `metav1.Condition` entries, one per `type` (a list-map, so each
-/// reconciler can own its own entry through server-side apply).
+/// Schema of `ClusterPolicy.status.conditions`: `metav1.Condition` entries, one per `type` (a
+/// list-map, so each reconciler can own its own entry through server-side apply).
 pub(crate) fn conditions(_: &mut SchemaGenerator) -> Schema {
+    condition_list(
+        "What this condition reports, in CamelCase: Ready and Error (NVIDIA's pair), or one per operand such as DriverReady.",
+        "The ClusterPolicy generation this condition was computed from.",
+    )
+}
+
+/// Schema of `NVIDIADriver.status.conditions`, the same list-map with its own descriptions.
+pub(crate) fn nvidia_driver_conditions(_: &mut SchemaGenerator) -> Schema {
+    condition_list(
+        "What this condition reports, in CamelCase: Ready and Error (NVIDIA's pair).",
+        "The NVIDIADriver generation this condition was computed from.",
+    )
+}
+
+/// A list-map of `metav1.Condition` keyed by `type`, with the descriptions of its `type` and
+/// `observedGeneration`.
+fn condition_list(type_description: &str, generation_description: &str) -> Schema {
     json_schema!({
         "type": "array",
         "maxItems": 64,
@@ -33,7 +50,7 @@ pub(crate) fn conditions(_: &mut SchemaGenerator) -> Schema {
             "required": ["lastTransitionTime", "message", "reason", "status", "type"],
             "properties": {
                 "type": {
-                    "description": "What this condition reports, in CamelCase: Ready and Error (NVIDIA's pair), or one per operand such as DriverReady.",
+                    "description": type_description,
                     "type": "string",
                     "maxLength": 316,
                     "pattern": r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$",
@@ -61,7 +78,7 @@ pub(crate) fn conditions(_: &mut SchemaGenerator) -> Schema {
                     "format": "date-time",
                 },
                 "observedGeneration": {
-                    "description": "The ClusterPolicy generation this condition was computed from.",
+                    "description": generation_description,
                     "type": "integer",
                     "format": "int64",
                     "minimum": 0,
