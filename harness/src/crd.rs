@@ -1,5 +1,5 @@
-//! Installing the generated ClusterPolicy CRD on the test cluster, once per test process; the
-//! Prometheus Operator's ServiceMonitor CRD for the tests that need one.
+//! Installing the generated ClusterPolicy and NVIDIADriver CRDs on the test cluster, once per test
+//! process; the Prometheus Operator's ServiceMonitor CRD for the tests that need one.
 
 use std::{
     path::{Path, PathBuf},
@@ -11,7 +11,8 @@ use tokio::sync::OnceCell;
 
 use crate::{access::kubectl_ok, wait_until};
 
-const CRD_NAME: &str = "clusterpolicies.nvidia.com";
+/// The CRDs this operator serves, as `cargo xtask codegen` writes them to `crds/`.
+const CRD_NAMES: [&str; 2] = ["clusterpolicies.nvidia.com", "nvidiadrivers.nvidia.com"];
 const FIELD_MANAGER: &str = "gpu-operator-e2e";
 
 /// The repository's root directory.
@@ -21,54 +22,58 @@ pub fn repo_root() -> PathBuf {
 
 static INSTALLED: OnceCell<()> = OnceCell::const_new();
 
-/// Installs (or updates) the generated ClusterPolicy CRD with server-side apply and waits until
-/// it is Established and served. Runs once per test process.
+/// Installs (or updates) the generated CRDs (ClusterPolicy, NVIDIADriver) with server-side apply
+/// and waits until they are Established and served. Runs once per test process.
 pub async fn ensure_crd() -> anyhow::Result<()> {
     INSTALLED.get_or_try_init(install).await.copied()
 }
 
 async fn install() -> anyhow::Result<()> {
-    let crd = repo_root().join("crds/clusterpolicies.nvidia.com.yaml");
-    let crd = crd.to_str().context("CRD path is not UTF-8")?;
-    kubectl_ok(&[
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        "--field-manager",
-        FIELD_MANAGER,
-        "-f",
-        crd,
-    ])?;
-    wait_until(
-        "the ClusterPolicy CRD to be Established",
-        Duration::from_secs(60),
-        || async {
-            let status = kubectl_ok(&[
-                "get",
-                "crd",
-                CRD_NAME,
-                "-o",
-                "jsonpath={.status.conditions[?(@.type==\"Established\")].status}",
-            ])
-            // A brand-new CRD has no conditions yet, which the jsonpath filter reports as an error.
-            .unwrap_or_default();
-            Ok((status.trim() == "True").then_some(()))
-        },
-    )
-    .await?;
-    // kubectl's discovery cache may lag behind a new CRD.
-    wait_until(
-        "clusterpolicies to be served",
-        Duration::from_secs(60),
-        || async {
-            Ok(
-                kubectl_ok(&["get", "clusterpolicies.nvidia.com", "-o", "name"])
+    for crd_name in CRD_NAMES {
+        let crd = repo_root().join(format!("crds/{crd_name}.yaml"));
+        let crd = crd.to_str().context("CRD path is not UTF-8")?;
+        kubectl_ok(&[
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--field-manager",
+            FIELD_MANAGER,
+            "-f",
+            crd,
+        ])?;
+    }
+    for crd_name in CRD_NAMES {
+        wait_until(
+            &format!("the CRD {crd_name} to be Established"),
+            Duration::from_secs(60),
+            || async {
+                let status = kubectl_ok(&[
+                    "get",
+                    "crd",
+                    crd_name,
+                    "-o",
+                    "jsonpath={.status.conditions[?(@.type==\"Established\")].status}",
+                ])
+                // A brand-new CRD has no conditions yet, which the jsonpath filter reports as an
+                // error.
+                .unwrap_or_default();
+                Ok((status.trim() == "True").then_some(()))
+            },
+        )
+        .await?;
+        // kubectl's discovery cache may lag behind a new CRD.
+        wait_until(
+            &format!("{crd_name} to be served"),
+            Duration::from_secs(60),
+            || async {
+                Ok(kubectl_ok(&["get", crd_name, "-o", "name"])
                     .ok()
-                    .map(|_| ()),
-            )
-        },
-    )
-    .await
+                    .map(|_| ()))
+            },
+        )
+        .await?;
+    }
+    Ok(())
 }
 
 /// The Prometheus Operator's ServiceMonitor CRD.

@@ -6,7 +6,7 @@ use std::{io::Write as _, path::Path, time::Duration};
 
 use anyhow::{Context as _, bail};
 use clap::Subcommand;
-use gpu_operator_api::ClusterPolicy;
+use gpu_operator_api::{ClusterPolicy, NvidiaDriver};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{
     Api, CustomResourceExt as _, ResourceExt as _,
@@ -26,7 +26,7 @@ pub enum Action {
     Print,
     /// Create or update them with server-side apply and wait until they are served. Idempotent.
     Apply,
-    /// Delete them, and with them every ClusterPolicy. Idempotent.
+    /// Delete them, and with them every ClusterPolicy and NVIDIADriver. Idempotent.
     Delete,
 }
 
@@ -34,13 +34,22 @@ pub enum Action {
 pub fn main(action: Option<Action>, kubeconfig: Option<&Path>) -> anyhow::Result<()> {
     match action.unwrap_or(Action::Print) {
         Action::Print => {
-            let yaml = gpu_operator_api::crd_yaml()?;
+            let yaml = format!(
+                "{}---\n{}",
+                gpu_operator_api::crd_yaml()?,
+                gpu_operator_api::nvidia_driver_crd_yaml()?
+            );
             std::io::stdout().lock().write_all(yaml.as_bytes())?;
             Ok(())
         }
         Action::Apply => block_on(apply(kubeconfig)),
         Action::Delete => block_on(delete(kubeconfig)),
     }
+}
+
+/// The CRDs this operator serves: ClusterPolicy and NVIDIADriver.
+fn crds() -> [CustomResourceDefinition; 2] {
+    [ClusterPolicy::crd(), NvidiaDriver::crd()]
 }
 
 fn block_on(work: impl Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
@@ -52,7 +61,7 @@ fn block_on(work: impl Future<Output = anyhow::Result<()>>) -> anyhow::Result<()
 async fn apply(kubeconfig: Option<&Path>) -> anyhow::Result<()> {
     let api: Api<CustomResourceDefinition> =
         Api::all(gpu_operator_process::config::client(kubeconfig).await?);
-    for crd in [ClusterPolicy::crd()] {
+    for crd in crds() {
         let name = crd.name_any();
         let before = api
             .get_opt(&name)
@@ -86,7 +95,7 @@ async fn apply(kubeconfig: Option<&Path>) -> anyhow::Result<()> {
 async fn delete(kubeconfig: Option<&Path>) -> anyhow::Result<()> {
     let api: Api<CustomResourceDefinition> =
         Api::all(gpu_operator_process::config::client(kubeconfig).await?);
-    for crd in [ClusterPolicy::crd()] {
+    for crd in crds() {
         let name = crd.name_any();
         match api.delete(&name, &DeleteParams::background()).await {
             Ok(_) => println!("customresourcedefinition {name} deleted"),

@@ -21,8 +21,8 @@ struct Cli {
 enum Command {
     /// Run the operator: reconcile the ClusterPolicy into the GPU software stack.
     Run(Box<gpu_operator_process::config::RunArgs>),
-    /// The CustomResourceDefinitions this operator serves (ClusterPolicy, nvidia.com/v1): print
-    /// (the default), apply or delete them.
+    /// The CustomResourceDefinitions this operator serves (ClusterPolicy, nvidia.com/v1, and
+    /// NVIDIADriver, nvidia.com/v1alpha1): print (the default), apply or delete them.
     Crds {
         #[command(subcommand)]
         action: Option<crds::Action>,

@@ -192,8 +192,8 @@ fn remove_hook_identity(namespace: &str, name: &str) {
 }
 
 /// The pre-install/pre-upgrade hook: `gpu-operator crds apply` under the hook's ServiceAccount
-/// brings a stale CRD (an older schema without `kataManager`) back to the generated one, and a
-/// second run changes nothing.
+/// brings stale CRDs (a ClusterPolicy schema without `kataManager`, an NVIDIADriver schema without
+/// `virtualTopologyConfig`) back to the generated ones, and a second run changes nothing.
 pub async fn the_crd_hook_updates_a_stale_crd(client: &kube::Client, release: &str, dir: &Path) {
     let (kubeconfig, name, job) = hook_identity(
         client,
@@ -207,47 +207,57 @@ pub async fn the_crd_hook_updates_a_stale_crd(client: &kube::Client, release: &s
     assert_eq!(args, ["crds", "apply"]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let crd_name = "clusterpolicies.nvidia.com";
-    let kata = |crd: &CustomResourceDefinition| {
+    let stale_fields = [
+        ("clusterpolicies.nvidia.com", "kataManager"),
+        ("nvidiadrivers.nvidia.com", "virtualTopologyConfig"),
+    ];
+    let has = |crd: &CustomResourceDefinition, field: &str| {
         let value = serde_json::to_value(crd).unwrap();
         !value["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
-            ["properties"]["kataManager"]
+            ["properties"][field]
             .is_null()
     };
-    let mut stale = serde_json::to_value(crds.get(crd_name).await.unwrap()).unwrap();
-    for key in [
-        "managedFields",
-        "resourceVersion",
-        "uid",
-        "creationTimestamp",
-        "generation",
-    ] {
-        stale["metadata"].as_object_mut().unwrap().remove(key);
+    for (crd_name, field) in stale_fields {
+        let mut stale = serde_json::to_value(crds.get(crd_name).await.unwrap()).unwrap();
+        for key in [
+            "managedFields",
+            "resourceVersion",
+            "uid",
+            "creationTimestamp",
+            "generation",
+        ] {
+            stale["metadata"].as_object_mut().unwrap().remove(key);
+        }
+        stale.as_object_mut().unwrap().remove("status");
+        stale["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+            ["properties"]
+            .as_object_mut()
+            .unwrap()
+            .remove(field);
+        kubectl_apply(&serde_json::to_string(&stale).unwrap()).unwrap();
+        assert!(
+            !has(&crds.get(crd_name).await.unwrap(), field),
+            "{crd_name} did not go stale"
+        );
     }
-    stale.as_object_mut().unwrap().remove("status");
-    stale["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
-        .as_object_mut()
-        .unwrap()
-        .remove("kataManager");
-    kubectl_apply(&serde_json::to_string(&stale).unwrap()).unwrap();
-    assert!(
-        !kata(&crds.get(crd_name).await.unwrap()),
-        "the CRD did not go stale"
-    );
 
     // The Job's own command line, as its pod would run it.
     let (ok, output) = run_binary(&args, &kubeconfig);
     assert!(ok, "crds apply failed under the hook's RBAC: {output}");
-    assert!(output.contains(&format!("{crd_name} updated")), "{output}");
-    assert!(
-        kata(&crds.get(crd_name).await.unwrap()),
-        "the stale CRD was not updated"
-    );
+    for (crd_name, field) in stale_fields {
+        assert!(output.contains(&format!("{crd_name} updated")), "{output}");
+        assert!(
+            has(&crds.get(crd_name).await.unwrap(), field),
+            "the stale {crd_name} was not updated"
+        );
+    }
     let (ok, output) = run_binary(&["crds", "apply"], &kubeconfig);
-    assert!(
-        ok && output.contains(&format!("{crd_name} unchanged")),
-        "not idempotent: {output}"
-    );
+    for (crd_name, _) in stale_fields {
+        assert!(
+            ok && output.contains(&format!("{crd_name} unchanged")),
+            "not idempotent: {output}"
+        );
+    }
     remove_hook_identity(release, &name);
 }
 

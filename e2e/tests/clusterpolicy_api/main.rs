@@ -1,7 +1,10 @@
 //! The ClusterPolicy API on a real API server: the generated CRD installs, NVIDIA-style
 //! ClusterPolicies apply unchanged and keep every field, the documented `kubectl patch`
-//! commands work, and the schema's enums and CEL rules reject mistakes with their messages.
+//! commands work, and the schema's enums and CEL rules reject mistakes with their messages. The
+//! same for the NVIDIADriver API in `nvidia_driver`.
 #![cfg(feature = "e2e")]
+
+mod nvidia_driver;
 
 use std::{io::Write as _, process::Stdio};
 
