@@ -157,8 +157,21 @@ fn adjust_properties(properties: &mut serde_json::Map<String, Value>) {
             rules.push(rule.to_json());
         }
     }
+    // The driver's image reads differently from a component's (its default, no version
+    // default, the OS appended), and NVIDIA's schema has no pattern on it.
     if let Some(Value::Object(image)) = properties.get_mut("image") {
         image.insert("default".into(), json!(super::DEFAULT_IMAGE));
+        image.remove("pattern");
+        image.insert(
+            "description".into(),
+            json!("Image name, such as `driver`, with `repository` and `version`; alone, a full image reference with a tag or digest, such as `nvcr.io/nvidia/driver:595.91.07`. Defaults to `nvcr.io/nvidia/driver`."),
+        );
+    }
+    if let Some(Value::Object(version)) = properties.get_mut("version") {
+        version.insert(
+            "description".into(),
+            json!("Driver version, such as `595.91.07` (with `usePrecompiled`, a driver branch such as `595`), or a digest starting with `sha256:`. The node's OS, and with `usePrecompiled` its kernel version, are appended to the tag. Requires `repository`."),
+        );
     }
     // NVIDIA's schema merges these node-affinity objects whole under server-side apply, as
     // Kubernetes' own types mark them; k8s-openapi's schemas leave the marker out.

@@ -1,5 +1,5 @@
 //! NVIDIA's NVIDIADriver schema, as facts: every property path of NVIDIA's v26.7.0 CRD with its
-//! type, enum, default, format, bounds, required fields and Kubernetes list and map markers
+//! type, enum, default, format, pattern, bounds, required fields and Kubernetes list and map markers
 //! (`tests/fixtures/nvidia-nvidiadrivers-v26.7.0-schema.json`, no descriptions, no rules), and
 //! the tests that ours has each of them. Beside it, the field values of NVIDIA's sample
 //! NVIDIADriver (`config/samples/nvidia_v1alpha1_nvidiadriver.yaml`, comments left out) in
@@ -34,14 +34,20 @@ pub fn nvidia_sample() -> Value {
 }
 
 /// The keys of a schema node that are facts about its shape.
-const FACT_KEYS: [&str; 11] = [
+const FACT_KEYS: [&str; 17] = [
     "type",
     "enum",
     "default",
     "format",
     "required",
+    "pattern",
     "minimum",
     "maximum",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "maxProperties",
     "x-kubernetes-int-or-string",
     "x-kubernetes-list-type",
     "x-kubernetes-list-map-keys",
@@ -178,4 +184,45 @@ fn ours_adds_only_what_we_mean_to() {
         .filter(|path| !nvidia.contains_key(path))
         .collect();
     assert_eq!(extra, ["status.observedGeneration"]);
+}
+
+#[test]
+fn ours_refuses_nothing_nvidias_schema_accepts() {
+    // No bound, pattern, enum or required field beyond NVIDIA's: what NVIDIA's schema stores, ours
+    // stores (our CEL rules are the only deliberate refusals, each tested in `cel`).
+    let restricting = [
+        "enum",
+        "pattern",
+        "minimum",
+        "maximum",
+        "minLength",
+        "maxLength",
+        "minItems",
+        "maxItems",
+        "maxProperties",
+        "required",
+    ];
+    let nvidia = nvidia_facts();
+    let mut stricter = Vec::new();
+    for (path, mine) in facts(&crd_schema()) {
+        let theirs = nvidia.get(&path).cloned().unwrap_or_default();
+        for key in restricting {
+            if let Some(value) = mine.get(key)
+                && theirs.get(key) != Some(value)
+            {
+                stricter.push(format!(
+                    "{path}: {key} {value}, NVIDIA's {:?}",
+                    theirs.get(key)
+                ));
+            }
+        }
+    }
+    // The status is the operator's to write; its bounds are the ClusterPolicy's.
+    assert_eq!(
+        stricter,
+        [
+            "status.conditions: maxItems 64, NVIDIA's None",
+            "status.observedGeneration: minimum 0.0, NVIDIA's None"
+        ]
+    );
 }
