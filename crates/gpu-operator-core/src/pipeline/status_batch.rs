@@ -1,9 +1,10 @@
 //! One status request of an owner (a ClusterPolicy, …) for the conditions that many reconcilers
 //! change at once. A spec change wakes every operand, the driver upgrade and the validators' summary, and each
 //! acknowledges the new generation in its own condition within moments of the others; written one
-//! by one that was a status patch per reconciler per change. Here the first condition of a burst
-//! waits [`WINDOW`] for the rest, and one server-side apply (field manager [`FIELD_MANAGER`])
-//! carries them all. A task of its own sends it, so a reconcile dropped meanwhile (overtaken by a
+//! by one that was a status patch per reconciler per change. Here a burst is sent once it has been
+//! quiet for [`WINDOW`] (a reconciler that takes longer, such as the driver upgrade reading every
+//! node, still joins it), or [`LONGEST`] after its first condition, and one server-side apply
+//! (field manager [`FIELD_MANAGER`]) carries them all. A task of its own sends it, so a reconcile dropped meanwhile (overtaken by a
 //! newer spec) loses nothing; a failed request is tried again with what came since.
 //!
 //! Server-side apply removes what a field manager applied before and leaves out now, so every
@@ -18,6 +19,8 @@ use std::{
     time::Duration,
 };
 
+use tokio::time::Instant;
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{
     Api, ResourceExt as _,
@@ -27,10 +30,14 @@ use serde_json::json;
 
 use crate::contract::Owner;
 
-/// How long the first condition of a burst waits for the others: longer than the spread of the
-/// reconciles one change wakes (they are lined up by the write gate's burst), short enough that a
-/// user watching sees no delay.
+/// How long a burst must be quiet before it is sent: longer than the gap between the reconciles
+/// one change wakes (they are lined up by the write gate's burst), short enough that a user
+/// watching sees no delay.
 pub const WINDOW: Duration = Duration::from_millis(300);
+
+/// How long a burst that never falls quiet (a rollout's stream of progress) waits at most after
+/// its first condition.
+pub const LONGEST: Duration = Duration::from_secs(2);
 
 /// The field manager of the per-reconciler conditions.
 pub const FIELD_MANAGER: &str = "gpu-operator/conditions";
@@ -53,6 +60,8 @@ struct Batch {
     changed: BTreeSet<String>,
     /// Whether a caller is waiting out the window to send the batch.
     sending: bool,
+    /// When the first and the last condition since the last request came.
+    burst: Option<(Instant, Instant)>,
 }
 
 /// Whether a condition opened a batch.
@@ -82,6 +91,10 @@ impl StatusBatch {
         let mut wait = WINDOW;
         loop {
             tokio::time::sleep(wait).await;
+            if let Some(more) = self.quiet_in(uid, Instant::now()) {
+                wait = more;
+                continue;
+            }
             let Some(batch) = self.take(uid) else {
                 return;
             };
@@ -122,12 +135,23 @@ impl StatusBatch {
         batch.changed.insert(condition.type_.clone());
         batch.owned.insert(condition.type_.clone(), condition);
         batch.pending = true;
+        let now = Instant::now();
+        batch.burst = Some(batch.burst.map_or((now, now), |(first, _)| (first, now)));
         if batch.sending {
             Turn::Queued
         } else {
             batch.sending = true;
             Turn::Send
         }
+    }
+
+    /// How much longer the burst of the owner with `uid` waits at `now`: until it has been quiet for
+    /// [`WINDOW`], and no later than [`LONGEST`] after its first condition; `None` when it is due.
+    fn quiet_in(&self, uid: &str, now: Instant) -> Option<Duration> {
+        let map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let (first, last) = map.get(uid)?.burst?;
+        let due = (last + WINDOW).min(first + LONGEST);
+        (due > now).then(|| due - now)
     }
 
     /// The conditions to send for the owner with `uid` now, or `None` (and the batch closed) when
@@ -140,6 +164,7 @@ impl StatusBatch {
             return None;
         }
         batch.pending = false;
+        batch.burst = None;
         let changed = std::mem::take(&mut batch.changed);
         tracing::debug!(
             owner = uid,
@@ -314,5 +339,32 @@ mod tests {
             types(&batch.take("p1").unwrap()),
             [("DriverReady", "False"), ("UpgradeReady", "True")]
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_burst_is_sent_once_quiet_and_no_later_than_the_longest_wait() {
+        let batch = StatusBatch::default();
+        let policy = policy(Vec::new());
+        let start = Instant::now();
+        batch.enqueue(&policy, condition("AReady", "True"));
+        assert_eq!(batch.quiet_in("u", start), Some(WINDOW));
+        tokio::time::advance(Duration::from_millis(200)).await;
+        batch.enqueue(&policy, condition("BReady", "True"));
+        assert_eq!(
+            batch.quiet_in("u", Instant::now()),
+            Some(WINDOW),
+            "a straggler restarts the quiet window"
+        );
+        assert_eq!(batch.quiet_in("u", Instant::now() + WINDOW), None);
+        // A stream that never falls quiet is sent LONGEST after it began.
+        tokio::time::advance(LONGEST - Duration::from_millis(300)).await;
+        batch.enqueue(&policy, condition("AReady", "False"));
+        assert_eq!(
+            batch.quiet_in("u", Instant::now()),
+            Some(Duration::from_millis(100))
+        );
+        assert_eq!(batch.quiet_in("u", start + LONGEST), None);
+        batch.take("u").unwrap();
+        assert_eq!(batch.quiet_in("u", Instant::now()), None, "nothing waits");
     }
 }
