@@ -210,21 +210,23 @@ impl Operator {
         })
     }
 
-    /// Stops it with SIGTERM (graceful shutdown) and waits up to 20 s.
-    pub fn stop(mut self) -> anyhow::Result<()> {
+    /// Stops it with SIGTERM (graceful shutdown) and waits up to 20 s; returns how long it took
+    /// to exit.
+    pub fn stop(mut self) -> anyhow::Result<Duration> {
         self.terminate()
     }
 
-    fn terminate(&mut self) -> anyhow::Result<()> {
+    fn terminate(&mut self) -> anyhow::Result<Duration> {
         if self.child.try_wait()?.is_some() {
-            return Ok(());
+            return Ok(Duration::ZERO);
         }
+        let sent = std::time::Instant::now();
         Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status()?;
         for _ in 0..200 {
             if self.child.try_wait()?.is_some() {
-                return Ok(());
+                return Ok(sent.elapsed());
             }
             std::thread::sleep(Duration::from_millis(100));
         }

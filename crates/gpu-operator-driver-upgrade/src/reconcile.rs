@@ -56,6 +56,8 @@ use crate::{
 
 /// Name of this reconciler (field manager suffix, metric label).
 pub const NAME: &str = "driver-upgrade";
+/// How soon a pass looks again while its caches have not had their first list.
+const CACHES_FILLING: Duration = Duration::from_millis(200);
 /// How many nodes are worked on at once within a pass.
 const CONCURRENCY: usize = 16;
 
@@ -144,9 +146,15 @@ pub fn controller(
 
 /// One pass over every GPU node.
 pub async fn reconcile(policy: Arc<ClusterPolicy>, up: Arc<Upgrades>) -> Result<Action, Error> {
-    // A pass on half-filled caches would see nodes without their driver pods.
-    if up.nodes.wait_until_ready().await.is_err() || up.pods.wait_until_ready().await.is_err() {
+    if !active::is_active(policy.as_ref(), &up.ctx.stores.policies.state()) {
         return Ok(Action::await_change());
+    }
+    // A pass on half-filled caches would see nodes without their driver pods, so it waits for
+    // their first lists — by looking again shortly, not by awaiting them: the Controller fills
+    // them through its trigger streams, which it stops polling at shutdown while it waits for
+    // the running reconciles (an awaiting one never finished, and neither did the process).
+    if !is_ready(&up.nodes) || !is_ready(&up.pods) {
+        return Ok(Action::requeue(CACHES_FILLING));
     }
     let started = Instant::now();
     let result = pass(&policy, &up).await;
@@ -158,11 +166,19 @@ pub async fn reconcile(policy: Arc<ClusterPolicy>, up: Arc<Upgrades>) -> Result<
     result
 }
 
+/// Whether `cache` has had its first full list.
+fn is_ready<K: kube::Resource + Clone>(cache: &Store<K>) -> bool
+where
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    matches!(
+        futures::FutureExt::now_or_never(cache.wait_until_ready()),
+        Some(Ok(()))
+    )
+}
+
 async fn pass(policy: &ClusterPolicy, up: &Upgrades) -> Result<Action, Error> {
     let ctx = &up.ctx;
-    if !active::is_active(policy, &ctx.stores.policies.state()) {
-        return Ok(Action::await_change());
-    }
     if policy.spec.driver.enabled != Some(false) && !caught_up::driver_caught_up(policy) {
         // The driver DaemonSets may still hold the previous spec's template.
         return Ok(Action::requeue(Duration::from_secs(1)));

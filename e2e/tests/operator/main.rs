@@ -41,6 +41,7 @@ async fn the_operator_turns_a_cluster_policy_into_ready_operands_and_then_stays_
     steps::a_daemonset_deleted_by_hand_comes_back(&env, &name).await;
     steps::a_second_policy_is_ignored(&env, &name).await;
     let operator = steps::a_restart_rewrites_nothing(&env, &name, operator).await;
+    steps::the_second_policy_is_deleted(&env, &name).await;
     steps::steady_state_sends_no_writes(&env, &name, &operator).await;
     let operator = steps::an_unresolvable_image_is_reported(&env, &name, operator).await;
     steps::deleting_the_policy_collects_everything(&env, &name).await;

@@ -24,6 +24,8 @@ use serde_json::json;
 
 use super::{quiet, support::*};
 
+/// How long the operator may take to exit after SIGTERM (docs/reliability.md).
+const SHUTDOWN_BOUND: Duration = Duration::from_secs(5);
 /// The node labeller's reconciler, as `/metrics` names it.
 const NODE_LABELS: &str = "node-labels";
 
@@ -268,15 +270,21 @@ pub async fn a_second_policy_is_ignored(env: &Env, name: &str) {
             .contains(name),
         "names the active one"
     );
+}
+
+/// The ignored second ClusterPolicy goes away.
+pub async fn the_second_policy_is_deleted(env: &Env, name: &str) {
     env.policies()
-        .delete(&second, &DeleteParams::default())
+        .delete(&format!("{name}-second"), &DeleteParams::default())
         .await
         .unwrap();
 }
 
 /// A restart rewrites nothing and restarts no pod: read once every reconciler of the restarted
 /// operator has finished its first reconcile (the marker), with the restarted operator's Lease
-/// write as the positive control that the audit log shows its user's writes.
+/// write as the positive control that the audit log shows its user's writes. The stop is a
+/// SIGTERM while a second ClusterPolicy is ignored, and the process must end within
+/// [`SHUTDOWN_BOUND`] (it once waited for a driver upgrade reconcile that never ended).
 pub async fn a_restart_rewrites_nothing(env: &Env, name: &str, operator: Operator) -> Operator {
     wait_settled(env, name, Duration::from_secs(5)).await;
     let reconcilers: Vec<String> = quiet::reconciles(&operator).await.into_keys().collect();
@@ -294,7 +302,12 @@ pub async fn a_restart_rewrites_nothing(env: &Env, name: &str, operator: Operato
             .unwrap()
             .items,
     );
-    operator.stop().unwrap();
+    let took = operator.stop().unwrap();
+    assert!(
+        took < SHUTDOWN_BOUND,
+        "SIGTERM with an ignored ClusterPolicy: the operator took {took:?} to exit (bound \
+         {SHUTDOWN_BOUND:?})"
+    );
     let restarted_at = Timestamp::now();
     let mut operator = env.start(&IMAGES);
     wait_until("the restarted operator to be ready", TIMEOUT, || async {
