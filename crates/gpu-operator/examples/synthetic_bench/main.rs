@@ -13,56 +13,28 @@ mod node_caches;
 mod pods;
 mod upgrade;
 
-use std::{fmt::Write as _, process::Command};
+use std::{fmt::Write as _, process::Command, sync::LazyLock};
 
 use anyhow::{Context as _, bail};
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
-use gpu_operator_core::cache::facts::ClusterFacts;
+use gpu_operator_core::{cache::facts::ClusterFacts, contract::Operand};
 use serde_json::Value;
 
 /// Renders an operand's objects as JSON for a spec and the node facts.
 type Render = fn(&ClusterPolicySpec, &ClusterFacts) -> Vec<Value>;
 
-/// Every operand `gpu-operator run` reconciles, by reconciler name.
-pub const OPERANDS: [(&str, Render); 10] = [
-    ("driver", measure::rendered::<gpu_operator_driver::Driver>),
-    (
-        "toolkit",
-        measure::rendered::<gpu_operator_toolkit::Toolkit>,
-    ),
-    (
-        "device-plugin",
-        measure::rendered::<gpu_operator_device_plugin::DevicePlugin>,
-    ),
-    (
-        "gfd",
-        measure::rendered::<gpu_operator_gfd::GpuFeatureDiscovery>,
-    ),
-    (
-        "dcgm",
-        measure::rendered::<gpu_operator_dcgm_hostengine::Dcgm>,
-    ),
-    (
-        "dcgm-exporter",
-        measure::rendered::<gpu_operator_dcgm_exporter::DcgmExporter>,
-    ),
-    (
-        "mig-manager",
-        measure::rendered::<gpu_operator_mig_manager::MigManager>,
-    ),
-    (
-        "validator",
-        measure::rendered::<gpu_operator_validator_operand::Validation>,
-    ),
-    (
-        "node-status-exporter",
-        measure::rendered::<gpu_operator_node_status_exporter::NodeStatusExporter>,
-    ),
-    (
-        "sandbox",
-        measure::rendered::<gpu_operator_sandbox::Sandbox>,
-    ),
-];
+/// Every operand `gpu-operator run` reconciles (the operand registry's), by reconciler name.
+pub static OPERANDS: LazyLock<Vec<(&'static str, Render)>> = LazyLock::new(|| {
+    struct Renders(Vec<(&'static str, Render)>);
+    impl gpu_operator_operands::Visit for Renders {
+        fn operand<O: Operand<Owner = ClusterPolicy>>(&mut self) {
+            self.0.push((O::NAME, measure::rendered::<O>));
+        }
+    }
+    let mut renders = Renders(Vec::new());
+    gpu_operator_operands::visit_all(&mut renders);
+    renders.0
+});
 
 /// The ClusterPolicy of the live bench.
 const POLICY: &str = include_str!("../../../../manifests/examples/minimal.yaml");

@@ -210,7 +210,10 @@ pub fn sample(gpu_nodes: u32, policy: &ClusterPolicy) -> anyhow::Result<Sample> 
             .map(|(_, render)| render(spec, &facts))
             .unwrap_or_default()
     };
-    let (driver, validator) = (render_of("driver"), render_of("validator"));
+    let (driver, validator) = (
+        render_of(gpu_operator_driver::Driver::NAME),
+        render_of(gpu_operator_validator_operand::Validation::NAME),
+    );
     let before_upgrade = rss_mib();
     let mut upgrades = upgrade::Caches::fill(&fleet, spec, &driver, &validator)?;
     let upgrade_mib = rss_mib() - before_upgrade;
@@ -344,7 +347,7 @@ pub fn sample(gpu_nodes: u32, policy: &ClusterPolicy) -> anyhow::Result<Sample> 
         nodes_store.state().iter().map(AsRef::as_ref),
         runtimes_store.state().iter().map(AsRef::as_ref),
     );
-    for (_, render) in crate::OPERANDS {
+    for (_, render) in crate::OPERANDS.iter() {
         let (before, now) = (render(spec, &facts), render(spec, &after));
         let moved = before.len().abs_diff(now.len())
             + before.iter().zip(&now).filter(|(b, n)| b != n).count();
