@@ -115,7 +115,12 @@ pub fn nvidia_facts() -> Facts {
 #[test]
 #[ignore = "writes the fixtures from NVIDIA's repository: set NVIDIA_GPU_OPERATOR to a v26.7.0 checkout"]
 fn write_nvidia_facts() {
-    let root = PathBuf::from(std::env::var("NVIDIA_GPU_OPERATOR").expect("NVIDIA_GPU_OPERATOR"));
+    // CI runs the ignored tests too (`--include-ignored`, for the helm ones): without a checkout
+    // there is nothing to write.
+    let Some(root) = std::env::var_os("NVIDIA_GPU_OPERATOR").map(PathBuf::from) else {
+        eprintln!("NVIDIA_GPU_OPERATOR is not set: the fixtures stay as they are");
+        return;
+    };
     let read = |file: &str| -> Value {
         serde_yaml::from_str(&std::fs::read_to_string(root.join(file)).unwrap()).unwrap()
     };
