@@ -1,5 +1,6 @@
 //! The reconcile pipeline every operand runs, written once and generic over the custom resource
-//! that owns the operand ([`crate::contract::Owner`]; ClusterPolicy is one, in [`cluster_policy`]):
+//! that owns the operand ([`crate::contract::Owner`]; ClusterPolicy in [`cluster_policy`], NVIDIADriver in
+//! [`nvidia_driver`]):
 //! the validate → render → apply → status steps of [`operand`] (over the
 //! [`crate::contract::Operand`] an operand crate supplies), the Controllers that wake it
 //! ([`controller`], [`coalesce`]), which owners are [`active`], how children are written
@@ -17,6 +18,7 @@ pub mod coalesce;
 pub mod controller;
 pub mod events;
 pub mod leftovers;
+pub mod nvidia_driver;
 pub mod operand;
 pub mod status_batch;
 pub mod status_write;

@@ -87,11 +87,13 @@ fn plan<O: Operand>(
 ) -> Result<Plan, Error> {
     Ok(match O::validate(spec, cluster)? {
         None => (
-            O::render_disabled(spec),
+            O::render_disabled(spec, cluster),
             Some(Desired::ok(
                 O::CONDITION,
                 "Disabled",
-                format!("{}.enabled is false: nothing deployed", O::SECTION),
+                O::disabled_because(spec, cluster).unwrap_or_else(|| {
+                    format!("{}.enabled is false: nothing deployed", O::SECTION)
+                }),
             )),
             None,
             Vec::new(),
@@ -140,6 +142,7 @@ async fn reconcile_once<O: Operand>(owner: &O::Owner, ctx: &Context) -> Result<A
             .get(&ObjectRef::new(name).within(&ctx.namespace))
     };
     let facts = ctx.facts();
+    let policy = active::active(&ctx.stores.policies.state());
     if facts.gpu_nodes_without_runtime > 0 {
         // A node just became a GPU node and the runtime cache has not seen it yet: rendering now
         // would write a pod template from half the facts and rewrite it a moment later, and a
@@ -169,6 +172,7 @@ async fn reconcile_once<O: Operand>(owner: &O::Owner, ctx: &Context) -> Result<A
         facts: &facts,
         image_env: &image_env,
         config_maps: &config_maps,
+        policy: policy.as_ref().map(|p| &p.spec),
     };
     let (children, state, unserved, mut warnings) = plan::<O>(owner.spec(), &cluster)?;
     warnings.extend(owner.section_warnings(O::SECTION));
@@ -277,6 +281,7 @@ mod tests {
             facts: &facts,
             image_env: &|_| None,
             config_maps: &|_| None,
+            policy: None,
         };
         let pool = crate::pipeline::test_pool::Pool::new("a", "p1", Some("550"));
         let (children, state, _, _) = plan::<PoolDriver>(pool.spec(), &cluster).unwrap();
