@@ -14,10 +14,10 @@
 
 use gpu_operator_e2e::scenario as support;
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, time::Duration};
 
 use gpu_operator_api::{
-    ClusterPolicy, ClusterPolicySpec, NvidiaDriver, conditions::operand::DRIVER_READY,
+    ClusterPolicy, ClusterPolicySpec, NvidiaDriver, State, conditions::operand::DRIVER_READY,
 };
 use gpu_operator_harness::{access::kubectl_ok, unique_name, wait_until};
 use k8s_openapi::api::{apps::v1::DaemonSet, core::v1::ServiceAccount};
@@ -35,6 +35,8 @@ use support::{
 /// The label every driver DaemonSet carries, the ClusterPolicy's and the NVIDIADrivers'.
 const COMPONENT: &str = "app.kubernetes.io/component=nvidia-driver";
 const HOSTNAME: &str = "kubernetes.io/hostname";
+/// How long this scenario waits for another's ClusterPolicy to go.
+const ACTIVE_TIMEOUT: Duration = Duration::from_secs(480);
 
 /// Deletes the NVIDIADrivers this scenario made, also when a step panics.
 struct Drivers(Vec<String>);
@@ -78,6 +80,10 @@ fn owned_by<'a>(all: &'a BTreeMap<String, DaemonSet>, cr: &NvidiaDriver) -> Vec<
         .collect()
 }
 
+fn names(sets: &[&DaemonSet]) -> Vec<String> {
+    sets.iter().map(|ds| ds.name_any()).collect()
+}
+
 fn node_selector(ds: &DaemonSet) -> BTreeMap<String, String> {
     ds.spec
         .as_ref()
@@ -91,29 +97,39 @@ fn node_selector(ds: &DaemonSet) -> BTreeMap<String, String> {
 async fn wait_for_driver(env: &Env, cr: &NvidiaDriver, node: &str) -> Vec<String> {
     let name = cr.name_any();
     let prefix = format!("nvidia-gpu-driver-{name}-");
-    let found = wait_until(&format!("the DaemonSets of NVIDIADriver {name}"), TIMEOUT, || async {
-        let all = driver_daemonsets(env).await;
-        let owned = owned_by(&all, cr);
-        let placed = !owned.is_empty()
-            && owned.iter().all(|ds| {
-                ds.name_any().starts_with(&prefix)
-                    && node_selector(ds).get(HOSTNAME).map(String::as_str) == Some(node)
-            });
-        if !placed {
-            return Ok(None);
-        }
-        let mut running = false;
-        for ds in &owned {
-            let app = ds.labels().get("app").cloned().unwrap_or_default();
-            running |= pods_of(env, &app).await.contains_key(node);
-        }
-        Ok(running.then(|| owned.iter().map(|ds| ds.name_any()).collect::<Vec<_>>()))
-    })
+    let found = wait_until(
+        &format!("the DaemonSets of NVIDIADriver {name}"),
+        TIMEOUT,
+        || async {
+            let all = driver_daemonsets(env).await;
+            let owned = owned_by(&all, cr);
+            let placed = !owned.is_empty()
+                && owned.iter().all(|ds| {
+                    ds.name_any().starts_with(&prefix)
+                        && node_selector(ds).get(HOSTNAME).map(String::as_str) == Some(node)
+                });
+            if !placed {
+                return Ok(None);
+            }
+            let mut running = false;
+            for ds in &owned {
+                let app = ds.labels().get("app").cloned().unwrap_or_default();
+                running |= pods_of(env, &app).await.contains_key(node);
+            }
+            Ok(running.then(|| owned.iter().map(|ds| ds.name_any()).collect::<Vec<_>>()))
+        },
+    )
     .await;
-    found.unwrap_or_else(|error| {
-        let all = driver_daemonsets(env).await;
-        panic!("{error}; driver DaemonSets: {:?}", all.keys().collect::<Vec<_>>())
-    })
+    match found {
+        Ok(names) => names,
+        Err(error) => {
+            let all = driver_daemonsets(env).await;
+            panic!(
+                "{error}; driver DaemonSets: {:?}",
+                all.keys().collect::<Vec<_>>()
+            )
+        }
+    }
 }
 
 fn nvidia_driver(name: &str, node: &str) -> NvidiaDriver {
@@ -149,14 +165,37 @@ async fn nvidia_drivers_deploy_the_drivers_of_their_nodes_and_take_them_away() {
     let mut spec = ClusterPolicySpec::default();
     spec.driver.use_nvidia_driver_crd = Some(true);
     env.policies()
-        .create(&PostParams::default(), &ClusterPolicy::new(&policy_name, spec))
+        .create(
+            &PostParams::default(),
+            &ClusterPolicy::new(&policy_name, spec),
+        )
         .await
         .unwrap();
-    wait_policy(&env, &policy_name, "DriverReady to name NVIDIADrivers", |p| {
-        condition(p, DRIVER_READY).is_some_and(|c| {
-            c.status == "True" && c.reason == "Disabled" && c.message.contains("NVIDIADriver")
-        })
-    })
+    // Another scenario's older ClusterPolicy on the shared cluster makes this one `ignored` until
+    // that one goes: wait for this one to be served.
+    wait_until(
+        "the ClusterPolicy to be the active one",
+        ACTIVE_TIMEOUT,
+        || async {
+            let policy = env.policies().get(&policy_name).await?;
+            Ok(policy
+                .status
+                .is_some_and(|s| s.state != State::Ignored)
+                .then_some(()))
+        },
+    )
+    .await
+    .unwrap();
+    wait_policy(
+        &env,
+        &policy_name,
+        "DriverReady to name NVIDIADrivers",
+        |p| {
+            condition(p, DRIVER_READY).is_some_and(|c| {
+                c.status == "True" && c.reason == "Disabled" && c.message.contains("NVIDIADriver")
+            })
+        },
+    )
     .await;
 
     let drivers: Api<NvidiaDriver> = Api::all(env.client.clone());
@@ -168,26 +207,37 @@ async fn nvidia_drivers_deploy_the_drivers_of_their_nodes_and_take_them_away() {
         .create(&PostParams::default(), &nvidia_driver(&b_name, node_b))
         .await
         .unwrap();
-    let a_sets = wait_for_driver(&env, &a, node_a).await;
-    let b_sets = wait_for_driver(&env, &b, node_b).await;
+    wait_for_driver(&env, &a, node_a).await;
+    wait_for_driver(&env, &b, node_b).await;
 
     // The ClusterPolicy renders no driver DaemonSet, but the ServiceAccount the drivers run as.
     let all = driver_daemonsets(&env).await;
+    let (a_sets, b_sets) = (names(&owned_by(&all, &a)), names(&owned_by(&all, &b)));
     let unowned: Vec<&String> = all
         .keys()
         .filter(|name| !a_sets.contains(name) && !b_sets.contains(name))
         .collect();
-    assert!(unowned.is_empty(), "driver DaemonSets of no NVIDIADriver: {unowned:?}");
+    assert!(
+        unowned.is_empty(),
+        "driver DaemonSets of no NVIDIADriver: {unowned:?}"
+    );
     let accounts: Api<ServiceAccount> = Api::namespaced(env.client.clone(), &env.namespace);
     let account = accounts.get("nvidia-driver").await.unwrap();
     assert_eq!(account.owner_references()[0].kind, "ClusterPolicy");
 
     // Deleting one NVIDIADriver takes its DaemonSets away, not the other's.
-    drivers.delete(&b_name, &DeleteParams::default()).await.unwrap();
-    wait_until("the deleted NVIDIADriver's DaemonSets to go", TIMEOUT, || async {
-        let all = driver_daemonsets(&env).await;
-        Ok(b_sets.iter().all(|name| !all.contains_key(name)).then_some(()))
-    })
+    drivers
+        .delete(&b_name, &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_until(
+        "the deleted NVIDIADriver's DaemonSets to go",
+        TIMEOUT,
+        || async {
+            let all = driver_daemonsets(&env).await;
+            Ok(owned_by(&all, &b).is_empty().then_some(()))
+        },
+    )
     .await
     .unwrap();
     let all = driver_daemonsets(&env).await;
@@ -196,5 +246,8 @@ async fn nvidia_drivers_deploy_the_drivers_of_their_nodes_and_take_them_away() {
         "the other NVIDIADriver's DaemonSets stay: {:?}",
         all.keys().collect::<Vec<_>>()
     );
-    drivers.delete(&a_name, &DeleteParams::default()).await.unwrap();
+    drivers
+        .delete(&a_name, &DeleteParams::default())
+        .await
+        .unwrap();
 }
