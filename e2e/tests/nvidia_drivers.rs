@@ -3,7 +3,8 @@
 //! (its `DriverReady` says NVIDIADrivers manage the drivers) but keeps the driver's
 //! ServiceAccount; two NVIDIADrivers selecting one GPU node each get DaemonSets named after them
 //! (`nvidia-gpu-driver-<cr>-<os>`), selecting their node, owned by them, with pods ready on
-//! their nodes; deleting one NVIDIADriver takes its DaemonSets away and leaves the other's.
+//! their nodes, and a `DriverReady` condition in their status; deleting one NVIDIADriver takes its
+//! DaemonSets away and leaves the other's.
 #![cfg(feature = "e2e")]
 #![allow(
     clippy::unwrap_used,
@@ -145,6 +146,42 @@ fn nvidia_driver(name: &str, node: &str) -> NvidiaDriver {
     .unwrap()
 }
 
+/// Waits until `name` is the active ClusterPolicy: another scenario's older one on the shared
+/// cluster makes it `ignored` until that one goes.
+async fn wait_active(env: &Env, name: &str) {
+    wait_until(
+        "the ClusterPolicy to be the active one",
+        ACTIVE_TIMEOUT,
+        || async {
+            let policy = env.policies().get(name).await?;
+            Ok(policy
+                .status
+                .is_some_and(|s| s.state != State::Ignored)
+                .then_some(()))
+        },
+    )
+    .await
+    .unwrap();
+}
+
+/// Waits until NVIDIADriver `name` has `DriverReady` `True`.
+async fn wait_driver_ready(drivers: &Api<NvidiaDriver>, name: &str) {
+    wait_until(
+        &format!("DriverReady on NVIDIADriver {name}"),
+        TIMEOUT,
+        || async {
+            let live = drivers.get(name).await?;
+            let ready = live.status.and_then(|s| s.conditions).is_some_and(|c| {
+                c.iter()
+                    .any(|c| c.type_ == DRIVER_READY && c.status == "True")
+            });
+            Ok(ready.then_some(()))
+        },
+    )
+    .await
+    .unwrap();
+}
+
 #[tokio::test]
 async fn nvidia_drivers_deploy_the_drivers_of_their_nodes_and_take_them_away() {
     let env = setup().await;
@@ -171,21 +208,7 @@ async fn nvidia_drivers_deploy_the_drivers_of_their_nodes_and_take_them_away() {
         )
         .await
         .unwrap();
-    // Another scenario's older ClusterPolicy on the shared cluster makes this one `ignored` until
-    // that one goes: wait for this one to be served.
-    wait_until(
-        "the ClusterPolicy to be the active one",
-        ACTIVE_TIMEOUT,
-        || async {
-            let policy = env.policies().get(&policy_name).await?;
-            Ok(policy
-                .status
-                .is_some_and(|s| s.state != State::Ignored)
-                .then_some(()))
-        },
-    )
-    .await
-    .unwrap();
+    wait_active(&env, &policy_name).await;
     wait_policy(
         &env,
         &policy_name,
@@ -221,6 +244,9 @@ async fn nvidia_drivers_deploy_the_drivers_of_their_nodes_and_take_them_away() {
         unowned.is_empty(),
         "driver DaemonSets of no NVIDIADriver: {unowned:?}"
     );
+    // Each NVIDIADriver carries its operand's condition (its overall status is not computed yet).
+    wait_driver_ready(&drivers, &a_name).await;
+    wait_driver_ready(&drivers, &b_name).await;
     let accounts: Api<ServiceAccount> = Api::namespaced(env.client.clone(), &env.namespace);
     let account = accounts.get("nvidia-driver").await.unwrap();
     assert_eq!(account.owner_references()[0].kind, "ClusterPolicy");

@@ -20,7 +20,7 @@ fn facts(profile: &str) -> ClusterFacts {
         .facts
 }
 
-fn render(spec: serde_json::Value, facts: &ClusterFacts) -> serde_yaml::Value {
+fn render(spec: &serde_json::Value, facts: &ClusterFacts) -> serde_yaml::Value {
     let mut cr: NvidiaDriver = serde_json::from_value(json!({
         "apiVersion": "nvidia.com/v1alpha1",
         "kind": "NVIDIADriver",
@@ -58,7 +58,7 @@ fn a_gpu_driver_for_one_pool() {
         "tolerations": [{"key": "pool", "operator": "Exists", "effect": "NoSchedule"}],
         "labels": {"team": "ml"},
     });
-    insta::assert_yaml_snapshot!(render(spec, &facts("h100-ubuntu22.04-containerd")));
+    insta::assert_yaml_snapshot!(render(&spec, &facts("h100-ubuntu22.04-containerd")));
 }
 
 #[test]
@@ -67,7 +67,7 @@ fn the_vgpu_host_manager() {
         "driverType": "vgpu-host-manager",
         "image": "registry.local/vgpu-manager:595.91.07",
     });
-    insta::assert_yaml_snapshot!(render(spec, &facts("a100-rhel9.4-crio")));
+    insta::assert_yaml_snapshot!(render(&spec, &facts("a100-rhel9.4-crio")));
 }
 
 #[test]
@@ -79,5 +79,5 @@ fn precompiled_drivers_per_kernel() {
         "version": "570",
         "kernelModuleType": "open",
     });
-    insta::assert_yaml_snapshot!(render(spec, &facts("ubuntu22.04-two-kernels")));
+    insta::assert_yaml_snapshot!(render(&spec, &facts("ubuntu22.04-two-kernels")));
 }

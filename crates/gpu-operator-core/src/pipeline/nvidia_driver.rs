@@ -1,12 +1,12 @@
 //! NVIDIADriver as an [`Owner`]: not a singleton (each one serves the GPU nodes it selects), with
 //! NVIDIA's overall `Ready` and `Error` conditions. Its operands validate the whole object, not
-//! only its spec: NVIDIA names a CR's driver DaemonSets and its node ownership label after the CR
-//! (`nvidia-gpu-driver-<name>-<os>`, `nvidia.com/gpu-operator.driver.owner=<name>`), so the name
-//! and uid are part of what they render from.
+//! only its spec: NVIDIA names a CR's driver DaemonSets after the CR
+//! (`nvidia-gpu-driver-<name>-<os>`) and hashes its uid into their `app` label, so the name and
+//! uid are part of what they render from.
 
 use std::sync::Arc;
 
-use gpu_operator_api::{NvidiaDriver, conditions};
+use gpu_operator_api::{NvidiaDriver, conditions, nvidia_driver::NvidiaDriverState};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::runtime::reflector::Store;
 use tokio::sync::Notify;
@@ -39,6 +39,14 @@ impl Owner for NvidiaDriver {
         self.status.as_ref().map(|status| status.state.as_str())
     }
 
+    /// `state: notReady` while it has no status, so its operands' conditions can be written (its
+    /// schema requires `state`). Its overall status (`state`, `Ready`) is not computed yet.
+    fn seed_status(&self) -> Option<serde_json::Value> {
+        self.status
+            .is_none()
+            .then(|| serde_json::json!({ "state": NvidiaDriverState::NotReady.as_str() }))
+    }
+
     fn cache(stores: &Stores) -> &Store<Self> {
         &stores.nvidia_drivers
     }
@@ -54,9 +62,7 @@ impl Owner for NvidiaDriver {
 
 #[cfg(test)]
 mod tests {
-    use gpu_operator_api::{
-        NvidiaDriverSpec, NvidiaDriverStatus, nvidia_driver::NvidiaDriverState,
-    };
+    use gpu_operator_api::{NvidiaDriverSpec, NvidiaDriverStatus};
 
     use super::*;
     use crate::pipeline::active;
@@ -65,12 +71,17 @@ mod tests {
     fn every_nvidia_driver_not_being_deleted_is_served_and_its_status_reads_as_nvidias() {
         let mut a = NvidiaDriver::new("a", NvidiaDriverSpec::default());
         assert!(a.conditions().is_none() && a.state().is_none());
+        assert_eq!(
+            a.seed_status(),
+            Some(serde_json::json!({"state": "notReady"}))
+        );
         a.status = Some(NvidiaDriverStatus {
             state: NvidiaDriverState::NotReady,
             ..NvidiaDriverStatus::default()
         });
         assert_eq!(a.conditions(), Some(&[][..]));
         assert_eq!(a.state(), Some("notReady"));
+        assert_eq!(a.seed_status(), None, "seeded once");
         assert_eq!(a.spec().metadata.name.as_deref(), Some("a"));
         let b = Arc::new(NvidiaDriver::new("b", NvidiaDriverSpec::default()));
         let owners = vec![Arc::new(a.clone()), b.clone()];

@@ -175,6 +175,10 @@ async fn reconcile_once<O: Operand>(owner: &O::Owner, ctx: &Context) -> Result<A
         policy: policy.as_ref().map(|p| &p.spec),
     };
     let (children, state, unserved, mut warnings) = plan::<O>(owner.spec(), &cluster)?;
+    if let Some(seed) = owner.seed_status() {
+        // Its status event wakes this reconciler again, which then writes the condition.
+        seed_status(ctx, owner, seed).await?;
+    }
     warnings.extend(owner.section_warnings(O::SECTION));
     let started = Instant::now();
     let written = children::apply_all(ctx, owner, O::NAME, &children, O::SERVICE_MONITORS).await?;
@@ -259,6 +263,36 @@ async fn report<O: Operand>(
         }
     }
     Ok(outcome)
+}
+
+/// Field manager of the status a kind's [`Owner::seed_status`] creates.
+const SEED_MANAGER: &str = "gpu-operator/status-seed";
+
+/// Creates `owner`'s status with `seed` (server-side apply, its own field manager, so the
+/// conditions' requests never drop it).
+async fn seed_status<K: Owner>(
+    ctx: &Context,
+    owner: &K,
+    seed: serde_json::Value,
+) -> Result<(), Error> {
+    let name = owner.meta().name.clone().unwrap_or_default();
+    let patch = serde_json::json!({
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
+        "status": seed,
+    });
+    kube::Api::<K>::all(ctx.client.clone())
+        .patch_status(
+            &name,
+            &kube::api::PatchParams::apply(SEED_MANAGER).force(),
+            &kube::api::Patch::Apply(&patch),
+        )
+        .await
+        .map_err(Error::kube(format!(
+            "creating the status of {} {name}",
+            K::kind(&())
+        )))?;
+    Ok(())
 }
 
 async fn publish<K: Owner>(ctx: &Context, owner: &K, type_: EventType, reason: &str, note: &str) {
