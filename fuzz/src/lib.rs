@@ -35,6 +35,7 @@ pub fn every_operand(spec: &ClusterPolicySpec) {
                 facts: &profile.facts,
                 image_env: &fixtures::image_env,
                 config_maps: &fixtures::plugin_configs,
+                policy: None,
             },
         });
     }

@@ -151,6 +151,7 @@ pub fn with_cluster<T>(
         facts: &facts,
         image_env,
         config_maps: &plugin_configs,
+        policy: None,
     })
 }
 
@@ -188,6 +189,7 @@ pub fn snapshots<O: crate::contract::Operand<Owner = gpu_operator_api::ClusterPo
             facts,
             image_env: &image_env,
             config_maps: &lookup,
+            policy: None,
         };
         Ok(match O::validate(spec, &cluster) {
             Ok(Some(input)) => children_values(&O::render(&input))?,

@@ -236,6 +236,7 @@ mod tests {
             facts: &facts,
             image_env: &|name: &str| Some(format!("x/{name}:1")),
             config_maps: &|_| None,
+            policy: None,
         };
         validate(spec, &cluster).unwrap()
     }

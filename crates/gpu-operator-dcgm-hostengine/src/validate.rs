@@ -58,6 +58,7 @@ mod tests {
             facts,
             image_env: env,
             config_maps: &|_| None,
+            policy: None,
         }
     }
 

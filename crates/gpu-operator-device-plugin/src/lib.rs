@@ -131,6 +131,7 @@ mod tests {
             facts: &facts,
             image_env: &fixtures::image_env,
             config_maps: &fixtures::plugin_configs,
+            policy: None,
         };
         let input = DevicePlugin::validate(&spec, &cluster).unwrap().unwrap();
         DevicePlugin::warnings(&input)

@@ -2,10 +2,12 @@
 //! several, one per kernel with precompiled drivers), its ServiceAccount and RBAC, and the
 //! `nvidia-driver-startup-probe` ConfigMap, on nodes labelled `nvidia.com/gpu.deploy.driver=true`.
 //! Always `OnDelete`: a driver pod is replaced only when it is deleted (by the upgrade controller
-//! or by hand). Pure validate and render steps; the shared pipeline does the rest.
+//! or by hand). Pure validate and render steps; the shared pipeline does the rest. The same
+//! DaemonSets serve an NVIDIADriver's nodes ([`NvidiaDriverOperand`], in `nvidia_driver`).
 
 mod digest;
 pub mod in_sync;
+mod nvidia_driver;
 mod pools;
 mod render;
 mod settings;
@@ -18,6 +20,7 @@ use gpu_operator_core::{
 };
 use k8s_openapi::api::{apps::v1::DaemonSet, core::v1::Pod};
 
+pub use nvidia_driver::{NvidiaDriverOperand, PerDriver};
 pub use pools::{Pool, os_tag, sanitized_kernel};
 pub use validate::Input;
 
@@ -63,8 +66,27 @@ impl Operand for Driver {
         validate::validate(spec, cluster)
     }
 
+    /// With `driver.useNvidiaDriverCRD: true`, NVIDIADriver objects deploy the drivers.
+    fn disabled_because(spec: &ClusterPolicySpec, _cluster: &Cluster<'_>) -> Option<String> {
+        (spec.driver_enabled() && validate::managed_by_nvidia_drivers(spec)).then(|| {
+            "driver.useNvidiaDriverCRD is true: the drivers are managed by NVIDIADriver objects"
+                .to_owned()
+        })
+    }
+
     fn render(input: &Input) -> Children {
         render::children(input)
+    }
+
+    /// With `driver.useNvidiaDriverCRD: true`, the identity, RBAC and startup probe ConfigMap the
+    /// NVIDIADrivers' DaemonSets share (the operator may write ClusterRoles under fixed names
+    /// only, and one object has one controller).
+    fn render_disabled(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Children {
+        if spec.driver_enabled() && validate::managed_by_nvidia_drivers(spec) {
+            render::shared(cluster.namespace)
+        } else {
+            Children::default()
+        }
     }
 
     fn unserved(input: &Input) -> Option<String> {

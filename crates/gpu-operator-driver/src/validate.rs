@@ -57,21 +57,30 @@ pub struct Input {
     pub pools: Vec<Pool>,
     /// GPU nodes no pool serves, in a sentence.
     pub unserved: Option<String>,
+    /// What an NVIDIADriver adds (its driver type, its nodes, its pod settings); `None` for the
+    /// ClusterPolicy's driver.
+    pub nvidia_driver: Option<crate::nvidia_driver::PerDriver>,
 }
 
-/// `Ok(None)` when `driver.enabled` is false (it defaults to true).
+/// `Ok(None)` when `driver.enabled` is false (it defaults to true), and when
+/// `driver.useNvidiaDriverCRD` hands the drivers to NVIDIADriver objects.
 pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
-    let driver = &spec.driver;
-    if !spec.driver_enabled() {
+    if !spec.driver_enabled() || managed_by_nvidia_drivers(spec) {
         return Ok(None);
     }
-    if driver.use_nvidia_driver_crd == Some(true) {
-        return Err(Error::InvalidSpec(
-            "driver.useNvidiaDriverCRD: NVIDIADriver objects are not supported yet; set it to \
-             false (or disable the driver with driver.enabled: false)"
-                .to_owned(),
-        ));
-    }
+    resolve(spec, cluster).map(Some)
+}
+
+/// Whether `driver.useNvidiaDriverCRD` is true: NVIDIADriver objects deploy the drivers.
+pub fn managed_by_nvidia_drivers(spec: &ClusterPolicySpec) -> bool {
+    spec.driver.use_nvidia_driver_crd == Some(true)
+}
+
+/// The driver's `Input` for `spec.driver` (with `spec.gds`, `spec.gdrcopy` and the shared pod
+/// settings), whoever asks for it: the ClusterPolicy, or an NVIDIADriver (`crate::nvidia_driver`,
+/// which passes its own driver sections in a spec of the same shape).
+pub(crate) fn resolve(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Input, Error> {
+    let driver = &spec.driver;
     let precompiled = driver.use_precompiled == Some(true);
     let gds = spec.gds.as_ref().filter(|_| spec.gds_enabled());
     let gdrcopy = spec.gdrcopy.as_ref().filter(|_| spec.gdrcopy_enabled());
@@ -135,13 +144,13 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
             kernel,
         });
     }
-    Ok(Some(Input::new(
+    Ok(Input::new(
         spec,
         cluster.namespace.to_owned(),
         manager_image,
         resolved,
         pools::unserved(facts, precompiled),
-    )))
+    ))
 }
 
 impl Input {
@@ -179,6 +188,7 @@ impl Input {
             manager_image,
             pools,
             unserved,
+            nvidia_driver: None,
         }
     }
 }
@@ -312,6 +322,7 @@ mod tests {
             facts,
             image_env: &image_env,
             config_maps: &|_| None,
+            policy: None,
         };
         validate(spec, &cluster)
     }
@@ -378,15 +389,13 @@ mod tests {
     }
 
     #[test]
-    fn disabled_renders_nothing_and_nvidia_driver_crd_mode_is_refused() {
+    fn disabled_and_nvidia_driver_crd_mode_render_nothing() {
         let mut spec = ClusterPolicySpec::default();
         spec.driver.enabled = Some(false);
         assert!(run(&spec, &ClusterFacts::default()).unwrap().is_none());
         spec.driver.enabled = None;
         spec.driver.use_nvidia_driver_crd = Some(true);
-        let error = run(&spec, &ClusterFacts::default())
-            .unwrap_err()
-            .to_string();
-        assert!(error.contains("driver.useNvidiaDriverCRD"), "{error}");
+        assert!(run(&spec, &ClusterFacts::default()).unwrap().is_none());
+        assert!(managed_by_nvidia_drivers(&spec));
     }
 }

@@ -58,6 +58,7 @@ fn render(facts: &ClusterFacts) -> Children {
         facts,
         image_env: &image_env,
         config_maps: &|_| None,
+        policy: None,
     };
     Driver::validate(&ClusterPolicySpec::default(), &cluster)
         .unwrap()

@@ -25,6 +25,7 @@ fn render(spec: &ClusterPolicySpec, facts: &ClusterFacts) -> Children {
         facts,
         image_env: &image_env,
         config_maps: &|_| None,
+        policy: None,
     };
     Driver::validate(spec, &cluster)
         .unwrap()

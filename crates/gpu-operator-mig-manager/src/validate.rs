@@ -180,6 +180,7 @@ pub fn for_tests(spec: &ClusterPolicySpec) -> Input {
         facts: &facts,
         image_env: &|name: &str| Some(format!("x/{name}:1")),
         config_maps: &lookup,
+        policy: None,
     };
     match validate(spec, &cluster) {
         Ok(Some(input)) => input,
@@ -235,6 +236,7 @@ mod tests {
             facts: &facts,
             image_env: &|name: &str| Some(format!("x/{name}:1")),
             config_maps: &lookup,
+            policy: None,
         };
         validate(spec, &cluster)
     }

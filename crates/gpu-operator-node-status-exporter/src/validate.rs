@@ -85,6 +85,7 @@ mod tests {
             facts: &facts,
             image_env: &|name: &str| Some(format!("x/{name}:1")),
             config_maps: &|_| None,
+            policy: None,
         };
         let mut spec = ClusterPolicySpec::default();
         assert!(validate(&spec, &cluster).unwrap().is_none());

@@ -1,5 +1,7 @@
-//! The operand registry: [`visit_all`] names every operand the operator runs, once. What depends
-//! on the list derives from it: the reconcilers `gpu-operator run` starts (a [`Visit`] there), the
+//! The operand registry: [`visit_all`] names every operand of the ClusterPolicy, once, and
+//! [`visit_nvidia_driver`] every operand of an NVIDIADriver; [`visit_every_kind`] visits both
+//! lists. What depends on the lists derives from them: the reconcilers `gpu-operator run` starts
+//! (a [`VisitAny`] there), the
 //! conditions the overall `Ready` waits for ([`ready_conditions`]), the image variables the
 //! operator reads ([`image_envs`], [`image_vars`]), and the tests and fuzz targets that run every
 //! operand. Tests here fail when a crate implements `Operand` but is not listed, and when the
@@ -31,6 +33,30 @@ pub fn visit_all(visit: &mut impl Visit) {
     visit.operand::<gpu_operator_sandbox::Sandbox>();
 }
 
+/// What is done with each operand of any owner kind, in the registry's order.
+pub trait VisitAny {
+    /// Called once for every operand `O`.
+    fn operand<O: Operand>(&mut self);
+}
+
+/// Calls `visit` with every operand of an NVIDIADriver.
+pub fn visit_nvidia_driver(visit: &mut impl VisitAny) {
+    visit.operand::<gpu_operator_driver::NvidiaDriverOperand>();
+}
+
+/// Calls `visit` with every operand of every owner kind: the ClusterPolicy's ([`visit_all`]),
+/// then the NVIDIADriver's ([`visit_nvidia_driver`]).
+pub fn visit_every_kind(visit: &mut impl VisitAny) {
+    struct ClusterPolicyOnes<'a, V>(&'a mut V);
+    impl<V: VisitAny> Visit for ClusterPolicyOnes<'_, V> {
+        fn operand<O: Operand<Owner = ClusterPolicy>>(&mut self) {
+            self.0.operand::<O>();
+        }
+    }
+    visit_all(&mut ClusterPolicyOnes(visit));
+    visit_nvidia_driver(visit);
+}
+
 /// One operand's names, as the registry lists them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Entry {
@@ -44,20 +70,44 @@ pub struct Entry {
     pub images: &'static [ImageEnv],
     /// The operand's Rust type, such as `gpu_operator_driver::Driver`.
     pub type_name: &'static str,
+    /// The kind of its owner ([`Operand::Owner`]), such as `ClusterPolicy`.
+    pub owner: &'static str,
 }
 
-/// Every operand's [`Entry`], in the registry's order.
+/// The [`Entry`] of operand `O`.
+fn entry<O: Operand>() -> Entry {
+    Entry {
+        name: O::NAME,
+        condition: O::CONDITION,
+        in_overall_ready: O::IN_OVERALL_READY,
+        images: O::IMAGES,
+        type_name: std::any::type_name::<O>(),
+        owner: std::any::type_name::<O::Owner>()
+            .rsplit("::")
+            .next()
+            .unwrap_or_default(),
+    }
+}
+
+/// Every operand's [`Entry`] of every owner kind, in the registry's order.
+pub fn all_entries() -> Vec<Entry> {
+    struct Entries(Vec<Entry>);
+    impl VisitAny for Entries {
+        fn operand<O: Operand>(&mut self) {
+            self.0.push(entry::<O>());
+        }
+    }
+    let mut entries = Entries(Vec::new());
+    visit_every_kind(&mut entries);
+    entries.0
+}
+
+/// Every ClusterPolicy operand's [`Entry`], in the registry's order.
 pub fn entries() -> Vec<Entry> {
     struct Entries(Vec<Entry>);
     impl Visit for Entries {
         fn operand<O: Operand<Owner = ClusterPolicy>>(&mut self) {
-            self.0.push(Entry {
-                name: O::NAME,
-                condition: O::CONDITION,
-                in_overall_ready: O::IN_OVERALL_READY,
-                images: O::IMAGES,
-                type_name: std::any::type_name::<O>(),
-            });
+            self.0.push(entry::<O>());
         }
     }
     let mut entries = Entries(Vec::new());
@@ -78,10 +128,10 @@ pub fn ready_conditions() -> &'static [&'static str] {
     &CONDITIONS
 }
 
-/// Every image variable of every operand, each once, in the registry's order.
+/// Every image variable of every operand of every owner kind, each once, in the registry's order.
 pub fn image_envs() -> Vec<ImageEnv> {
     let mut envs: Vec<ImageEnv> = Vec::new();
-    for image in entries().iter().flat_map(|entry| entry.images) {
+    for image in all_entries().iter().flat_map(|entry| entry.images) {
         if !envs.iter().any(|known| known.var == image.var) {
             envs.push(*image);
         }

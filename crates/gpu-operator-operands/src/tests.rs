@@ -50,6 +50,36 @@ fn crates_implementing_operand() -> BTreeSet<String> {
     found
 }
 
+/// How many `impl ... Operand for ...` lines each crate of [`crates_implementing_operand`] has.
+fn operand_impls_by_crate() -> std::collections::BTreeMap<String, usize> {
+    let mut found = std::collections::BTreeMap::new();
+    for name in crates_implementing_operand() {
+        let mut files = Vec::new();
+        rust_files(
+            &root()
+                .join("crates")
+                .join(name.replace('_', "-"))
+                .join("src"),
+            &mut files,
+        );
+        let count = files
+            .iter()
+            .map(|file| {
+                std::fs::read_to_string(file)
+                    .unwrap()
+                    .lines()
+                    .filter(|line| {
+                        let line = line.trim_start();
+                        line.starts_with("impl") && line.contains(IMPLEMENTS_OPERAND)
+                    })
+                    .count()
+            })
+            .sum();
+        found.insert(name, count);
+    }
+    found
+}
+
 #[test]
 fn every_crate_that_implements_operand_is_registered() {
     let implementing = crates_implementing_operand();
@@ -57,17 +87,57 @@ fn every_crate_that_implements_operand_is_registered() {
         implementing.contains("gpu_operator_driver") && implementing.len() >= 10,
         "the search for Operand implementations found too little: {implementing:?}"
     );
-    let registered: BTreeSet<String> = entries()
+    let registered: BTreeSet<String> = all_entries()
         .iter()
         .map(|entry| entry.type_name.split("::").next().unwrap().to_owned())
         .collect();
     let missing: Vec<&String> = implementing.difference(&registered).collect();
     assert!(
         missing.is_empty(),
-        "these crates implement Operand but are not in the registry: add each to `visit_all` in \
+        "these crates implement Operand but are not in the registry: add each to `visit_all` \
+         (or the list of its owner kind, such as `visit_nvidia_driver`) in \
          crates/gpu-operator-operands/src/lib.rs (and the crate to its Cargo.toml): {missing:?}"
     );
-    assert_eq!(entries().len(), registered.len(), "one operand per crate");
+    let impls: usize = operand_impls_by_crate().values().sum();
+    assert_eq!(
+        all_entries().len(),
+        impls,
+        "every `impl Operand` is registered once: {:#?}",
+        all_entries()
+    );
+    assert_eq!(
+        entries().len(),
+        registered.len(),
+        "one ClusterPolicy operand per crate"
+    );
+}
+
+#[test]
+fn every_owner_kind_has_its_list() {
+    let owners: Vec<(&str, &str)> = all_entries()
+        .iter()
+        .map(|entry| (entry.owner, entry.type_name))
+        .filter(|(owner, _)| *owner != "ClusterPolicy")
+        .collect();
+    assert_eq!(
+        owners,
+        [(
+            "NvidiaDriver",
+            "gpu_operator_driver::nvidia_driver::NvidiaDriverOperand"
+        )]
+    );
+    assert!(entries().iter().all(|entry| entry.owner == "ClusterPolicy"));
+    let nvidia_driver: Vec<&str> = all_entries()
+        .iter()
+        .filter(|entry| entry.owner == "NvidiaDriver")
+        .map(|entry| entry.condition)
+        .collect();
+    let unique: BTreeSet<&&str> = nvidia_driver.iter().collect();
+    assert_eq!(
+        unique.len(),
+        nvidia_driver.len(),
+        "one condition per operand of a kind"
+    );
 }
 
 #[test]

@@ -79,6 +79,7 @@ fn the_chart_grants_every_cluster_role_an_operand_renders() {
                         facts: &profile.facts,
                         image_env: &fixtures::image_env,
                         config_maps: &lookup,
+                        policy: None,
                     },
                     names: BTreeSet::new(),
                 };

@@ -15,6 +15,7 @@ fn check(spec: &ClusterPolicySpec, nodes: &[NodeMeta]) -> Option<String> {
         facts: &facts,
         image_env: &fixtures::image_env,
         config_maps: &fixtures::plugin_configs,
+        policy: None,
     };
     Sandbox::validate(spec, &cluster)
         .unwrap()

@@ -46,7 +46,7 @@ impl Operand for Toolkit {
         render::children(input)
     }
 
-    fn render_disabled(spec: &ClusterPolicySpec) -> Children {
+    fn render_disabled(spec: &ClusterPolicySpec, _cluster: &Cluster<'_>) -> Children {
         Children {
             runtime_classes: render::runtime_classes(&render::RuntimeSettings::of(spec)),
             ..Children::default()

@@ -23,10 +23,11 @@ fn render(spec: &ClusterPolicySpec, facts: &ClusterFacts) -> Children {
         facts,
         image_env: &image_env,
         config_maps: &|_| None,
+        policy: None,
     };
     match Toolkit::validate(spec, &cluster).unwrap() {
         Some(input) => Toolkit::render(&input),
-        None => Toolkit::render_disabled(spec),
+        None => Toolkit::render_disabled(spec, &cluster),
     }
 }
 

@@ -6,14 +6,14 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use futures::{FutureExt as _, future::BoxFuture};
-use gpu_operator_api::ClusterPolicy;
 use gpu_operator_core::{
     Context, cache::stores, contract::Operand, pipeline::controller, report::metrics::Metrics,
 };
-use gpu_operator_operands::Visit;
+use gpu_operator_operands::VisitAny;
 use gpu_operator_process::{admin, config::RunArgs, leader, shutdown::Shutdown, telemetry};
 
-/// The reconcilers of the registry's operands, ready to be polled with the others.
+/// The reconcilers of the registry's operands (of every owner kind), ready to be polled with the
+/// others.
 struct OperandReconcilers<'a> {
     ctx: &'a Arc<Context>,
     subs: &'a stores::Subscriptions,
@@ -21,8 +21,8 @@ struct OperandReconcilers<'a> {
     reconcilers: Vec<BoxFuture<'static, ()>>,
 }
 
-impl Visit for OperandReconcilers<'_> {
-    fn operand<O: Operand<Owner = ClusterPolicy>>(&mut self) {
+impl VisitAny for OperandReconcilers<'_> {
+    fn operand<O: Operand>(&mut self) {
         let reconciler = controller::run_operand::<O>(
             self.ctx.clone(),
             self.subs.clone(),
@@ -119,7 +119,7 @@ fn controllers(
         shutdown,
         reconcilers: Vec::new(),
     };
-    gpu_operator_operands::visit_all(&mut operands);
+    gpu_operator_operands::visit_every_kind(&mut operands);
     let mut controllers: Vec<BoxFuture<'static, ()>> =
         vec![gpu_operator_node_labels::controller(ctx.clone(), subs, stop()).boxed()];
     controllers.extend(operands.reconcilers);

@@ -65,6 +65,7 @@ fn run_every_operand(spec: &ClusterPolicySpec) -> usize {
                 facts: &profile.facts,
                 image_env: &fixtures::image_env,
                 config_maps: &fixtures::plugin_configs,
+                policy: None,
             },
             rendered: 0,
         };

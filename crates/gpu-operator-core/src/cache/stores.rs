@@ -6,12 +6,14 @@
 //! [`NodeMeta`] (name, labels, the validators' report), so the cache stays small at thousands of
 //! nodes; the GPU nodes' container runtime, parsed as that one field; and the metadata of one
 //! CustomResourceDefinition each for the Prometheus Operator's ServiceMonitor and PrometheusRule,
-//! whose presence decides whether those can be created.
+//! whose presence decides whether those can be created. NVIDIADrivers are cached too, where
+//! their CRD is installed: where it is not, their cache stays empty and ready
+//! ([`tolerate_missing`]), so the operator runs without it.
 
 use std::{fmt::Debug, future::Future, hash::Hash, pin::Pin, sync::Arc};
 
 use futures::{StreamExt as _, stream::BoxStream};
-use gpu_operator_api::{ClusterPolicy, labels};
+use gpu_operator_api::{ClusterPolicy, NvidiaDriver, labels};
 use k8s_openapi::{
     api::{
         apps::v1::DaemonSet,
@@ -67,6 +69,8 @@ macro_rules! kinds {
             /// Woken after every ClusterPolicy event reached the cache and the controllers, so a
             /// reconcile can tell when a newer spec overtook it.
             pub policy_events: Arc<Notify>,
+            /// Woken after every NVIDIADriver event reached the cache and the controllers.
+            pub nvidia_driver_events: Arc<Notify>,
         }
 
         /// Change streams of the shared caches, to trigger controllers.
@@ -116,6 +120,7 @@ macro_rules! kinds {
 
 kinds! {
     policies: ClusterPolicy,
+    nvidia_drivers: NvidiaDriver,
     nodes: NodeMeta,
     node_runtimes: NodeRuntime,
     daemonsets: DaemonSet,
@@ -160,6 +165,14 @@ pub fn start(client: &Client, namespace: &str) -> (Stores, Subscriptions, Driver
         &everything,
         strip_managed_fields,
         Tap::Notify(policy_events.clone()),
+        [],
+    );
+    let nvidia_driver_events = Arc::new(Notify::new());
+    let (nvidia_drivers, nvidia_drivers_sub, []) = r.reflect_tapped(
+        Api::<NvidiaDriver>::all(c.clone()),
+        &everything,
+        strip_managed_fields,
+        Tap::Notify(nvidia_driver_events.clone()),
         [],
     );
     let (nodes, nodes_sub, [node_labels, node_reports]) = r.reflect_tapped(
@@ -227,6 +240,7 @@ pub fn start(client: &Client, namespace: &str) -> (Stores, Subscriptions, Driver
     let driver = Box::pin(futures::stream::select_all(r.streams).for_each(|()| async {}));
     let stores = Stores {
         policies,
+        nvidia_drivers,
         nodes,
         node_runtimes,
         daemonsets,
@@ -242,9 +256,11 @@ pub fn start(client: &Client, namespace: &str) -> (Stores, Subscriptions, Driver
         prometheus_rule_crds,
         node_facts,
         policy_events,
+        nvidia_driver_events,
     };
     let subscriptions = Subscriptions {
         policies: policies_sub,
+        nvidia_drivers: nvidia_drivers_sub,
         nodes: nodes_sub,
         node_runtimes: node_runtimes_sub,
         daemonsets: daemonsets_sub,
@@ -322,6 +338,7 @@ impl Reflectors {
         let (before, after, cache) = (tap.clone(), tap, store.clone());
         let events = watcher(api, config.clone())
             .default_backoff()
+            .flat_map(|event| futures::stream::iter(tolerate_missing(event)))
             .modify(modify)
             .inspect(move |event| {
                 if let Ok(event) = event {
@@ -340,6 +357,31 @@ impl Reflectors {
             .boxed();
         self.streams.push(stream);
         (store, subscription, filtered)
+    }
+}
+
+/// A watch event as the reflector takes it, except that a list or watch the API server answers
+/// 404 (the kind's CRD is not installed: NVIDIADriver where only the ClusterPolicy CRD is) reads
+/// as an empty list: the cache is empty and ready instead of never synced, and the watcher keeps
+/// retrying with backoff, so a CRD installed later is listed then.
+fn tolerate_missing<K>(
+    event: Result<watcher::Event<K>, watcher::Error>,
+) -> Vec<Result<watcher::Event<K>, watcher::Error>> {
+    match event {
+        Err(error) if resource_missing(&error) => {
+            tracing::debug!(%error, "the watched kind is not served; cached as empty");
+            vec![Ok(watcher::Event::Init), Ok(watcher::Event::InitDone)]
+        }
+        other => vec![other],
+    }
+}
+
+/// Whether the API server answered a list or watch with 404: the resource is not served.
+fn resource_missing(error: &watcher::Error) -> bool {
+    match error {
+        watcher::Error::InitialListFailed(kube::Error::Api(response))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(response)) => response.code == 404,
+        _ => false,
     }
 }
 
@@ -414,3 +456,6 @@ where
 fn strip_managed_fields<K: Resource>(object: &mut K) {
     object.meta_mut().managed_fields = None;
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,5 +1,6 @@
-//! What validation may know about the cluster besides the ClusterPolicy: the namespace, the
-//! node facts, the operator's image fallbacks and the ConfigMaps users name.
+//! What validation may know about the cluster besides the owner's spec: the namespace, the node
+//! facts, the operator's image fallbacks, the ConfigMaps users name, and the active ClusterPolicy
+//! (which an NVIDIADriver's operand takes its shared pod settings and its opt-in from).
 
 use std::sync::Arc;
 
@@ -20,6 +21,10 @@ pub struct Cluster<'a> {
     /// The ConfigMaps of the operator namespace by name, such as the one `devicePlugin.config`
     /// names.
     pub config_maps: &'a (dyn Fn(&str) -> Option<Arc<ConfigMap>> + Sync),
+    /// The spec of the active ClusterPolicy, if any: what operands of other owner kinds take
+    /// from it (the `daemonsets`, `hostPaths` and `validator` settings every pod shares, the
+    /// `driver.useNvidiaDriverCRD` switch). ClusterPolicy operands read their own spec instead.
+    pub policy: Option<&'a ClusterPolicySpec>,
 }
 
 impl Cluster<'_> {
@@ -47,6 +52,7 @@ impl std::fmt::Debug for Cluster<'_> {
         f.debug_struct("Cluster")
             .field("namespace", &self.namespace)
             .field("facts", self.facts)
+            .field("policy", &self.policy.is_some())
             .finish_non_exhaustive()
     }
 }

@@ -46,12 +46,21 @@ pub trait Operand: Send + Sync + 'static {
         cluster: &Cluster<'_>,
     ) -> Result<Option<Self::Input>, Error>;
 
+    /// Why the operand is disabled when [`Operand::validate`] says so, in a sentence for its
+    /// condition; `None` (the default) says `<section>.enabled is false`.
+    fn disabled_because(
+        _spec: &<Self::Owner as Owner>::Spec,
+        _cluster: &Cluster<'_>,
+    ) -> Option<String> {
+        None
+    }
+
     /// The objects the operand needs, without namespace or owner (added on apply).
     fn render(input: &Self::Input) -> Children;
 
     /// Objects kept while the operand is disabled, such as the RuntimeClasses NVIDIA creates
     /// whatever the toolkit's switch says; nothing by default.
-    fn render_disabled(_spec: &<Self::Owner as Owner>::Spec) -> Children {
+    fn render_disabled(_spec: &<Self::Owner as Owner>::Spec, _cluster: &Cluster<'_>) -> Children {
         Children::default()
     }
 

@@ -58,6 +58,14 @@ pub trait Owner:
         Vec::new()
     }
 
+    /// The status to create before the operands' first condition, for a kind whose status they
+    /// cannot create alone (its schema requires a field their conditions do not carry, such as
+    /// NVIDIADriver's `state`); `None` (the default) once it has a status, and for a kind whose
+    /// own status reconciler writes it first (the ClusterPolicy).
+    fn seed_status(&self) -> Option<serde_json::Value> {
+        None
+    }
+
     /// The shared cache of this kind.
     fn cache(stores: &Stores) -> &Store<Self>;
 

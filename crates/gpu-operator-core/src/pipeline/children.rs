@@ -1,13 +1,14 @@
 //! How the pipeline writes what an operand renders ([`Children`]): each kind is
 //! compared with its cache and applied only when it differs; what the operand no longer renders
-//! (found by its `app.kubernetes.io/component` label) is deleted. A live DaemonSet's selector is
+//! (found by its `app.kubernetes.io/component` label, and of an owner kind that is no singleton
+//! only among this owner's objects: [`prunes`]) is deleted. A live DaemonSet's selector is
 //! kept when our pods match it ([`crate::pipeline::adopt`]). ServiceMonitors and
 //! PrometheusRules, kinds the cluster may lack, are written by [`crate::build::service_monitor`]
 //! and [`crate::build::prometheus_rule`].
 
 use std::{collections::BTreeSet, fmt::Debug};
 
-use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::{api::apps::v1::DaemonSet, apimachinery::pkg::apis::meta::v1::OwnerReference};
 use kube::{
     Api, Resource, ResourceExt as _,
     runtime::reflector::{ObjectRef, Store},
@@ -115,6 +116,19 @@ where
     }
 }
 
+/// Whether `owner` prunes a stale object of its component with `references`: an owner of a
+/// singleton kind every one not controlled by an object of another kind (its own, an older
+/// ClusterPolicy's, an orphan), an owner of another kind only its own (NVIDIADrivers render the
+/// same component, each for its nodes).
+fn prunes<O: Owner>(owner: &O, references: &[OwnerReference]) -> bool {
+    let controller = references.iter().find(|r| r.controller == Some(true));
+    match controller {
+        None => O::SINGLETON,
+        Some(r) if O::SINGLETON => r.kind == O::kind(&()) && r.api_version == O::api_version(&()),
+        Some(r) => owner.meta().uid.as_deref() == Some(r.uid.as_str()),
+    }
+}
+
 /// Writes one reconciler's objects for `owner`, counting its writes.
 struct Writer<'a, O> {
     owner: &'a O,
@@ -157,10 +171,47 @@ impl<O: Owner> Writer<'_, O> {
         for stale in cache.state().iter().filter(|o| {
             o.labels().get(meta::COMPONENT_LABEL).map(String::as_str) == Some(self.component)
                 && !keep.contains(&o.name_any())
+                && prunes(self.owner, o.owner_references())
         }) {
             apply::delete(&api, &stale.name_any()).await?;
             self.written += 1;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, NvidiaDriver, NvidiaDriverSpec};
+
+    use super::*;
+
+    fn controlled_by<K: Resource<DynamicType = ()>>(uid: &str) -> Vec<OwnerReference> {
+        vec![OwnerReference {
+            api_version: K::api_version(&()).into_owned(),
+            kind: K::kind(&()).into_owned(),
+            name: "x".into(),
+            uid: uid.into(),
+            controller: Some(true),
+            ..OwnerReference::default()
+        }]
+    }
+
+    #[test]
+    fn a_cluster_policy_prunes_every_stale_object_but_an_nvidia_drivers() {
+        let policy = ClusterPolicy::new("p", ClusterPolicySpec::default());
+        assert!(prunes(&policy, &[]));
+        assert!(prunes(&policy, &controlled_by::<ClusterPolicy>("older")));
+        assert!(!prunes(&policy, &controlled_by::<NvidiaDriver>("d1")));
+    }
+
+    #[test]
+    fn an_nvidia_driver_prunes_only_its_own() {
+        let mut driver = NvidiaDriver::new("a", NvidiaDriverSpec::default());
+        driver.metadata.uid = Some("d1".into());
+        assert!(prunes(&driver, &controlled_by::<NvidiaDriver>("d1")));
+        assert!(!prunes(&driver, &controlled_by::<NvidiaDriver>("d2")));
+        assert!(!prunes(&driver, &controlled_by::<ClusterPolicy>("p")));
+        assert!(!prunes(&driver, &[]));
     }
 }

@@ -2,7 +2,9 @@
 //! its owners (ClusterPolicies for the ClusterPolicy's operands), owns every kind it renders, and
 //! is woken by node label changes and GPU-node runtime changes (not by the status heartbeats of
 //! thousands of nodes), by a change of the data of a user's ConfigMap in the operator namespace
-//! (one the owner may name) and when the ServiceMonitor CRD comes or goes. A reconcile starts on
+//! (one the owner may name), when the ServiceMonitor CRD comes or goes, and (for an owner kind
+//! that is no singleton, NVIDIADriver) when a ClusterPolicy's spec changes, which such an
+//! operand takes its shared settings and its opt-in from. A reconcile starts on
 //! the first event; see [`crate::pipeline::coalesce`] for how bursts are merged. Every trigger
 //! names the owner by the same key, so one operand never runs two reconciles of one owner at once.
 //! The node streams come filtered by the shared caches (see [`crate::cache::change_stream`]); the
@@ -48,6 +50,14 @@ pub fn run_operand<O: Operand>(
     let crd_owners = owners.clone();
     let rule_crd_owners = owners.clone();
     let config_owners = owners.clone();
+    let policy_owners = owners.clone();
+    // Only an owner kind that is no singleton reads the ClusterPolicy besides its own spec.
+    let policy_specs = changes(
+        subs.policies
+            .clone()
+            .filter(|_| std::future::ready(!<O::Owner as Owner>::SINGLETON)),
+        |policy, hasher| (&policy.metadata.uid, policy.metadata.generation).hash(hasher),
+    );
     let user_configs = changes(
         subs.config_maps
             .clone()
@@ -76,6 +86,7 @@ pub fn run_operand<O: Operand>(
         .watches_shared_stream(user_configs, move |_| served(&config_owners))
         .watches_shared_stream(subs.service_monitor_crds, move |_| served(&crd_owners))
         .watches_shared_stream(subs.prometheus_rule_crds, move |_| served(&rule_crd_owners))
+        .watches_shared_stream(policy_specs, move |_| served(&policy_owners))
         .graceful_shutdown_on(shutdown)
         .run(operand::reconcile::<O>, operand::error_policy::<O>, ctx)
         .for_each(|result| log(O::NAME, result))

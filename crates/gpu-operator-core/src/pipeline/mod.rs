@@ -1,12 +1,12 @@
 //! The reconcile pipeline every operand runs, written once and generic over the custom resource
-//! that owns the operand ([`crate::contract::Owner`]; ClusterPolicy is one, in [`cluster_policy`]):
-//! the validate → render → apply → status steps of [`operand`] (over the
-//! [`crate::contract::Operand`] an operand crate supplies), the Controllers that wake it
-//! ([`controller`], [`coalesce`]), which owners are [`active`], how children are written
-//! ([`children`], [`apply`], with [`adopt`] and [`takeover`] for what another operator left, and
-//! [`leftovers`] for what it left that we do not render), and how conditions reach the owner's
-//! status ([`status_write`], [`write_gate`], [`status_batch`], with an operand's [`warning`]s), and
-//! the [`events`] about it.
+//! that owns the operand ([`crate::contract::Owner`]; ClusterPolicy in [`cluster_policy`],
+//! NVIDIADriver in [`nvidia_driver`]): the validate → render → apply → status steps of
+//! [`operand`] (over the [`crate::contract::Operand`] an operand crate supplies), the Controllers
+//! that wake it ([`controller`], [`coalesce`]), which owners are [`active`], how children are
+//! written ([`children`], [`apply`], with [`adopt`] and [`takeover`] for what another operator
+//! left, and [`leftovers`] for what it left that we do not render), and how conditions reach the
+//! owner's status ([`status_write`], [`write_gate`], [`status_batch`], with an operand's
+//! [`warning`]s), and the [`events`] about it.
 
 pub mod active;
 pub mod adopt;
@@ -17,6 +17,7 @@ pub mod coalesce;
 pub mod controller;
 pub mod events;
 pub mod leftovers;
+pub mod nvidia_driver;
 pub mod operand;
 pub mod status_batch;
 pub mod status_write;

@@ -87,11 +87,13 @@ fn plan<O: Operand>(
 ) -> Result<Plan, Error> {
     Ok(match O::validate(spec, cluster)? {
         None => (
-            O::render_disabled(spec),
+            O::render_disabled(spec, cluster),
             Some(Desired::ok(
                 O::CONDITION,
                 "Disabled",
-                format!("{}.enabled is false: nothing deployed", O::SECTION),
+                O::disabled_because(spec, cluster).unwrap_or_else(|| {
+                    format!("{}.enabled is false: nothing deployed", O::SECTION)
+                }),
             )),
             None,
             Vec::new(),
@@ -140,6 +142,7 @@ async fn reconcile_once<O: Operand>(owner: &O::Owner, ctx: &Context) -> Result<A
             .get(&ObjectRef::new(name).within(&ctx.namespace))
     };
     let facts = ctx.facts();
+    let policy = active::active(&ctx.stores.policies.state());
     if facts.gpu_nodes_without_runtime > 0 {
         // A node just became a GPU node and the runtime cache has not seen it yet: rendering now
         // would write a pod template from half the facts and rewrite it a moment later, and a
@@ -169,8 +172,13 @@ async fn reconcile_once<O: Operand>(owner: &O::Owner, ctx: &Context) -> Result<A
         facts: &facts,
         image_env: &image_env,
         config_maps: &config_maps,
+        policy: policy.as_ref().map(|p| &p.spec),
     };
     let (children, state, unserved, mut warnings) = plan::<O>(owner.spec(), &cluster)?;
+    if let Some(seed) = owner.seed_status() {
+        // Its status event wakes this reconciler again, which then writes the condition.
+        seed_status(ctx, owner, seed).await?;
+    }
     warnings.extend(owner.section_warnings(O::SECTION));
     let started = Instant::now();
     let written = children::apply_all(ctx, owner, O::NAME, &children, O::SERVICE_MONITORS).await?;
@@ -257,6 +265,36 @@ async fn report<O: Operand>(
     Ok(outcome)
 }
 
+/// Field manager of the status a kind's [`Owner::seed_status`] creates.
+const SEED_MANAGER: &str = "gpu-operator/status-seed";
+
+/// Creates `owner`'s status with `seed` (server-side apply, its own field manager, so the
+/// conditions' requests never drop it).
+async fn seed_status<K: Owner>(
+    ctx: &Context,
+    owner: &K,
+    seed: serde_json::Value,
+) -> Result<(), Error> {
+    let name = owner.meta().name.clone().unwrap_or_default();
+    let patch = serde_json::json!({
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
+        "status": seed,
+    });
+    kube::Api::<K>::all(ctx.client.clone())
+        .patch_status(
+            &name,
+            &kube::api::PatchParams::apply(SEED_MANAGER).force(),
+            &kube::api::Patch::Apply(&patch),
+        )
+        .await
+        .map_err(Error::kube(format!(
+            "creating the status of {} {name}",
+            K::kind(&())
+        )))?;
+    Ok(())
+}
+
 async fn publish<K: Owner>(ctx: &Context, owner: &K, type_: EventType, reason: &str, note: &str) {
     events::publish(&ctx.recorder, &owner.object_ref(&()), type_, reason, note).await;
 }
@@ -277,6 +315,7 @@ mod tests {
             facts: &facts,
             image_env: &|_| None,
             config_maps: &|_| None,
+            policy: None,
         };
         let pool = crate::pipeline::test_pool::Pool::new("a", "p1", Some("550"));
         let (children, state, _, _) = plan::<PoolDriver>(pool.spec(), &cluster).unwrap();

@@ -127,10 +127,11 @@ pub fn rendered<O: Operand<Owner = ClusterPolicy>>(
         facts,
         image_env: &image_env,
         config_maps: &config_maps,
+        policy: None,
     };
     let children = match O::validate(spec, &cluster) {
         Ok(Some(input)) => O::render(&input),
-        Ok(None) => O::render_disabled(spec),
+        Ok(None) => O::render_disabled(spec, &cluster),
         Err(_) => return Vec::new(),
     };
     let c = children;

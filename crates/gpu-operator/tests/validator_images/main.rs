@@ -70,6 +70,7 @@ fn daemonsets_of<O: Operand<Owner = ClusterPolicy>>(
                 facts: &profile.facts,
                 image_env: &fixtures::image_env,
                 config_maps: &lookup,
+                policy: None,
             };
             let daemonsets = match O::validate(&spec, &cluster).unwrap() {
                 Some(input) => serde_json::to_value(&O::render(&input).daemonsets).unwrap(),
