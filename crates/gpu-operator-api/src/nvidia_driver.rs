@@ -175,26 +175,6 @@ pub struct NvidiaDriverSpec {
     pub host_network: Option<bool>,
 }
 
-impl NvidiaDriverSpec {
-    /// Whether precompiled driver images are used (`usePrecompiled`, default false).
-    #[must_use]
-    pub fn precompiled(&self) -> bool {
-        self.use_precompiled == Some(true)
-    }
-
-    /// Whether GPUDirect Storage is on (`gds.enabled`, default false).
-    #[must_use]
-    pub fn gds_enabled(&self) -> bool {
-        self.gds.as_ref().and_then(|g| g.enabled) == Some(true)
-    }
-
-    /// Whether GDRCopy is on (`gdrcopy.enabled`, default false).
-    #[must_use]
-    pub fn gdrcopy_enabled(&self) -> bool {
-        self.gdrcopy.as_ref().and_then(|g| g.enabled) == Some(true)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,7 +188,7 @@ mod tests {
                 .unwrap();
         assert!(!spec.default);
         assert_eq!(spec.driver_type, DriverType::Gpu);
-        assert!(!spec.precompiled() && !spec.gds_enabled() && !spec.gdrcopy_enabled());
+        assert!(spec.use_precompiled.is_none() && spec.gds.is_none() && spec.gdrcopy.is_none());
         assert_eq!(spec.image.name(), Some("nvcr.io/nvidia/driver"));
     }
 }

@@ -124,6 +124,10 @@ fn the_fixture_reads_as_written() {
             .as_deref(),
         Some("example-virtual-topology")
     );
-    assert!(driver.spec.gds_enabled() && driver.spec.gdrcopy_enabled());
-    assert!(!driver.spec.precompiled() && !driver.spec.default);
+    assert_eq!(driver.spec.gds.as_ref().and_then(|g| g.enabled), Some(true));
+    assert_eq!(
+        driver.spec.gdrcopy.as_ref().and_then(|g| g.enabled),
+        Some(true)
+    );
+    assert!(driver.spec.use_precompiled != Some(true) && !driver.spec.default);
 }
