@@ -33,6 +33,9 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 /// How long a scenario waits for one step.
 pub const TIMEOUT: Duration = Duration::from_secs(120);
+/// How long the operator may take to exit after SIGTERM, whatever it is doing
+/// (docs/reliability.md, "Shutdown").
+pub const SHUTDOWN_BOUND: Duration = Duration::from_secs(5);
 /// The device plugin's DaemonSet.
 pub const PLUGIN: &str = "nvidia-device-plugin-daemonset";
 /// The validator's DaemonSet.

@@ -1,8 +1,14 @@
 //! The one shutdown fan-out: SIGTERM or SIGINT (or [`Shutdown::trigger`]) resolves every
 //! [`Shutdown::signal`] future — each Controller's `graceful_shutdown_on` and the HTTP servers —
 //! and flips `/readyz` to 503 first. A second signal exits the process at once.
+//!
+//! Winding down is bounded: [`Shutdown::bounded`] gives the reconcilers [`GRACE`] after the signal
+//! to finish what they are doing (a reconcile waiting on a slow API server or webhook, an upgrade
+//! step, a held status write would otherwise hold the process for as long as they take) and then
+//! drops them, which cancels their requests; everything they write is recomputed by the next
+//! leader from the cluster, so nothing is lost but time.
 
-use std::future::Future;
+use std::{future::Future, time::Duration};
 
 use tokio::sync::watch;
 
@@ -16,6 +22,9 @@ pub struct Error {
     #[source]
     source: std::io::Error,
 }
+
+/// How long the reconcilers may take to finish after the shutdown began (see [`Shutdown::bounded`]).
+pub const GRACE: Duration = Duration::from_secs(2);
 
 /// Cheap-to-clone handle on the process's shutdown.
 #[derive(Clone, Debug)]
@@ -59,6 +68,23 @@ impl Shutdown {
             // The sender lives in `self`; if every handle is gone nobody can trigger any more,
             // and resolving is the only safe answer.
             let _ = triggered.wait_for(|triggered| *triggered).await;
+        }
+    }
+
+    /// Runs `work` to its end, or until `grace` has passed since the shutdown began, whichever
+    /// comes first; says whether it ended by itself. Dropping `work` cancels whatever it awaits.
+    pub async fn bounded(&self, work: impl Future<Output = ()>, grace: Duration) -> bool {
+        let signal = self.signal();
+        let deadline = async move {
+            signal.await;
+            tokio::time::sleep(grace).await;
+        };
+        tokio::select! {
+            () = work => true,
+            () = deadline => {
+                tracing::warn!(?grace, "reconcilers still busy after the shutdown grace; stopping them where they are");
+                false
+            }
         }
     }
 
@@ -138,6 +164,35 @@ mod tests {
             .await
             .unwrap();
         assert!(!readiness.is_ready());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn bounded_work_ends_by_itself_or_a_grace_after_the_shutdown() {
+        let shutdown = Shutdown::new(Readiness::default());
+        let quick = shutdown.bounded(tokio::time::sleep(Duration::from_secs(60)), GRACE);
+        assert!(
+            quick.await,
+            "work that ends before any shutdown runs to its end"
+        );
+
+        let stuck = std::future::pending::<()>();
+        let started = tokio::time::Instant::now();
+        let trigger = {
+            let shutdown = shutdown.clone();
+            async move {
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                shutdown.trigger();
+            }
+        };
+        let (ended, ()) = tokio::join!(shutdown.bounded(stuck, GRACE), trigger);
+        assert!(!ended, "work that never ends is stopped");
+        assert_eq!(started.elapsed(), Duration::from_secs(30) + GRACE);
+
+        let finishing = tokio::time::sleep(Duration::from_secs(1));
+        assert!(
+            shutdown.bounded(finishing, GRACE).await,
+            "work that ends within the grace ends by itself"
+        );
     }
 
     #[tokio::test]

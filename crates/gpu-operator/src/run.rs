@@ -10,7 +10,13 @@ use gpu_operator_core::{
     Context, cache::stores, contract::Operand, pipeline::controller, report::metrics::Metrics,
 };
 use gpu_operator_operands::VisitAny;
-use gpu_operator_process::{admin, config::RunArgs, leader, shutdown::Shutdown, telemetry};
+use gpu_operator_process::{
+    admin,
+    config::RunArgs,
+    leader,
+    shutdown::{GRACE, Shutdown},
+    telemetry,
+};
 
 /// The reconcilers of the registry's operands (of every owner kind), ready to be polled with the
 /// others.
@@ -93,7 +99,12 @@ async fn run(args: &RunArgs, namespace: String) -> anyhow::Result<()> {
             Some(args.identity()),
             &gpu_operator_operands::image_vars(),
         ));
-        controllers(&ctx, &standby.resume(&stores), &shutdown)
+        let work = controllers(&ctx, &standby.resume(&stores), &shutdown);
+        let shutdown = shutdown.clone();
+        // A reconcile waiting on the API server must not hold the exit (see `Shutdown::bounded`).
+        async move {
+            shutdown.bounded(work, GRACE).await;
+        }
     };
     match &elector {
         Some(elector) => leader::run_terms(elector, shutdown.signal(), lead).await?,

@@ -202,8 +202,13 @@ async fn a_driver_upgrade_rolls_through_the_fleet_within_the_policy() {
     )
     .await;
 
-    // An operator restart halfway: it resumes from the labels.
-    operator.stop().unwrap();
+    // An operator restart halfway: SIGTERM mid-upgrade ends it within the bound, and the next
+    // one resumes from the labels.
+    let took = operator.stop().unwrap();
+    assert!(
+        took < support::SHUTDOWN_BOUND,
+        "SIGTERM mid-upgrade: the operator took {took:?} to exit"
+    );
     operator = Operator::start(
         &env.kubeconfig,
         &env.namespace,

@@ -1,6 +1,7 @@
 //! The operator end to end, as a host process under a ServiceAccount token: a ClusterPolicy becomes
 //! labelled GPU nodes, two operand DaemonSets with a Ready pod per GPU node, and a truthful status;
-//! toggles, bad input, a second ClusterPolicy, restarts and garbage collection behave; and once
+//! toggles, bad input, a second ClusterPolicy, restarts (SIGTERM while writes wait on the API
+//! server) and garbage collection behave; and once
 //! converged the operator sends no write at all (counted in the API server's audit log).
 #![cfg(feature = "e2e")]
 #![allow(
@@ -11,6 +12,7 @@
 )]
 
 use gpu_operator_e2e::quiet;
+mod shutdown;
 mod steps;
 use gpu_operator_e2e::scenario as support;
 
@@ -42,6 +44,8 @@ async fn the_operator_turns_a_cluster_policy_into_ready_operands_and_then_stays_
     steps::a_second_policy_is_ignored(&env, &name).await;
     let operator = steps::a_restart_rewrites_nothing(&env, &name, operator).await;
     steps::the_second_policy_is_deleted(&env, &name).await;
+    let operator =
+        shutdown::sigterm_while_writes_wait_on_the_api_server(&env, &name, operator).await;
     steps::steady_state_sends_no_writes(&env, &name, &operator).await;
     let operator = steps::an_unresolvable_image_is_reported(&env, &name, operator).await;
     steps::deleting_the_policy_collects_everything(&env, &name).await;

@@ -24,8 +24,6 @@ use serde_json::json;
 
 use super::{quiet, support::*};
 
-/// How long the operator may take to exit after SIGTERM (docs/reliability.md).
-const SHUTDOWN_BOUND: Duration = Duration::from_secs(5);
 /// The node labeller's reconciler, as `/metrics` names it.
 const NODE_LABELS: &str = "node-labels";
 

@@ -7,9 +7,13 @@
 //! judged the Lease expired at the same moment loses the race); otherwise it waits one lease
 //! duration like any candidate. Each term starts the reconcilers afresh; the caches live on.
 
-use std::{future::Future, pin::pin};
+use std::{future::Future, pin::pin, time::Duration};
 
 use super::{Error, Fence, Leadership, LeaseParams, acquire_as};
+
+/// How long handing the Lease back may take at the end (an API server that does not answer would
+/// otherwise hold the exit; the Lease then expires as if the process had died).
+const RELEASE_BOUND: Duration = Duration::from_secs(1);
 
 /// One candidate for one Lease, with the fence its leadership opens and closes.
 #[derive(Clone)]
@@ -111,7 +115,12 @@ where
             lost = leadership.lost() => Some(lost),
         };
         let Some(reason) = lost else {
-            leadership.release().await;
+            if tokio::time::timeout(RELEASE_BOUND, leadership.release())
+                .await
+                .is_err()
+            {
+                tracing::warn!(bound = ?RELEASE_BOUND, "the Lease was not released in time; it will expire");
+            }
             return Ok(());
         };
         tracing::warn!(
