@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
-use gpu_operator_core::report::metrics::{DriverUpgrades, Metrics, ReconciliationStatus};
+use gpu_operator_core::report::metrics::{
+    DriverRestart, DriverUpgrades, Metrics, ReconciliationStatus,
+};
 
 fn listed(source: &str) -> Vec<String> {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/metrics.txt");
@@ -36,6 +38,7 @@ fn listed_operator_metrics_are_exposed_and_exposed_ones_are_listed() {
         by_state: vec![("upgrade-done", 1)],
         ..DriverUpgrades::default()
     });
+    metrics.count_driver_restart(DriverRestart::InPlace);
     let text = metrics.encode().unwrap();
     let names = exposed(&text);
     let operator = listed("operator");

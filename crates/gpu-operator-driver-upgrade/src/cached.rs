@@ -144,6 +144,8 @@ pub struct OperandPod {
     pub daemonset: Option<Box<str>>,
     /// Driver pods: the install fingerprint of its containers (see `gpu_operator_driver::in_sync`).
     pub install: Option<Box<str>>,
+    /// Made from a template of this operator (`app.kubernetes.io/managed-by=gpu-operator`).
+    pub ours: bool,
 }
 
 impl From<Pod> for OperandPod {
@@ -168,6 +170,10 @@ impl From<Pod> for OperandPod {
             .flatten()
             .find(|o| o.controller == Some(true) && o.kind == "DaemonSet")
             .map(|o| o.name.into_boxed_str());
+        let ours = labels
+            .get(gpu_operator_api::labels::APP_MANAGED_BY)
+            .map(String::as_str)
+            == Some(gpu_operator_api::labels::MANAGED_BY_VALUE);
         let conditions = pod.status.and_then(|s| s.conditions).unwrap_or_default();
         let ready = is_ready(conditions.iter().map(|c| (&*c.type_, &*c.status)));
         Self {
@@ -191,6 +197,7 @@ impl From<Pod> for OperandPod {
             ready,
             daemonset,
             install,
+            ours,
         }
     }
 }

@@ -36,6 +36,10 @@ pub struct Summary {
     pub started: Option<Timestamp>,
     /// How many more nodes could start now.
     pub available: usize,
+    /// Driver pods on the desired driver from an older template (restarted in place in turn).
+    pub older_template: usize,
+    /// The first nodes of those.
+    pub older_template_nodes: Vec<String>,
 }
 
 impl Summary {
@@ -58,6 +62,16 @@ impl Summary {
                 .is_some_and(|d| d.in_sync && !d.terminating)
             {
                 summary.current += 1;
+            }
+            if node
+                .driver
+                .as_ref()
+                .is_some_and(|d| d.in_sync && d.older_template && !d.terminating)
+            {
+                summary.older_template += 1;
+                if summary.older_template_nodes.len() < PROBLEM_NODES {
+                    summary.older_template_nodes.push(node.name.clone());
+                }
             }
             if let Some(state) = state {
                 *summary.by_state.entry(state).or_default() += 1;
@@ -115,6 +129,7 @@ impl Summary {
                 .iter()
                 .map(|s| (s.as_str(), self.count(*s)))
                 .collect(),
+            older_template: self.older_template,
         }
     }
 
@@ -132,6 +147,13 @@ impl Summary {
             .collect();
         if !states.is_empty() {
             parts.push(states.join(", "));
+        }
+        if self.older_template > 0 {
+            parts.push(format!(
+                "{} driver pod(s) on an older template, restarted in place in turn (no drain): {}",
+                self.older_template,
+                self.older_template_nodes.join(", ")
+            ));
         }
         if self.skipped > 0 {
             parts.push(format!(
@@ -238,6 +260,7 @@ mod tests {
                 ready: true,
                 terminating: false,
                 in_sync,
+                older_template: false,
             }),
             ..NodeFacts::default()
         }
@@ -252,6 +275,25 @@ mod tests {
             }),
             ..Step::default()
         }
+    }
+
+    #[test]
+    fn driver_pods_on_an_older_template_are_counted_and_named() {
+        let mut older = node("b", UpgradeState::Required, true);
+        if let Some(d) = older.driver.as_mut() {
+            d.older_template = true;
+        }
+        let nodes = [node("a", UpgradeState::Done, true), older];
+        let summary = Summary::of(&nodes, &[Step::default(), Step::default()], 1);
+        assert_eq!((summary.current, summary.older_template), (2, 1));
+        assert_eq!(summary.gauges(true).older_template, 1);
+        let message = summary.condition(Timestamp::UNIX_EPOCH).message;
+        assert!(
+            message.contains(
+                "1 driver pod(s) on an older template, restarted in place in turn (no drain): b"
+            ),
+            "{message}"
+        );
     }
 
     #[test]

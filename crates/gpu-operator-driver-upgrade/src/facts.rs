@@ -58,6 +58,12 @@ pub struct PodFacts {
     pub terminating: bool,
     /// Driver pods: it runs what the DaemonSet asks for (see `gpu_operator_driver::in_sync`).
     pub in_sync: bool,
+    /// Driver pods: this operator made it from an older template of its DaemonSet (its
+    /// `pod-template-generation` is not the DaemonSet's generation). With `in_sync`, only what
+    /// leaves the loaded driver alone changed (labels, annotations, tolerations, resources,
+    /// probes): it is restarted in place. A pod another operator made (adopted from NVIDIA's)
+    /// is not: switching operators restarts nothing.
+    pub older_template: bool,
 }
 
 /// A pod running on a node being upgraded.

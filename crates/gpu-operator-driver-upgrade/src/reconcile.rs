@@ -28,6 +28,7 @@ use gpu_operator_core::{
         operand::retry_transient,
         status_write::{self, Outcome},
     },
+    report::metrics::DriverRestart,
 };
 use k8s_openapi::{api::core::v1::Pod, jiff::Timestamp};
 use kube::{
@@ -47,7 +48,7 @@ use crate::{
     condition::{self, Off, Summary},
     facts::NodeFacts,
     in_flight::InFlight,
-    plan::{self, POLL, Step, Wait},
+    plan::{self, POLL, StateLabel, Step, Wait},
     policy::Policy,
     state::UpgradeState,
     triggers,
@@ -379,9 +380,26 @@ async fn run_node(
         if let Some(event) = &step.event {
             publish(ctx, &node.name, event).await;
         }
+        if let Some(decision) = restart_decision(node, &step) {
+            tracing::info!(node = node.name, ?decision, "driver pod restart decided");
+            ctx.metrics.count_driver_restart(decision);
+        }
         tracing::info!(node = node.name, from = ?node.state, to = ?step.patch.state, "driver upgrade step");
     }
     Ok(step)
+}
+
+/// Why `step` begins restarting the driver pod of `node`, when it admits the node: a full
+/// upgrade (cordoned next), or a restart in place (straight to the restart).
+fn restart_decision(node: &NodeFacts, step: &Step) -> Option<DriverRestart> {
+    if node.state != Some(UpgradeState::Required) {
+        return None;
+    }
+    match step.patch.state {
+        StateLabel::Set(UpgradeState::CordonRequired) => Some(DriverRestart::Upgrade),
+        StateLabel::Set(UpgradeState::PodRestartRequired) => Some(DriverRestart::InPlace),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -22,11 +22,29 @@ pub(crate) fn needs_upgrade(node: &NodeFacts) -> bool {
             .is_some_and(|d| !d.in_sync && !d.terminating)
 }
 
+/// The node's driver pod runs the driver asked for, from an older template of ours: only what
+/// leaves the loaded driver alone changed (see `PodFacts::older_template`). It is restarted in
+/// place — no cordon, no eviction, no drain — as NVIDIA v26.7 restarts a pod whose
+/// `DRIVER_CONFIG_DIGEST` is unchanged: the new pod finds the same driver loaded with the same
+/// configuration and keeps it.
+pub(crate) fn needs_refresh(node: &NodeFacts) -> bool {
+    !needs_upgrade(node)
+        && node
+            .driver
+            .as_ref()
+            .is_some_and(|d| d.in_sync && d.older_template && !d.terminating)
+}
+
 pub(crate) fn required(node: &NodeFacts, admitted: bool, step: &mut Step, now: Timestamp) {
-    if !needs_upgrade(node) && node.driver.as_ref().is_some_and(|d| !d.terminating) {
+    let refresh = needs_refresh(node);
+    if !needs_upgrade(node) && !refresh && node.driver.as_ref().is_some_and(|d| !d.terminating) {
         move_to(step, UpgradeState::Done, now);
     } else if admitted {
-        move_to(step, UpgradeState::CordonRequired, now);
+        if refresh {
+            move_to_restart(node, step, now);
+        } else {
+            move_to(step, UpgradeState::CordonRequired, now);
+        }
         step.patch.annotations.insert(UPGRADE_REQUESTED, None);
         // Cordoned now and not by a failed upgrade of ours: the user's cordon, kept afterwards.
         if node.unschedulable && node.failure.is_none() {
@@ -35,7 +53,18 @@ pub(crate) fn required(node: &NodeFacts, admitted: bool, step: &mut Step, now: T
                 Some("true".to_owned()),
             );
         }
-        step.event = Some(started(node, ""));
+        step.event = Some(if refresh {
+            NodeEvent {
+                warning: false,
+                reason: "DriverRestartInPlace",
+                note: format!(
+                    "driver pod of node {} restarted in place: its template changed, the driver it installs did not (no cordon, no eviction)",
+                    node.name
+                ),
+            }
+        } else {
+            started(node, "")
+        });
     } else {
         step.wait = Some(Wait {
             reason: "waiting for a slot (maxParallelUpgrades, maxUnavailable)".to_owned(),

@@ -16,7 +16,7 @@ use crate::{
 };
 
 impl OperandPod {
-    fn facts(&self, in_sync: bool) -> PodFacts {
+    fn facts(&self, (in_sync, older_template): (bool, bool)) -> PodFacts {
         PodFacts {
             name: self.metadata.name.clone().unwrap_or_default(),
             uid: self.metadata.uid.clone().unwrap_or_default(),
@@ -28,6 +28,7 @@ impl OperandPod {
             ready: self.ready,
             terminating: self.metadata.deletion_timestamp.is_some(),
             in_sync,
+            older_template,
         }
     }
 }
@@ -62,18 +63,23 @@ impl<'a> Templates<'a> {
         self.0.is_empty()
     }
 
-    /// Whether driver pod `pod` runs what its DaemonSet asks for; a pod whose DaemonSet is gone
-    /// (an orphan) is not, as NVIDIA's operator counts it.
-    pub fn in_sync(&self, pod: &OperandPod) -> bool {
+    /// Whether driver pod `pod` runs what its DaemonSet asks for (a pod whose DaemonSet is gone,
+    /// an orphan, does not, as NVIDIA's operator counts it), and whether this operator made it from
+    /// an older template of that DaemonSet (see [`PodFacts::older_template`]).
+    pub fn in_sync(&self, pod: &OperandPod) -> (bool, bool) {
         let Some((ds, desired)) = pod.daemonset.as_deref().and_then(|n| self.0.get(n)) else {
-            return false;
+            return (false, false);
         };
-        in_sync::in_sync(
+        let in_sync = in_sync::in_sync(
             ds,
             desired.as_deref(),
             pod.template_generation(),
             pod.install.as_deref(),
-        )
+        );
+        let current = ds.metadata.generation.map(|g| g.to_string());
+        let older =
+            pod.ours && current.is_some() && pod.template_generation() != current.as_deref();
+        (in_sync, older)
     }
 }
 
@@ -137,7 +143,9 @@ pub fn node_facts(
                 restart_pod: annotation(RESTART_POD).map(str::to_owned),
                 upgrade_enabled: is_true(labels::DRIVER_UPGRADE_ENABLED),
                 driver,
-                validator: validators.get(name.as_str()).map(|p| p.facts(true)),
+                validator: validators
+                    .get(name.as_str())
+                    .map(|p| p.facts((true, false))),
                 name,
             })
         })

@@ -46,11 +46,28 @@ pub struct DriverUpgrades {
     pub pending: usize,
     /// Nodes per state label value, every state listed (0 included).
     pub by_state: Vec<(&'static str, usize)>,
+    /// Driver pods that run the driver asked for from an older template of their DaemonSet.
+    pub older_template: usize,
+}
+
+/// Why the upgrade restarts a node's driver pod.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DriverRestart {
+    /// What the pod installs changed: cordon, wait, evict, drain, restart, validate.
+    Upgrade,
+    /// Only the rest of its template changed: the pod is restarted in place, the node stays in
+    /// service.
+    InPlace,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StateLabels {
     state: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DecisionLabels {
+    decision: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -82,6 +99,8 @@ struct UpgradeGauges {
     available: Gauge,
     pending: Gauge,
     by_state: Family<StateLabels, Gauge>,
+    older_template: Gauge,
+    decisions: Family<DecisionLabels, Counter>,
 }
 
 impl UpgradeGauges {
@@ -124,6 +143,16 @@ impl UpgradeGauges {
             "driver_upgrade_nodes",
             "GPU nodes per driver upgrade state (label nvidia.com/gpu-driver-upgrade-state)",
             self.by_state.clone(),
+        );
+        registry.register(
+            "driver_pods_older_template",
+            "Driver pods that run the desired driver from an older template (labels, tolerations, resources, ...)",
+            self.older_template.clone(),
+        );
+        registry.register(
+            "driver_restarts",
+            "Driver pod restarts the upgrade began, by decision (upgrade: cordon and drain; in-place: template only)",
+            self.decisions.clone(),
         );
     }
 }
@@ -210,6 +239,7 @@ impl Metrics {
         g.failed.set(count(upgrades.failed));
         g.available.set(count(upgrades.available));
         g.pending.set(count(upgrades.pending));
+        g.older_template.set(count(upgrades.older_template));
         for (state, n) in &upgrades.by_state {
             g.by_state
                 .get_or_create(&StateLabels {
@@ -217,6 +247,18 @@ impl Metrics {
                 })
                 .set(count(*n));
         }
+    }
+
+    /// Counts one driver pod restart the upgrade began, by why.
+    pub fn count_driver_restart(&self, why: DriverRestart) {
+        let decision = match why {
+            DriverRestart::Upgrade => "upgrade",
+            DriverRestart::InPlace => "in-place",
+        };
+        self.upgrades
+            .decisions
+            .get_or_create(&DecisionLabels { decision })
+            .inc();
     }
 
     /// Records one reconcile of `reconciler`; `error` is the error category if it failed.
@@ -327,7 +369,11 @@ mod tests {
             available: 0,
             pending: 3,
             by_state: vec![("upgrade-required", 3), ("drain-required", 0)],
+            older_template: 4,
         });
+        metrics.count_driver_restart(DriverRestart::InPlace);
+        metrics.count_driver_restart(DriverRestart::InPlace);
+        metrics.count_driver_restart(DriverRestart::Upgrade);
         let text = metrics.encode().unwrap();
         let all = exposition::samples(&text).unwrap();
         let get = |name: &str, labels: &[(&str, &str)]| {
@@ -344,6 +390,9 @@ mod tests {
         let state = |s| get("gpu_operator_driver_upgrade_nodes", &[("state", s)]);
         assert_eq!(state("upgrade-required"), 3.0);
         assert_eq!(state("drain-required"), 0.0);
+        assert_eq!(get("gpu_operator_driver_pods_older_template", &[]), 4.0);
+        let restarts = |d| get("gpu_operator_driver_restarts_total", &[("decision", d)]);
+        assert_eq!((restarts("in-place"), restarts("upgrade")), (2.0, 1.0));
     }
 
     #[test]

@@ -27,6 +27,7 @@ fn driver(uid: &str, created: i64, in_sync: bool, ready: bool) -> PodFacts {
         ready,
         terminating: false,
         in_sync,
+        older_template: false,
     }
 }
 
@@ -212,6 +213,78 @@ fn a_node_in_sync_is_done_without_restart() {
     assert_eq!(states[0], UpgradeState::Required);
     assert_ne!(after.driver.unwrap().uid, "old");
     assert!(!after.requested, "the request is consumed");
+}
+
+#[test]
+fn a_pod_on_an_older_template_of_ours_is_restarted_in_place_without_cordon_or_eviction() {
+    use UpgradeState::*;
+    let mut n = node("a");
+    n.driver = Some(PodFacts {
+        older_template: true,
+        ..driver("old", 0, true, true)
+    });
+    let workloads = [gpu_pod("train")];
+    let (states, after) = walk(
+        n.clone(),
+        &policy(DriverUpgradePolicySpec::default()),
+        &workloads,
+    );
+    assert_eq!(
+        states,
+        [
+            Required,
+            PodRestartRequired,
+            ValidationRequired,
+            UncordonRequired,
+            Done
+        ]
+    );
+    assert_ne!(after.driver.unwrap().uid, "old", "the pod was restarted");
+    assert!(!after.unschedulable, "never cordoned");
+    // Admission names the restart as what it is, and no GPU pod is evicted on the way.
+    let required = in_state("a", Required);
+    let admitted = step(
+        &NodeFacts {
+            driver: n.driver.clone(),
+            unschedulable: false,
+            ..required
+        },
+        &policy(DriverUpgradePolicySpec::default()),
+        true,
+        &workloads,
+        t(5),
+    );
+    assert_eq!(admitted.patch.state, StateLabel::Set(PodRestartRequired));
+    assert_eq!(admitted.patch.unschedulable, None);
+    assert!(admitted.evict.is_empty());
+    assert_eq!(
+        admitted.event.as_ref().map(|e| e.reason),
+        Some("DriverRestartInPlace")
+    );
+    // The limits hold: with one slot and one node upgrading, it waits.
+    let busy = in_state("b", PodDeletionRequired);
+    let one = policy(DriverUpgradePolicySpec {
+        max_parallel_upgrades: Some(1),
+        ..DriverUpgradePolicySpec::default()
+    });
+    let fleet = [
+        NodeFacts {
+            driver: n.driver.clone(),
+            ..in_state("a", Required)
+        },
+        busy,
+    ];
+    assert!(admit(&fleet, &one).is_empty());
+    // A pod another operator made (adopted from NVIDIA's) is not refreshed: a switch of operators
+    // restarts nothing.
+    let mut adopted = node("c");
+    adopted.driver = Some(driver("nv", 0, true, true));
+    let s = step(&adopted, &one, false, &[], t(5));
+    assert_eq!(s.patch.state, StateLabel::Set(Done));
+    // A skipped node is left as it is.
+    n.skip = true;
+    let s = step(&n, &one, true, &[], t(5));
+    assert!(!s.writes(), "{s:?}");
 }
 
 #[test]
