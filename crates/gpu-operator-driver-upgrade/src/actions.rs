@@ -17,6 +17,18 @@ use crate::{
     workload_pod::WorkloadPod,
 };
 
+/// Field manager of the node patches (state label, annotations, cordon), so the uninstall cleanup
+/// finds what the upgrade wrote by its owner.
+pub const FIELD_MANAGER: &str = "gpu-operator/driver-upgrade";
+
+/// The patch parameters of every node patch.
+pub fn node_patch_params() -> PatchParams {
+    PatchParams {
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+        ..PatchParams::default()
+    }
+}
+
 /// How long one eviction may take before it counts as refused for now.
 const EVICTION_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
@@ -120,7 +132,7 @@ pub async fn release(ctx: &Context, nodes: &[NodeFacts]) -> Result<(), Error> {
             ..Step::default()
         };
         if let Some(json) = patch_json(&step) {
-            api.patch(&node.name, &PatchParams::default(), &Patch::Merge(&json))
+            api.patch(&node.name, &node_patch_params(), &Patch::Merge(&json))
                 .await
                 .map_err(Error::kube(format!(
                     "removing the driver upgrade state of node {}",

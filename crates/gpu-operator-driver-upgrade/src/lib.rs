@@ -25,4 +25,5 @@ pub mod triggers;
 pub mod view;
 mod workload_pod;
 
+pub use actions::FIELD_MANAGER;
 pub use reconcile::{NAME, controller};

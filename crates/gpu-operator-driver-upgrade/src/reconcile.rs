@@ -33,7 +33,7 @@ use gpu_operator_core::{
 use k8s_openapi::{api::core::v1::Pod, jiff::Timestamp};
 use kube::{
     Api, ResourceExt as _,
-    api::{DeleteParams, Patch, PatchParams, Preconditions},
+    api::{DeleteParams, Patch, Preconditions},
     runtime::{
         Controller, WatchStreamExt as _,
         controller::Action,
@@ -371,7 +371,11 @@ async fn run_node(
     if let Some(patch) = patch_json(&step) {
         let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(ctx.client.clone());
         nodes
-            .patch(&node.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .patch(
+                &node.name,
+                &crate::actions::node_patch_params(),
+                &Patch::Merge(&patch),
+            )
             .await
             .map_err(Error::kube(format!(
                 "moving node {} to its next driver upgrade state",

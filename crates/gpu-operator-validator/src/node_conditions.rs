@@ -15,6 +15,18 @@ use kube::{
 };
 use serde_json::json;
 
+/// Field manager of the validator's node writes (conditions, the summary annotation, the lifted
+/// startup taint), so the uninstall cleanup finds them by their owner.
+pub const FIELD_MANAGER: &str = "gpu-operator/validator";
+
+/// The patch parameters of every node write of the validator.
+pub fn patch_params() -> PatchParams {
+    PatchParams {
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+        ..PatchParams::default()
+    }
+}
+
 /// Longest message written into a condition.
 const MAX_MESSAGE: usize = 1024;
 
@@ -242,7 +254,7 @@ pub async fn report(
         let rv = node.metadata.resource_version.clone().unwrap_or_default();
         let body = patch_body(&changed, &rv);
         match nodes
-            .patch_status(name, &PatchParams::default(), &Patch::Strategic(body))
+            .patch_status(name, &patch_params(), &Patch::Strategic(body))
             .await
         {
             Ok(_) => {

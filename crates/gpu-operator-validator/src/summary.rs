@@ -5,10 +5,7 @@ use std::collections::BTreeMap;
 
 use gpu_operator_api::node_validation::{self, ANNOTATION, Entry};
 use k8s_openapi::api::core::v1::{Node, NodeCondition};
-use kube::{
-    Api,
-    api::{Patch, PatchParams},
-};
+use kube::{Api, api::Patch};
 use serde_json::json;
 
 use crate::node_conditions::ReportError;
@@ -60,7 +57,11 @@ pub async fn annotate(
     let name = node.metadata.name.clone().unwrap_or_default();
     let patch = json!({"metadata": {"annotations": {ANNOTATION: wanted}}});
     nodes
-        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .patch(
+            &name,
+            &crate::node_conditions::patch_params(),
+            &Patch::Merge(&patch),
+        )
         .await
         .map_err(ReportError::api("annotating", &name))?;
     Ok(())

@@ -4,10 +4,7 @@
 
 use gpu_operator_api::validator::{STARTUP_TAINT_EFFECT, STARTUP_TAINT_KEY};
 use k8s_openapi::api::core::v1::{Node, Taint};
-use kube::{
-    Api,
-    api::{Patch, PatchParams},
-};
+use kube::{Api, api::Patch};
 use serde_json::json;
 
 use crate::node_conditions::{ATTEMPTS, ReportError, is_conflict};
@@ -47,7 +44,7 @@ pub async fn lift(nodes: &Api<Node>, name: &str) -> Result<bool, ReportError> {
         match nodes
             .patch(
                 name,
-                &PatchParams::default(),
+                &crate::node_conditions::patch_params(),
                 &Patch::Merge(patch_body(&remaining, &rv)),
             )
             .await

@@ -30,7 +30,8 @@ enum Command {
         #[arg(long, global = true)]
         kubeconfig: Option<PathBuf>,
     },
-    /// Remove the node labels the operator wrote (the chart's uninstall hook).
+    /// Remove what the operator and its agents wrote on nodes: labels, annotations, the driver
+    /// upgrade's cordon, the validator's conditions (the chart's uninstall hook).
     CleanupNodeLabels {
         /// Kubeconfig file; else KUBECONFIG, else the in-cluster ServiceAccount.
         #[arg(long)]

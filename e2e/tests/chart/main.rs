@@ -2,7 +2,8 @@
 //! operator itself runs as a host process under the chart's ServiceAccount) gives a ready
 //! ClusterPolicy; `helm upgrade` rolls only the DaemonSet whose values changed; the CRD hook's
 //! `gpu-operator crds apply` updates a stale CRD in place under the hook's own RBAC; `helm
-//! uninstall` plus the label-cleanup hook leave nothing of ours behind; a reinstall works; a typo
+//! uninstall` plus the node cleanup hook (on by default) leave nothing of ours behind, on the nodes
+//! neither (and, as a positive control, the driver upgrade's keys stay without it); a reinstall works; a typo
 //! in the values fails the install with the key named. A default install is quiet: helm prints no
 //! warning (the API server's included: the CRD's schema formats, Pod Security), and the
 //! ClusterPolicy draws no Warning Event until a test sets a deprecated value on purpose.
@@ -21,6 +22,7 @@
 )]
 
 use gpu_operator_e2e::quiet;
+mod node_keys;
 mod quiet_install;
 mod steps;
 use gpu_operator_e2e::scenario as support;
@@ -51,6 +53,7 @@ async fn install_upgrade_crd_hook_uninstall_and_reinstall() {
     let dir = std::env::temp_dir().join(&release);
     std::fs::create_dir_all(&dir).unwrap();
 
+    let keys_before = node_keys::snapshot(&client).await;
     quiet_install::install_quietly(&release);
     let env = steps::env(&client, &release, &dir).await;
     let operator = env.start(&[]);
@@ -103,8 +106,11 @@ async fn install_upgrade_crd_hook_uninstall_and_reinstall() {
 
     steps::the_crd_hook_updates_a_stale_crd(&client, &release, &dir).await;
 
+    // Driver upgrades are on by default: the nodes carry the upgrade's keys.
+    node_keys::wait_for_upgrade_keys(&client).await;
     // Uninstall: the operator pod would stop with its Deployment; the host process stops here.
     operator.stop().unwrap();
+    let persons = node_keys::persons_keys(&client).await;
     helm_ok(&[
         "uninstall",
         &release,
@@ -114,7 +120,9 @@ async fn install_upgrade_crd_hook_uninstall_and_reinstall() {
         "--wait",
     ])
     .unwrap();
-    steps::the_label_cleanup_hook_removes_our_labels(&client, &release, &dir).await;
+    node_keys::uninstall_leaves_no_key_of_ours(&client, &release, &dir, &keys_before, &persons)
+        .await;
+    drop(persons);
     steps::nothing_of_ours_remains(&client, &release).await;
 
     // Reinstall into the same namespace.

@@ -10,7 +10,7 @@ use gpu_operator_harness::{
     wait_until,
 };
 use k8s_openapi::{
-    api::{core::v1::Node, node::v1::RuntimeClass, rbac::v1::ClusterRole},
+    api::{node::v1::RuntimeClass, rbac::v1::ClusterRole},
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 };
 use kube::{Api, ResourceExt as _, api::ListParams};
@@ -103,16 +103,18 @@ pub async fn wait_generation_change(
     super::generations(env).await
 }
 
-/// Applies the ServiceAccount and RBAC of hook template `template` (rendered with `set`), not its
+/// Applies the ServiceAccount and RBAC of hook template `template` (rendered with `set`, or the
+/// defaults when it is empty), not its
 /// Job, and returns a kubeconfig of the hook's ServiceAccount `name`.
-async fn hook_identity(
+pub async fn hook_identity(
     client: &kube::Client,
     release: &str,
     template: &str,
     set: &str,
     dir: &Path,
 ) -> (std::path::PathBuf, String, Value) {
-    let yaml = render(release, release, &[template], &["--set", set]).unwrap();
+    let args: &[&str] = if set.is_empty() { &[] } else { &["--set", set] };
+    let yaml = render(release, release, &[template], args).unwrap();
     let mut job = Value::Null;
     let mut rbac = String::new();
     for doc in serde_yaml::Deserializer::from_str(&yaml) {
@@ -135,7 +137,7 @@ async fn hook_identity(
 
 /// The arguments a hook Job runs our image with: it sets no `command`, so the image's entrypoint
 /// (`/usr/bin/gpu-operator`, the Dockerfile's `ENTRYPOINT`) runs, from the operator's image.
-fn hook_args(job: &Value) -> Vec<String> {
+pub fn hook_args(job: &Value) -> Vec<String> {
     let container = &job["spec"]["template"]["spec"]["containers"][0];
     assert!(
         container["command"].is_null(),
@@ -161,7 +163,7 @@ fn hook_args(job: &Value) -> Vec<String> {
 }
 
 /// Runs the operator binary with `args` and `--kubeconfig`; returns (success, stdout + stderr).
-fn run_binary(args: &[&str], kubeconfig: &Path) -> (bool, String) {
+pub fn run_binary(args: &[&str], kubeconfig: &Path) -> (bool, String) {
     let output = Command::new(workspace_binary("gpu-operator"))
         .args(args)
         .arg(format!("--kubeconfig={}", kubeconfig.display()))
@@ -177,7 +179,7 @@ fn run_binary(args: &[&str], kubeconfig: &Path) -> (bool, String) {
 }
 
 /// Deletes the hook's ServiceAccount and RBAC (Helm's hook-delete-policy does it after a success).
-fn remove_hook_identity(namespace: &str, name: &str) {
+pub fn remove_hook_identity(namespace: &str, name: &str) {
     for kind in ["clusterrolebinding", "clusterrole"] {
         let _ = kubectl_ok(&["delete", kind, name, "--ignore-not-found"]);
     }
@@ -258,71 +260,6 @@ pub async fn the_crd_hook_updates_a_stale_crd(client: &kube::Client, release: &s
             "not idempotent: {output}"
         );
     }
-    remove_hook_identity(release, &name);
-}
-
-/// The post-delete hook: `gpu-operator cleanup-node-labels` under the hook's ServiceAccount
-/// removes the labels the operator wrote and keeps the others.
-pub async fn the_label_cleanup_hook_removes_our_labels(
-    client: &kube::Client,
-    release: &str,
-    dir: &Path,
-) {
-    let nodes: Api<Node> = Api::all(client.clone());
-    let ours = |node: &Node| {
-        node.labels()
-            .keys()
-            .filter(|k| *k == "nvidia.com/gpu.present" || k.starts_with("nvidia.com/gpu.deploy."))
-            .count()
-    };
-    let before: usize = nodes
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .iter()
-        .map(ours)
-        .sum();
-    assert!(before > 0, "the operator labelled no node");
-    let (kubeconfig, name, job) = hook_identity(
-        client,
-        release,
-        "templates/cleanup-node-labels.yaml",
-        "operator.cleanupNodeLabels=true",
-        dir,
-    )
-    .await;
-    assert_eq!(
-        job["metadata"]["annotations"]["helm.sh/hook"],
-        "post-delete"
-    );
-    let args = hook_args(&job);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (ok, output) = run_binary(&args, &kubeconfig);
-    assert!(
-        ok,
-        "cleanup-node-labels failed under the hook's RBAC: {output}"
-    );
-    let after = nodes.list(&ListParams::default()).await.unwrap().items;
-    assert_eq!(
-        after.iter().map(ours).sum::<usize>(),
-        0,
-        "labels left: {output}"
-    );
-    assert!(
-        after
-            .iter()
-            .any(|n| n.labels().contains_key("nvidia.com/gpu.product")),
-        "labels the operator did not write were removed"
-    );
-    let _ = kubectl_ok(&[
-        "delete",
-        "serviceaccount",
-        &name,
-        "-n",
-        release,
-        "--ignore-not-found",
-    ]);
     remove_hook_identity(release, &name);
 }
 

@@ -324,7 +324,7 @@ fn operator(spec: &Map<String, Value>) -> anyhow::Result<Value> {
             "use_ocp_driver_toolkit": from_spec(&["operator", "use_ocp_driver_toolkit"])?,
             "cleanupCRD": boolean("Delete the ClusterPolicy CRD, and so every ClusterPolicy, on uninstall (pre-delete hook)."),
             "upgradeCRD": boolean("Apply the chart's CRDs on install and upgrade (hook Job running `gpu-operator crds apply`)."),
-            "cleanupNodeLabels": boolean("Remove the node labels the operator wrote on uninstall (post-delete hook)."),
+            "cleanupNodeLabels": boolean("Remove what the operator and its agents wrote on nodes (labels, annotations, the driver upgrade's cordon, the validator's conditions) on uninstall (post-delete hook); on by default."),
             "tolerations": from_spec(&["daemonsets", "tolerations"])?,
             "annotations": string_map("Annotations of the operator pod."),
             "affinity": {"type": "object", "description": "Affinity of the operator pod."},

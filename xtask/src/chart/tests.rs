@@ -247,6 +247,32 @@ fn hook_jobs_run_the_operator_binary() {
 
 #[test]
 #[ignore = "runs helm: `cargo xtask cluster up` builds it, `cargo xtask ci` runs this"]
+fn the_node_cleanup_hook_is_on_by_default_with_only_the_verbs_it_needs() {
+    let name = "gpu-operator-cleanup-node-labels";
+    let docs = render(&[]);
+    let job = find(&docs, "Job", name);
+    assert_eq!(
+        job["metadata"]["annotations"]["helm.sh/hook"],
+        "post-delete"
+    );
+    // List the nodes, patch their labels, annotations and cordon, delete the validator's
+    // conditions through the status subresource: nothing else.
+    assert_eq!(
+        find(&docs, "ClusterRole", name)["rules"],
+        json!([
+            {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "patch"]},
+            {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]},
+        ])
+    );
+    let off = render(&["--set", "operator.cleanupNodeLabels=false"]);
+    assert!(
+        !off.iter().any(|d| d["metadata"]["name"] == name),
+        "operator.cleanupNodeLabels=false still renders the cleanup hook"
+    );
+}
+
+#[test]
+#[ignore = "runs helm: `cargo xtask cluster up` builds it, `cargo xtask ci` runs this"]
 fn typos_and_invalid_values_fail_with_the_key_named() {
     for (set, named) in [
         ("mig.strategy=auto", "strategy"),
