@@ -44,6 +44,10 @@ pub struct NodeFacts {
 }
 
 /// A driver or validator pod.
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each is one fact of the pod, read by name"
+)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PodFacts {
     /// Pod name.

@@ -393,7 +393,7 @@ async fn template_changes_restart_driver_pods_in_place(
             .items
             .iter()
             .filter(|p| p.metadata.deletion_timestamp.is_none())
-            .filter_map(|p| p.uid())
+            .filter_map(kube::ResourceExt::uid)
             .collect();
         uids.sort();
         uids
