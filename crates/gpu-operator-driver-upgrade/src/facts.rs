@@ -83,8 +83,12 @@ pub struct Workload {
     pub name: String,
     /// Labels.
     pub labels: BTreeMap<String, String>,
-    /// It requests an NVIDIA GPU or MIG device (`nvidia.com/gpu*`, `nvidia.com/mig-*`).
+    /// It requests an NVIDIA device: any `nvidia.com/` extended resource (GPUs, MIG devices,
+    /// shared and passthrough GPUs).
     pub gpu: bool,
+    /// `spec.runtimeClassName`: a pod of one of the NVIDIA runtime classes uses the GPUs without
+    /// requesting any (`NVIDIA_VISIBLE_DEVICES=all`).
+    pub runtime_class: Option<String>,
     /// `Succeeded` or `Failed`: it holds nothing.
     pub finished: bool,
     /// It is being deleted.
@@ -103,5 +107,24 @@ impl Workload {
     /// `namespace/name`.
     pub fn key(&self) -> String {
         format!("{}/{}", self.namespace, self.name)
+    }
+
+    /// Whether it holds the GPUs, and so keeps the driver in use: it requests an NVIDIA device
+    /// or runs under one of `runtime_classes` (the NVIDIA ones). Finished pods hold nothing.
+    pub fn uses_gpu(&self, runtime_classes: &[String]) -> bool {
+        !self.finished
+            && (self.gpu
+                || self
+                    .runtime_class
+                    .as_ref()
+                    .is_some_and(|c| runtime_classes.contains(c)))
+    }
+
+    /// How a GPU user is named: `namespace/name`, and why it counts when it requests nothing.
+    pub fn gpu_user(&self) -> String {
+        match (&self.runtime_class, self.gpu) {
+            (Some(class), false) => format!("{} (runtime class {class})", self.key()),
+            _ => self.key(),
+        }
     }
 }

@@ -231,7 +231,7 @@ pub fn step(
         UpgradeState::PodDeletionRequired => {
             let gpu: Vec<&Workload> = workloads
                 .iter()
-                .filter(|w| w.gpu && !w.daemonset && !w.finished)
+                .filter(|w| policy.gpu_user(w) && !w.daemonset)
                 .collect();
             let next = if policy.drain.is_some() {
                 UpgradeState::DrainRequired
@@ -280,7 +280,40 @@ pub fn step(
         UpgradeState::UncordonRequired => uncordon(node, &mut step, now),
         UpgradeState::Failed => failed(node, admitted, &mut step, now),
     }
+    if step.patch.state == StateLabel::Set(UpgradeState::PodRestartRequired) {
+        name_remaining_gpu_users(node, policy, workloads, &mut step);
+    }
     finish(node, step, now)
+}
+
+/// On the way to the driver pod's restart, the GPU users eviction does not move (DaemonSet pods:
+/// a standalone DCGM exporter, a monitoring agent) are named in a Warning Event: they keep the
+/// driver in use, and the new driver pod then fails with "driver is in use" until they go. Their
+/// DaemonSet can select `nvidia.com/gpu.deploy.client=true`, which NVIDIA's MIG manager pauses.
+fn name_remaining_gpu_users(
+    node: &NodeFacts,
+    policy: &Policy,
+    workloads: &[Workload],
+    step: &mut Step,
+) {
+    let remaining: Vec<String> = workloads
+        .iter()
+        .filter(|w| w.daemonset && !w.terminating && policy.gpu_user(w))
+        .map(Workload::gpu_user)
+        .collect();
+    if remaining.is_empty() {
+        return;
+    }
+    step.event = Some(NodeEvent {
+        warning: true,
+        reason: "DriverUpgradeGpuUsersRemain",
+        note: format!(
+            "restarting the driver on node {} while {} DaemonSet pod(s) still use the GPU, which eviction does not move and which keep the driver in use: {}",
+            node.name,
+            remaining.len(),
+            remaining.join(", ")
+        ),
+    });
 }
 
 /// Adds what every patch of a managed node carries: the time a state without one was entered,

@@ -7,7 +7,12 @@ use std::time::Duration;
 use gpu_operator_api::spec::DriverUpgradePolicySpec;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use crate::selector::{BadSelector, Selector};
+use gpu_operator_core::build::runtime_class;
+
+use crate::{
+    facts::Workload,
+    selector::{BadSelector, Selector},
+};
 
 /// How long the node's validator pod may take to be Ready on the new driver (NVIDIA's 600 s).
 pub const VALIDATION_TIMEOUT: Duration = Duration::from_secs(600);
@@ -32,6 +37,12 @@ pub struct Policy {
     pub deletion: Removal,
     /// `drain`, when `drain.enable`.
     pub drain: Option<Drain>,
+    /// The NVIDIA runtime classes (see [`Policy::with_gpu_users`]): a pod running under one is
+    /// a GPU user even without a device request.
+    pub runtime_classes: Vec<String>,
+    /// The operator's namespace: its pods (the operands, the validator's workloads) are not the
+    /// upgrade's to evict or name — the driver manager in the new driver pod moves them.
+    pub operator_namespace: String,
 }
 
 /// How pods are removed from a node (GPU pod deletion or drain).
@@ -133,7 +144,35 @@ impl Policy {
                 timeout: seconds(deletion.timeout_seconds, 300),
             },
             drain,
+            runtime_classes: Vec::new(),
+            operator_namespace: String::new(),
         })
+    }
+
+    /// This policy, with what tells a GPU user: the runtime classes the toolkit makes for `spec`
+    /// (`operator.runtimeClass` or `nvidia`, `nvidia-cdi`, `nvidia-legacy`), and the operator's
+    /// namespace, whose pods are not workloads.
+    #[must_use]
+    pub fn with_gpu_users(
+        mut self,
+        spec: &gpu_operator_api::ClusterPolicySpec,
+        operator_namespace: &str,
+    ) -> Self {
+        operator_namespace.clone_into(&mut self.operator_namespace);
+        self.runtime_classes = [
+            runtime_class::configured_name(spec),
+            runtime_class::CDI_RUNTIME_CLASS,
+            runtime_class::LEGACY_RUNTIME_CLASS,
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        self
+    }
+
+    /// Whether `workload` is a workload that holds the GPUs (see [`Workload::uses_gpu`]), not
+    /// one of the operator's own pods.
+    pub fn gpu_user(&self, workload: &Workload) -> bool {
+        workload.namespace != self.operator_namespace && workload.uses_gpu(&self.runtime_classes)
     }
 
     /// How many of `total` GPU nodes may be unavailable at once.

@@ -185,7 +185,8 @@ async fn pass(policy: &ClusterPolicy, up: &Upgrades) -> Result<Action, Error> {
         return Ok(Action::requeue(Duration::from_secs(1)));
     }
     let spec = &policy.spec;
-    let resolved = Policy::resolve(spec.driver.upgrade_policy.as_ref());
+    let resolved = Policy::resolve(spec.driver.upgrade_policy.as_ref())
+        .map(|p| p.with_gpu_users(spec, &ctx.namespace));
     let daemonsets = ctx.stores.daemonsets.state();
     let templates = Templates::new(&daemonsets);
     let sandbox = spec.sandbox_workloads.as_ref().and_then(|s| s.enabled) == Some(true);

@@ -62,6 +62,7 @@ struct WireSpec {
     init_containers: Vec<WireContainer>,
     #[serde(default)]
     volumes: Vec<WireVolume>,
+    runtime_class_name: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -91,9 +92,11 @@ struct WireStatus {
     phase: Option<String>,
 }
 
-/// Whether a resource name is an NVIDIA GPU or MIG device (NVIDIA's filter).
+/// Whether a resource name is an NVIDIA device: NVIDIA's filter (`nvidia.com/gpu*`,
+/// `nvidia.com/mig-*`) widened to every `nvidia.com/` resource, so shared (`nvidia.com/gpu.shared`)
+/// and passthrough GPUs (`nvidia.com/GA102GL_A10`) count too.
 fn is_gpu(resource: &str) -> bool {
-    resource.starts_with("nvidia.com/gpu") || resource.starts_with("nvidia.com/mig-")
+    resource.starts_with("nvidia.com/")
 }
 
 impl From<Wire> for WorkloadPod {
@@ -128,6 +131,7 @@ impl From<Wire> for WorkloadPod {
             daemonset: controller.is_some_and(|o| o.kind == "DaemonSet"),
             controlled: controller.is_some(),
             empty_dir: wire.spec.volumes.iter().any(|v| v.empty_dir.is_some()),
+            runtime_class: wire.spec.runtime_class_name,
             mirror: annotations.is_some_and(|a| a.contains_key(MIRROR)),
         };
         Self {
@@ -185,6 +189,7 @@ mod tests {
                 controlled: true,
                 empty_dir: true,
                 mirror: false,
+                runtime_class: None,
             }
         );
         // A static pod's mirror being deleted, a MIG device in its limits, no controller.
@@ -207,5 +212,29 @@ mod tests {
             "spec": {"containers": [{"name": "c", "resources": {"requests": {"memory": "1Gi"}}}]}
         }));
         assert!(agent.daemonset && agent.controlled && !agent.gpu);
+        // A standalone exporter under the NVIDIA runtime class, requesting nothing: a GPU user by
+        // its runtime class; a shared GPU counts as a device.
+        let exporter = read(json!({
+            "metadata": {"name": "dcgm-exporter-x", "namespace": "monitoring", "ownerReferences": [
+                {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "dcgm-exporter", "uid": "e",
+                 "controller": true}]},
+            "spec": {"runtimeClassName": "nvidia", "containers": [{"name": "c"}]}
+        }));
+        let ours = ["nvidia".to_owned(), "nvidia-cdi".to_owned()];
+        assert!(!exporter.gpu && exporter.uses_gpu(&ours) && !exporter.uses_gpu(&[]));
+        assert_eq!(
+            exporter.gpu_user(),
+            "monitoring/dcgm-exporter-x (runtime class nvidia)"
+        );
+        let shared = read(json!({
+            "metadata": {"name": "s", "namespace": "ml"},
+            "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu.shared": "1"}}}]}
+        }));
+        assert!(shared.gpu && shared.uses_gpu(&[]));
+        let done = Workload {
+            finished: true,
+            ..shared
+        };
+        assert!(!done.uses_gpu(&ours), "a finished pod holds nothing");
     }
 }

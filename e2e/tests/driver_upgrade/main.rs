@@ -16,16 +16,15 @@
 )]
 
 use gpu_operator_e2e::scenario as support;
+mod gpu_users;
+mod in_place;
 mod world;
 
 use std::time::Duration;
 
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, conditions::DRIVER_UPGRADE};
 use gpu_operator_harness::{access::kubectl_ok, operator::Operator, unique_name, wait_until};
-use k8s_openapi::api::{
-    apps::v1::DaemonSet,
-    core::v1::{Node, Pod},
-};
+use k8s_openapi::api::{apps::v1::DaemonSet, core::v1::Node};
 use kube::{
     Api, ResourceExt as _,
     api::{ListParams, Patch, PatchParams, PostParams},
@@ -35,8 +34,8 @@ use serde_json::json;
 use support::{Cleanup, Env, IMAGES, condition, gpu_nodes, pods_of, setup, simulated_nodes};
 use world::{SKIP, STATE, World, record};
 
-const DRIVER_APP: &str = "nvidia-driver-daemonset";
-const LONG: Duration = Duration::from_secs(300);
+pub(crate) const DRIVER_APP: &str = "nvidia-driver-daemonset";
+pub(crate) const LONG: Duration = Duration::from_secs(300);
 /// NVIDIA's states in order, by hand (reference §1.7; drain is off, so no `drain-required`).
 const PATH: [&str; 8] = [
     "upgrade-required",
@@ -49,7 +48,7 @@ const PATH: [&str; 8] = [
     "upgrade-done",
 ];
 
-async fn nodes(env: &Env) -> Vec<Node> {
+pub(crate) async fn nodes(env: &Env) -> Vec<Node> {
     Api::<Node>::all(env.client.clone())
         .list(&ListParams::default())
         .await
@@ -57,7 +56,7 @@ async fn nodes(env: &Env) -> Vec<Node> {
         .items
 }
 
-fn state(node: &Node) -> Option<&str> {
+pub(crate) fn state(node: &Node) -> Option<&str> {
     node.labels().get(STATE).map(String::as_str)
 }
 
@@ -97,7 +96,7 @@ async fn drivers_current(env: &Env, gpus: &[String]) -> bool {
     })
 }
 
-async fn upgrade_message(env: &Env, name: &str) -> String {
+pub(crate) async fn upgrade_message(env: &Env, name: &str) -> String {
     let policy = env.policies().get(name).await.unwrap();
     condition(&policy, DRIVER_UPGRADE)
         .map(|c| c.message.clone())
@@ -141,6 +140,8 @@ async fn a_driver_upgrade_rolls_through_the_fleet_within_the_policy() {
     world.gpu_replicaset("guarded", &guarded);
     world.pdb("guarded", 1);
     world.gpu_replicaset("inference", &plain);
+    world.runtime_replicaset("render", &plain);
+    world.gpu_daemonset("exporter", &plain);
     world.training_job("train-0", &trained);
     kubectl_ok(&["cordon", &cordoned]).unwrap();
     kubectl_ok(&["label", "node", &skipped, &format!("{SKIP}=true")]).unwrap();
@@ -177,6 +178,7 @@ async fn a_driver_upgrade_rolls_through_the_fleet_within_the_policy() {
     .await
     .unwrap_or_else(|e| panic!("{e}\n{}", operator.log_tail()));
     let skipped_driver = pods_of(&env, DRIVER_APP).await[&skipped].clone();
+    let render = gpu_users::uid_of(&env, &world.namespace, "render").await;
     let (seen, recorder) = record(&env, gpus.clone());
 
     env.policies()
@@ -255,6 +257,14 @@ async fn a_driver_upgrade_rolls_through_the_fleet_within_the_policy() {
         panic!("{e}: {message}\n{}", operator.log_tail());
     }
     recorder.abort();
+    gpu_users::were_found(
+        &env,
+        &world.namespace,
+        &plain,
+        ("render", &render),
+        "exporter",
+    )
+    .await;
     let seen = std::mem::take(&mut *seen.lock().unwrap());
     for node in &others {
         assert_eq!(
@@ -336,7 +346,7 @@ async fn a_driver_upgrade_rolls_through_the_fleet_within_the_policy() {
         "no DriverUpgradeDone Event for {plain}"
     );
 
-    template_changes_restart_driver_pods_in_place(
+    in_place::template_changes_restart_driver_pods_in_place(
         &env,
         &name,
         (&others, &skipped, &cordoned),
@@ -369,106 +379,4 @@ async fn a_driver_upgrade_rolls_through_the_fleet_within_the_policy() {
     .await
     .unwrap_or_else(|e| panic!("{e}\n{}", operator.log_tail()));
     operator.stop().unwrap();
-}
-
-/// NVIDIA's `test_custom_labels_override`: `daemonsets.labels` reach every driver pod. Only the
-/// template changed (the driver installed is the same), so each driver pod of ours is restarted in
-/// place within the policy's limits: no node cordoned, no GPU pod evicted, the skipped node left
-/// alone, one `DriverRestartInPlace` Event per node. The positive control is the label itself:
-/// it can only reach a running pod through a restart.
-async fn template_changes_restart_driver_pods_in_place(
-    env: &Env,
-    name: &str,
-    (others, skipped, cordoned): (&[String], &str, &str),
-    workloads: &str,
-    operator: &Operator,
-) {
-    const LABEL: &str = "e2e-template";
-    let gpu_pods = || async {
-        let api: Api<Pod> = Api::namespaced(env.client.clone(), workloads);
-        let mut uids: Vec<String> = api
-            .list(&ListParams::default())
-            .await
-            .unwrap()
-            .items
-            .iter()
-            .filter(|p| p.metadata.deletion_timestamp.is_none())
-            .filter_map(kube::ResourceExt::uid)
-            .collect();
-        uids.sort();
-        uids
-    };
-    let workloads_before = gpu_pods().await;
-    let skipped_driver = pods_of(env, DRIVER_APP).await[skipped].clone();
-    let gpus: Vec<String> = others.iter().cloned().chain([skipped.to_owned()]).collect();
-    let (seen, recorder) = record(env, gpus);
-    env.policies()
-        .patch(
-            name,
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"spec": {"daemonsets": {"labels": {LABEL: "refresh"}}}})),
-        )
-        .await
-        .unwrap();
-    let labelled = wait_until("every driver pod to carry the new label", LONG, || async {
-        let pods = env
-            .pods()
-            .list(&ListParams::default().labels(&format!("app={DRIVER_APP},{LABEL}=refresh")))
-            .await
-            .unwrap();
-        let on: Vec<String> = pods
-            .items
-            .iter()
-            .filter(|p| p.metadata.deletion_timestamp.is_none())
-            .filter_map(|p| p.spec.as_ref()?.node_name.clone())
-            .collect();
-        let done = nodes(env)
-            .await
-            .iter()
-            .filter(|n| others.contains(&n.name_any()))
-            .all(|n| state(n) == Some("upgrade-done"));
-        Ok((done && others.iter().all(|n| on.contains(n))).then_some(()))
-    })
-    .await;
-    if let Err(e) = labelled {
-        let message = upgrade_message(env, name).await;
-        panic!("{e}: {message}\n{}", operator.log_tail());
-    }
-    recorder.abort();
-    let seen = std::mem::take(&mut *seen.lock().unwrap());
-    assert!(
-        seen.cordoned.iter().all(|n| n == cordoned),
-        "an in-place restart cordoned {:?}",
-        seen.cordoned
-    );
-    assert_eq!(gpu_pods().await, workloads_before, "a GPU pod was evicted");
-    assert_eq!(
-        pods_of(env, DRIVER_APP).await[skipped],
-        skipped_driver,
-        "the skipped node's driver pod was restarted"
-    );
-    assert!(
-        seen.states
-            .values()
-            .all(|s| !s.iter().any(|s| s == "cordon-required")),
-        "a node went the full upgrade path: {:?}",
-        seen.states
-    );
-    let events = kubectl_ok(&[
-        "get",
-        "events",
-        "-n",
-        "default",
-        "--field-selector",
-        "reason=DriverRestartInPlace",
-        "-o",
-        "name",
-    ])
-    .unwrap();
-    assert!(
-        events.lines().count() >= others.len(),
-        "{} DriverRestartInPlace Event(s) for {} nodes",
-        events.lines().count(),
-        others.len()
-    );
 }

@@ -97,6 +97,46 @@ impl World {
         apply(&rs);
     }
 
+    /// A ReplicaSet of one pod on `node` that requests no GPU but runs under the NVIDIA runtime
+    /// class (so it sees every GPU), labelled `app=<app>`.
+    pub fn runtime_replicaset(&self, app: &str, node: &str) {
+        apply(&json!({
+            "apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": app, "namespace": self.namespace},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"app": app}},
+                "template": {
+                    "metadata": {"labels": {"app": app}},
+                    "spec": {
+                        "nodeSelector": {"kubernetes.io/hostname": node},
+                        "runtimeClassName": "nvidia",
+                        "containers": [{"name": "render", "image": "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"}],
+                    }
+                }
+            }
+        }));
+    }
+
+    /// A DaemonSet on `node` under the NVIDIA runtime class (a standalone exporter), `app=<app>`.
+    pub fn gpu_daemonset(&self, app: &str, node: &str) {
+        apply(&json!({
+            "apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": app, "namespace": self.namespace},
+            "spec": {
+                "selector": {"matchLabels": {"app": app}},
+                "template": {
+                    "metadata": {"labels": {"app": app}},
+                    "spec": {
+                        "nodeSelector": {"kubernetes.io/hostname": node},
+                        "runtimeClassName": "nvidia",
+                        "containers": [{"name": "exporter", "image": "nvcr.io/nvidia/k8s/dcgm-exporter:4.4.1-4.5.2-ubuntu22.04"}],
+                    }
+                }
+            }
+        }));
+    }
+
     /// A PodDisruptionBudget over `app=<app>` keeping `min_available` pods.
     pub fn pdb(&self, app: &str, min_available: u32) {
         apply(&json!({

@@ -212,3 +212,77 @@ fn validation_needs_a_validator_started_on_the_new_driver_within_600s() {
         StateLabel::Set(UpgradeState::UncordonRequired)
     );
 }
+
+#[test]
+fn every_gpu_user_is_found_and_the_ones_eviction_cannot_move_are_named() {
+    let p = policy(DriverUpgradePolicySpec::default()).with_gpu_users(
+        &gpu_operator_api::ClusterPolicySpec::default(),
+        "gpu-operator",
+    );
+    let n = in_state("a", UpgradeState::PodDeletionRequired);
+    // A pod under the NVIDIA runtime class requests no GPU but uses them: it is evicted.
+    let runtime = Workload {
+        gpu: false,
+        runtime_class: Some("nvidia".into()),
+        ..gpu_pod("render")
+    };
+    let other_runtime = Workload {
+        gpu: false,
+        runtime_class: Some("kata".into()),
+        ..gpu_pod("sandboxed")
+    };
+    let s = step(
+        &n,
+        &p,
+        false,
+        &[runtime.clone(), other_runtime.clone()],
+        t(110),
+    );
+    assert_eq!(s.evict, [("ml".to_owned(), "render".to_owned())]);
+    // A DaemonSet GPU user (a standalone exporter) is not evicted, and the move to the restart
+    // names it in a Warning Event.
+    let exporter = Workload {
+        gpu: false,
+        daemonset: true,
+        runtime_class: Some("nvidia-cdi".into()),
+        ..gpu_pod("dcgm-exporter-x")
+    };
+    // The operator's own pods (operands, the validator's CUDA workload) are the driver manager's
+    // to move: neither evicted nor named.
+    let operand = Workload {
+        namespace: "gpu-operator".into(),
+        daemonset: true,
+        runtime_class: Some("nvidia".into()),
+        ..gpu_pod("nvidia-device-plugin-daemonset-x")
+    };
+    let workload = Workload {
+        namespace: "gpu-operator".into(),
+        controlled: false,
+        runtime_class: Some("nvidia".into()),
+        ..gpu_pod("nvidia-cuda-validator-x")
+    };
+    let s = step(&n, &p, false, &[operand, workload], t(110));
+    assert_eq!(
+        (s.patch.state, s.event.as_ref().map(|e| e.reason)),
+        (StateLabel::Set(UpgradeState::PodRestartRequired), None)
+    );
+    let s = step(&n, &p, false, &[exporter, other_runtime], t(110));
+    assert_eq!(
+        s.patch.state,
+        StateLabel::Set(UpgradeState::PodRestartRequired)
+    );
+    let event = s.event.unwrap();
+    assert!(event.warning);
+    assert_eq!(event.reason, "DriverUpgradeGpuUsersRemain");
+    assert!(
+        event.note.contains("1 DaemonSet pod(s) still use the GPU")
+            && event
+                .note
+                .contains("ml/dcgm-exporter-x (runtime class nvidia-cdi)"),
+        "{}",
+        event.note
+    );
+    // Without one, no Event.
+    let s = step(&n, &p, false, &[], t(110));
+    assert_eq!(s.event, None);
+}
