@@ -2,13 +2,15 @@
 //! sets `nvidia.com/gpu.deploy.mig-manager=true` only there), the ConfigMaps of its default MIG
 //! layouts (`default-mig-parted-config`) and host GPU clients (`default-gpu-clients`) unless the
 //! ClusterPolicy names its own, its entrypoint, ServiceAccount and RBAC. It warns when the layout
-//! seeded on nodes (`migManager.config.default`) is not in the default layouts. Pure validate and
-//! render steps; the shared pipeline does the rest.
+//! seeded on nodes (`migManager.config.default`) is not in the default layouts, and names the
+//! nodes whose layout failed to apply (`watchdog`). Pure validate and render steps; the shared
+//! pipeline does the rest.
 
 mod parted;
 mod profiles;
 mod render;
 mod validate;
+mod watchdog;
 
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, conditions::operand::MIG_MANAGER_READY};
 use gpu_operator_core::{
@@ -54,7 +56,13 @@ impl Operand for MigManager {
         render::children(input)
     }
 
+    fn unserved(input: &Input) -> Option<String> {
+        watchdog::unserved(&input.failed)
+    }
+
     fn warnings(input: &Input) -> Vec<Warning> {
-        validate::warnings(input)
+        let mut warnings = validate::warnings(input);
+        warnings.extend(watchdog::warning(&input.failed));
+        warnings
     }
 }

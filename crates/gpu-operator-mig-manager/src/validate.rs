@@ -1,6 +1,8 @@
 //! Checks the ClusterPolicy for the MIG manager, resolves its images and notices a seeded layout
 //! that the default layouts lack. Pure.
 
+use std::collections::BTreeMap;
+
 use gpu_operator_api::ClusterPolicySpec;
 use gpu_operator_core::{
     Error,
@@ -10,6 +12,7 @@ use gpu_operator_core::{
         shared::Shared,
         user_config::{self, Checked, Source},
     },
+    cache::facts::NodeSample,
     contract::{Cluster, Warning},
 };
 
@@ -46,6 +49,8 @@ pub struct Input {
     pub cdi_hook_path: Option<String>,
     /// The settings every operand pod shares.
     pub shared: Shared,
+    /// GPU nodes whose layout failed to apply, by layout (see [`crate::watchdog`]).
+    pub failed: BTreeMap<String, NodeSample>,
 }
 
 /// `Ok(None)` when `migManager.enabled` is false (it defaults to true).
@@ -80,6 +85,7 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
         cdi_enabled: runtime_class::cdi_enabled(spec),
         cdi_hook_path: runtime_class::cdi_hook_path(spec),
         shared: Shared::of(spec),
+        failed: cluster.facts.mig_failed.clone(),
     }))
 }
 

@@ -182,6 +182,8 @@ pub async fn reconcile(
     if summary.state != State::Ignored {
         ctx.metrics
             .set_policy_status(summary.metric, facts.gpu_nodes, facts.has_nfd_labels);
+        ctx.metrics
+            .set_mig_failed_nodes(facts.mig_failed.values().map(|s| s.count).sum());
     }
     // psa.enabled: the namespace is labelled before the status is written (NVIDIA's operator
     // labels it first thing); a refusal is retried, and does not hold the status back.

@@ -59,6 +59,11 @@ pub struct ClusterFacts {
     /// `sandboxWorkloads.defaultWorkload`). Read from the label the user sets, not from the deploy
     /// labels the node labeller derives from it, so the first reconcile already knows them.
     pub gpu_nodes_by_workload: BTreeMap<String, NodeSample>,
+    /// GPU nodes whose MIG manager reports the layout they ask for failed
+    /// (`nvidia.com/mig.config.state=failed`), by that layout (`nvidia.com/mig.config`). NVIDIA's
+    /// MIG manager leaves such a node's GPU operands `paused-for-mig-change`: it offers no GPUs
+    /// until a layout applies.
+    pub mig_failed: BTreeMap<String, NodeSample>,
     /// The operator's DaemonSets as they run now, by name: what a render must keep stable
     /// (the driver's per-OS DaemonSets keep the OS they were created for).
     pub daemonsets: BTreeMap<String, LiveDaemonSet>,
@@ -185,6 +190,14 @@ impl ClusterFacts {
                 && node_labels.get(labels::DEVICE_PLUGIN_CONFIG).is_none()
             {
                 facts.gpu_nodes_without_plugin_config.add(name);
+            }
+            if node_labels.get(labels::MIG_CONFIG_STATE) == Some("failed") {
+                let layout = node_labels.get(labels::MIG_CONFIG).unwrap_or_default();
+                facts
+                    .mig_failed
+                    .entry(layout.to_owned())
+                    .or_default()
+                    .add(name);
             }
             let workload = node_labels
                 .get(labels::GPU_WORKLOAD_CONFIG)
@@ -402,5 +415,39 @@ mod tests {
             "8 node(s) (a, b, c, d, default-vm, …)"
         );
         assert_eq!(facts.gpu_nodes_by_workload.len(), 2);
+    }
+
+    #[test]
+    fn failed_mig_layouts_are_counted_by_layout() {
+        let node = |name: &str, layout: &str, state: &str| {
+            NodeMeta::new(
+                name,
+                &[
+                    (labels::GPU_PRESENT, "true"),
+                    (labels::MIG_CONFIG, layout),
+                    (labels::MIG_CONFIG_STATE, state),
+                ],
+            )
+        };
+        let nodes = [
+            node("a", "all-1g.10gb", "failed"),
+            node("b", "all-1g.10gb", "failed"),
+            node("c", "all-2g.20gb", "failed"),
+            node("d", "all-1g.10gb", "success"),
+            node("e", "all-1g.10gb", "pending"),
+        ];
+        let facts = ClusterFacts::from_nodes(&nodes, []);
+        let described: Vec<(&str, String)> = facts
+            .mig_failed
+            .iter()
+            .map(|(layout, sample)| (layout.as_str(), sample.describe()))
+            .collect();
+        assert_eq!(
+            described,
+            [
+                ("all-1g.10gb", "2 node(s) (a, b)".to_owned()),
+                ("all-2g.20gb", "1 node(s) (c)".to_owned())
+            ]
+        );
     }
 }

@@ -87,6 +87,7 @@ pub struct Metrics {
     last_success: Gauge<f64, AtomicU64>,
     durations: Family<ReconcileLabels, Histogram>,
     upgrades: UpgradeGauges,
+    mig_failed_nodes: Gauge,
 }
 
 /// The driver upgrade gauges.
@@ -216,6 +217,12 @@ impl Metrics {
         );
         let upgrades = UpgradeGauges::default();
         upgrades.register(registry);
+        let mig_failed_nodes = Gauge::default();
+        registry.register(
+            "mig_config_failed_nodes",
+            "GPU nodes whose MIG layout failed to apply (nvidia.com/mig.config.state=failed)",
+            mig_failed_nodes.clone(),
+        );
         Self {
             registry: root,
             gpu_nodes,
@@ -226,6 +233,7 @@ impl Metrics {
             last_success,
             durations,
             upgrades,
+            mig_failed_nodes,
         }
     }
 
@@ -293,6 +301,12 @@ impl Metrics {
         self.gpu_nodes
             .set(i64::try_from(gpu_nodes).unwrap_or(i64::MAX));
         self.has_nfd_labels.set(i64::from(has_nfd_labels));
+    }
+
+    /// Records how many GPU nodes report a failed MIG layout.
+    pub fn set_mig_failed_nodes(&self, nodes: usize) {
+        self.mig_failed_nodes
+            .set(i64::try_from(nodes).unwrap_or(i64::MAX));
     }
 
     /// The metrics in the Prometheus text format.

@@ -1,6 +1,7 @@
 //! Alerts on our own metrics: the node status exporter's per-node gauges
 //! (`gpu_operator_node_*`, which need `nodeStatusExporter.enabled`), NVIDIA's driver upgrade
-//! gauges (`gpu_operator_nodes_upgrades_*`) and the operator's reconcile metrics.
+//! gauges (`gpu_operator_nodes_upgrades_*`), the MIG watchdog's gauge and the operator's
+//! reconcile metrics.
 
 use super::{Alert, Group};
 use crate::observability::Settings;
@@ -65,6 +66,15 @@ pub(super) fn alerts(s: &Settings) -> Vec<Alert> {
             for_: Some("5m".into()),
             summary: "GPU driver upgrade failed on nodes".into(),
             description: "The GPU driver upgrade failed on {{ $value }} node(s); the nodes labelled nvidia.com/gpu-driver-upgrade-state=upgrade-failed name them.".into(),
+        },
+        Alert {
+            name: "GPUMIGReconfigurationFailed",
+            group: Group::Stack,
+            severity: "critical",
+            expr: "gpu_operator_mig_config_failed_nodes > 0".into(),
+            for_: Some("5m".into()),
+            summary: "MIG reconfiguration failed on nodes".into(),
+            description: "The MIG layout failed to apply on {{ $value }} node(s), which offer no GPUs until it does; the ClusterPolicy's MIGManagerReady condition names them.".into(),
         },
         Alert {
             name: "GPUOperatorReconcileFailing",

@@ -2,7 +2,9 @@
 //! DCGM's node-local Service; the exporter's ServiceMonitor created exactly while its CRD exists
 //! (and reported while it does not); the exporter switched off and on; the MIG manager only on
 //! MIG-capable nodes with its ConfigMaps; a seeded MIG layout the defaults lack reported by name;
-//! a user's layouts ConfigMap refused while mig-parted would reject it, then mounted as a copy.
+//! a user's layouts ConfigMap refused while mig-parted would reject it, then mounted as a copy; a
+//! MIG layout that failed on a node (a stand-in writes the labels as NVIDIA's MIG manager does)
+//! named until it applies.
 #![cfg(feature = "e2e")]
 #![allow(
     clippy::unwrap_used,
@@ -12,6 +14,8 @@
 )]
 
 use gpu_operator_e2e::scenario as support;
+mod mig_watchdog;
+use mig_watchdog::a_failed_mig_layout_is_reported_until_it_applies;
 
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, conditions::operand, labels};
 use gpu_operator_harness::{
@@ -67,6 +71,7 @@ async fn monitoring_and_mig_operands_follow_the_cluster_policy() {
     the_exporter_toggles(&env, &name).await;
     a_seeded_layout_the_defaults_lack_is_reported(&env, &name).await;
     a_users_layouts_are_checked_before_they_are_mounted(&env, &name).await;
+    a_failed_mig_layout_is_reported_until_it_applies(&env, &name, &operator).await;
     operator.stop().unwrap();
 }
 
@@ -323,7 +328,7 @@ async fn wait_service_monitor(env: &Env, present: bool) {
     .unwrap();
 }
 
-async fn warning_event(env: &Env, policy: &str, reason: &str, mentions: &str) {
+pub(crate) async fn warning_event(env: &Env, policy: &str, reason: &str, mentions: &str) {
     let events: Api<Event> = Api::all(env.client.clone());
     let event = wait_until(&format!("a Warning Event {reason}"), TIMEOUT, || async {
         let list = events
