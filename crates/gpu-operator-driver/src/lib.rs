@@ -74,6 +74,13 @@ impl Operand for Driver {
         })
     }
 
+    /// With `driver.useNvidiaDriverCRD: true` the NVIDIADrivers' DaemonSets take the drivers
+    /// over: the ClusterPolicy's driver pods keep running, their node's new driver pod waiting
+    /// for them (one driver pod per node), until the upgrade replaces them.
+    fn hands_over(spec: &ClusterPolicySpec, _cluster: &Cluster<'_>) -> bool {
+        spec.driver_enabled() && validate::managed_by_nvidia_drivers(spec)
+    }
+
     fn render(input: &Input) -> Children {
         render::children(input)
     }

@@ -81,6 +81,16 @@ impl Operand for NvidiaDriverOperand {
         )
     }
 
+    /// When the active ClusterPolicy takes the drivers back (`driver.useNvidiaDriverCRD` unset or
+    /// false, the driver enabled), this CR's driver pods keep running, the ClusterPolicy's new
+    /// driver pod on their node waiting for them (one driver pod per node), until the upgrade
+    /// replaces them.
+    fn hands_over(_cr: &NvidiaDriver, cluster: &Cluster<'_>) -> bool {
+        cluster
+            .policy
+            .is_some_and(|p| p.driver_enabled() && !validate::managed_by_nvidia_drivers(p))
+    }
+
     fn render(input: &Input) -> Children {
         crate::render::children(input)
     }

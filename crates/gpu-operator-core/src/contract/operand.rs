@@ -55,6 +55,15 @@ pub trait Operand: Send + Sync + 'static {
         None
     }
 
+    /// Whether another owner takes over what this operand's DaemonSets run, so the DaemonSets it
+    /// prunes now leave their pods running (orphan propagation) until the other owner's upgrade
+    /// replaces them — the driver moving between the ClusterPolicy and NVIDIADrivers, whose new
+    /// pods wait for the old (one driver pod per node). `false` (the default): a pruned
+    /// DaemonSet's pods go with it.
+    fn hands_over(_spec: &<Self::Owner as Owner>::Spec, _cluster: &Cluster<'_>) -> bool {
+        false
+    }
+
     /// The objects the operand needs, without namespace or owner (added on apply).
     fn render(input: &Self::Input) -> Children;
 

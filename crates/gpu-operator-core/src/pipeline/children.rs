@@ -1,7 +1,8 @@
 //! How the pipeline writes what an operand renders ([`Children`]): each kind is
 //! compared with its cache and applied only when it differs; what the operand no longer renders
 //! (found by its `app.kubernetes.io/component` label, and of an owner kind that is no singleton
-//! only among this owner's objects: [`prunes`]) is deleted. A live DaemonSet's selector is
+//! only among this owner's objects: [`prunes`]) is deleted — a pruned DaemonSet with its pods, or
+//! leaving them running when the operand hands them over ([`Dependents`]). A live DaemonSet's selector is
 //! kept when our pods match it ([`crate::pipeline::adopt`]). ServiceMonitors and
 //! PrometheusRules, kinds the cluster may lack, are written by [`crate::build::service_monitor`]
 //! and [`crate::build::prometheus_rule`].
@@ -21,19 +22,21 @@ use crate::{
     contract::{Children, Owner},
     pipeline::{
         adopt,
-        apply::{self, Outcome},
+        apply::{self, Dependents, Outcome},
     },
 };
 
 /// Applies what changed and prunes what is no longer rendered for reconciler `component`;
 /// returns how many objects were written or deleted. `monitored`: the reconciler may have
-/// ServiceMonitors or PrometheusRules to prune even when it renders none.
+/// ServiceMonitors or PrometheusRules to prune even when it renders none. `pods`: what becomes of
+/// the pods of the DaemonSets it prunes.
 pub async fn apply_all<O: Owner>(
     ctx: &Context,
     owner: &O,
     component: &str,
     children: &Children,
     monitored: bool,
+    pods: Dependents,
 ) -> Result<usize, Error> {
     let Children {
         service_accounts,
@@ -53,6 +56,7 @@ pub async fn apply_all<O: Owner>(
         owner,
         component,
         written: 0,
+        dependents: Dependents::Deleted,
     };
     w.kind(namespaced(ctx), service_accounts, &stores.service_accounts)
         .await?;
@@ -79,6 +83,7 @@ pub async fn apply_all<O: Owner>(
             adopt::keep_live_selector(ds.clone(), stores.daemonsets.get(&key).as_deref())
         })
         .collect();
+    w.dependents = pods;
     w.kind(namespaced(ctx), &daemonsets, &stores.daemonsets)
         .await?;
     w.written +=
@@ -134,6 +139,8 @@ struct Writer<'a, O> {
     owner: &'a O,
     component: &'a str,
     written: usize,
+    /// What becomes of the dependents of the objects of the kind it prunes now.
+    dependents: Dependents,
 }
 
 impl<O: Owner> Writer<'_, O> {
@@ -173,7 +180,7 @@ impl<O: Owner> Writer<'_, O> {
                 && !keep.contains(&o.name_any())
                 && prunes(self.owner, o.owner_references())
         }) {
-            apply::delete(&api, &stale.name_any()).await?;
+            apply::delete(&api, &stale.name_any(), self.dependents).await?;
             self.written += 1;
         }
         Ok(())
