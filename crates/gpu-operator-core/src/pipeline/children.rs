@@ -2,16 +2,21 @@
 //! compared with its cache and applied only when it differs; what the operand no longer renders
 //! (found by its `app.kubernetes.io/component` label, and of an owner kind that is no singleton
 //! only among this owner's objects: [`prunes`]) is deleted — a pruned DaemonSet with its pods, or
-//! leaving them running when the operand hands them over ([`Dependents`]). A live DaemonSet's selector is
+//! leaving its scheduled pods running when the operand hands them over ([`Dependents`]). A live
+//! DaemonSet's selector is
 //! kept when our pods match it ([`crate::pipeline::adopt`]). ServiceMonitors and
 //! PrometheusRules, kinds the cluster may lack, are written by [`crate::build::service_monitor`]
 //! and [`crate::build::prometheus_rule`].
 
-use std::{collections::BTreeSet, fmt::Debug};
+use std::{collections::BTreeSet, fmt::Debug, sync::Arc};
 
-use k8s_openapi::{api::apps::v1::DaemonSet, apimachinery::pkg::apis::meta::v1::OwnerReference};
+use k8s_openapi::{
+    api::{apps::v1::DaemonSet, core::v1::Pod},
+    apimachinery::pkg::apis::meta::v1::OwnerReference,
+};
 use kube::{
     Api, Resource, ResourceExt as _,
+    api::ListParams,
     runtime::reflector::{ObjectRef, Store},
 };
 use serde::{Serialize, de::DeserializeOwned};
@@ -84,8 +89,12 @@ pub async fn apply_all<O: Owner>(
         })
         .collect();
     w.dependents = pods;
-    w.kind(namespaced(ctx), &daemonsets, &stores.daemonsets)
+    let pruned = w
+        .kind(namespaced(ctx), &daemonsets, &stores.daemonsets)
         .await?;
+    if pods == Dependents::LeftRunning {
+        w.written += delete_unscheduled_pods(ctx, &pruned).await?;
+    }
     w.written +=
         service_monitor::apply_all(ctx, owner, component, service_monitors, monitored).await?;
     w.written +=
@@ -145,13 +154,13 @@ struct Writer<'a, O> {
 
 impl<O: Owner> Writer<'_, O> {
     /// Applies `objects` of one kind and deletes the cached ones of this reconciler that are not
-    /// among them.
+    /// among them; returns those it deleted.
     async fn kind<K>(
         &mut self,
         Target { api, namespace }: Target<'_, K>,
         objects: &[K],
         cache: &Store<K>,
-    ) -> Result<(), Error>
+    ) -> Result<Vec<Arc<K>>, Error>
     where
         K: Resource<DynamicType = ()> + Clone + Debug + Serialize + DeserializeOwned,
     {
@@ -175,16 +184,55 @@ impl<O: Owner> Writer<'_, O> {
             }
             keep.insert(name);
         }
-        for stale in cache.state().iter().filter(|o| {
-            o.labels().get(meta::COMPONENT_LABEL).map(String::as_str) == Some(self.component)
-                && !keep.contains(&o.name_any())
-                && prunes(self.owner, o.owner_references())
-        }) {
-            apply::delete(&api, &stale.name_any(), self.dependents).await?;
+        let stale: Vec<Arc<K>> = cache
+            .state()
+            .into_iter()
+            .filter(|o| {
+                o.labels().get(meta::COMPONENT_LABEL).map(String::as_str) == Some(self.component)
+                    && !keep.contains(&o.name_any())
+                    && prunes(self.owner, o.owner_references())
+            })
+            .collect();
+        for object in &stale {
+            apply::delete(&api, &object.name_any(), self.dependents).await?;
             self.written += 1;
         }
-        Ok(())
+        Ok(stale)
     }
+}
+
+/// After handed-over DaemonSets `pruned` went with their pods left running: deletes their pods
+/// that no node runs yet (waiting to be scheduled), which nothing would own or replace and which
+/// would otherwise start beside the new owner's pod once the running one goes. Returns how many.
+async fn delete_unscheduled_pods(ctx: &Context, pruned: &[Arc<DaemonSet>]) -> Result<usize, Error> {
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let mut deleted = 0;
+    for ds in pruned {
+        let Some(labels) = ds
+            .spec
+            .as_ref()
+            .and_then(|s| s.selector.match_labels.as_ref())
+            .filter(|l| !l.is_empty())
+        else {
+            continue;
+        };
+        let selector: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let pods = api
+            .list(&ListParams::default().labels(&selector.join(",")))
+            .await
+            .map_err(Error::kube(format!(
+                "listing the pods of DaemonSet {}",
+                ds.name_any()
+            )))?;
+        for pod in pods.items.iter().filter(|p| {
+            p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_none()
+                && p.metadata.deletion_timestamp.is_none()
+        }) {
+            apply::delete(&api, &pod.name_any(), Dependents::Deleted).await?;
+            deleted += 1;
+        }
+    }
+    Ok(deleted)
 }
 
 #[cfg(test)]

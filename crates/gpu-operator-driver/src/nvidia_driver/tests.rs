@@ -121,6 +121,42 @@ fn the_cluster_policys_driver_says_nvidia_drivers_manage_the_drivers() {
 }
 
 #[test]
+fn the_driver_changes_hands_leaving_the_running_pods_only_between_the_two_owners() {
+    let facts = ClusterFacts::default();
+    let a = cr("a", "u1", serde_json::json!({}));
+    let mut off = opted_in();
+    off.driver.enabled = Some(false);
+    let plain = ClusterPolicySpec::default();
+    // (ClusterPolicy, whether its driver hands over, whether an NVIDIADriver's does): by hand.
+    let table = [
+        (Some(&plain), false, true),
+        (Some(&opted_in()), true, false),
+        (Some(&off), false, false),
+        (None, false, false),
+    ];
+    for (policy, by_policy, by_cr) in table {
+        let cluster = Cluster {
+            namespace: "gpu-operator",
+            facts: &facts,
+            image_env: &|_| None,
+            config_maps: &|_| None,
+            policy,
+        };
+        let spec = policy.cloned().unwrap_or_default();
+        assert_eq!(
+            Driver::hands_over(&spec, &cluster),
+            by_policy,
+            "ClusterPolicy's driver, {policy:?}"
+        );
+        assert_eq!(
+            NvidiaDriverOperand::hands_over(&a, &cluster),
+            by_cr,
+            "NVIDIADriver's, {policy:?}"
+        );
+    }
+}
+
+#[test]
 fn daemonsets_are_named_after_the_cr_and_select_its_nodes() {
     let facts = profile("h100-ubuntu22.04-containerd");
     let a = cr(

@@ -4,7 +4,8 @@
 //! ServiceAccount; two NVIDIADrivers selecting one GPU node each get DaemonSets named after them
 //! (`nvidia-gpu-driver-<cr>-<os>`), selecting their node, owned by them, with pods ready on
 //! their nodes, and a `DriverReady` condition in their status; deleting one NVIDIADriver takes its
-//! DaemonSets away and leaves the other's.
+//! DaemonSets away and leaves the other's. The scenario starts on the ClusterPolicy's driver and
+//! switches to NVIDIADrivers and back without restarting a driver pod ([`handover`]).
 #![cfg(feature = "e2e")]
 #![allow(
     clippy::unwrap_used,
@@ -12,6 +13,8 @@
     clippy::panic,
     clippy::large_futures
 )]
+
+mod handover;
 
 use gpu_operator_e2e::scenario as support;
 
@@ -192,23 +195,46 @@ async fn nvidia_drivers_deploy_the_drivers_of_their_nodes_and_take_them_away() {
         policies: vec![policy_name.clone()],
     };
     let (a_name, b_name) = (unique_name("nvd-a"), unique_name("nvd-b"));
-    let _drivers = Drivers(vec![a_name.clone(), b_name.clone()]);
+    let mut drivers_made = Drivers(vec![a_name.clone(), b_name.clone()]);
     let nodes = simulated_nodes(&env.client).await;
     let gpus = gpu_nodes(&nodes);
-    let [node_a, node_b, ..] = gpus.as_slice() else {
-        panic!("the fleet has fewer than two GPU nodes: {gpus:?}");
+    let [node_a, node_b, node_c, ..] = gpus.as_slice() else {
+        panic!("the fleet has fewer than three GPU nodes: {gpus:?}");
     };
 
-    let mut spec = ClusterPolicySpec::default();
-    spec.driver.use_nvidia_driver_crd = Some(true);
+    // The ClusterPolicy's driver first: its pods run on every GPU node.
     env.policies()
         .create(
             &PostParams::default(),
-            &ClusterPolicy::new(&policy_name, spec),
+            &ClusterPolicy::new(&policy_name, ClusterPolicySpec::default()),
         )
         .await
         .unwrap();
     wait_active(&env, &policy_name).await;
+    let before = wait_until("the ClusterPolicy's driver pods", TIMEOUT, || async {
+        let pods = pods_of(&env, handover::POLICY_DRIVER).await;
+        Ok(gpus.iter().all(|n| pods.contains_key(n)).then_some(pods))
+    })
+    .await
+    .unwrap();
+
+    let drivers: Api<NvidiaDriver> = Api::all(env.client.clone());
+    let a = drivers
+        .create(&PostParams::default(), &nvidia_driver(&a_name, node_a))
+        .await
+        .unwrap();
+    let b = drivers
+        .create(&PostParams::default(), &nvidia_driver(&b_name, node_b))
+        .await
+        .unwrap();
+    let a_uid = handover::to_nvidia_drivers(
+        &env,
+        &policy_name,
+        &before,
+        (&a, node_a),
+        (&b, node_b),
+    )
+    .await;
     wait_policy(
         &env,
         &policy_name,
@@ -221,17 +247,7 @@ async fn nvidia_drivers_deploy_the_drivers_of_their_nodes_and_take_them_away() {
     )
     .await;
 
-    let drivers: Api<NvidiaDriver> = Api::all(env.client.clone());
-    let a = drivers
-        .create(&PostParams::default(), &nvidia_driver(&a_name, node_a))
-        .await
-        .unwrap();
-    let b = drivers
-        .create(&PostParams::default(), &nvidia_driver(&b_name, node_b))
-        .await
-        .unwrap();
     wait_for_driver(&env, &a, node_a).await;
-    wait_for_driver(&env, &b, node_b).await;
 
     // The ClusterPolicy renders no driver DaemonSet, but the ServiceAccount the drivers run as.
     let all = driver_daemonsets(&env).await;
@@ -244,16 +260,30 @@ async fn nvidia_drivers_deploy_the_drivers_of_their_nodes_and_take_them_away() {
         unowned.is_empty(),
         "driver DaemonSets of no NVIDIADriver: {unowned:?}"
     );
-    // Each NVIDIADriver carries its operand's condition (its overall status is not computed yet).
+    // An NVIDIADriver whose pods run carries its operand's condition (its overall status is not
+    // computed yet).
     wait_driver_ready(&drivers, &a_name).await;
-    wait_driver_ready(&drivers, &b_name).await;
-    let accounts: Api<ServiceAccount> = Api::namespaced(env.client.clone(), &env.namespace);
-    let account = accounts.get("nvidia-driver").await.unwrap();
+    let account = Api::<ServiceAccount>::namespaced(env.client.clone(), &env.namespace)
+        .get("nvidia-driver")
+        .await
+        .unwrap();
     assert_eq!(account.owner_references()[0].kind, "ClusterPolicy");
 
-    // Deleting one NVIDIADriver takes its DaemonSets away, not the other's.
+    // Deleting one NVIDIADriver takes its DaemonSets away, not the others'.
+    let c_name = unique_name("nvd-c");
+    drivers_made.0.push(c_name.clone());
+    let c = drivers
+        .create(&PostParams::default(), &nvidia_driver(&c_name, node_c))
+        .await
+        .unwrap();
+    wait_until("the DaemonSet of a third NVIDIADriver", TIMEOUT, || async {
+        let all = driver_daemonsets(&env).await;
+        Ok((!owned_by(&all, &c).is_empty()).then_some(()))
+    })
+    .await
+    .unwrap();
     drivers
-        .delete(&b_name, &DeleteParams::default())
+        .delete(&c_name, &DeleteParams::default())
         .await
         .unwrap();
     wait_until(
@@ -261,19 +291,23 @@ async fn nvidia_drivers_deploy_the_drivers_of_their_nodes_and_take_them_away() {
         TIMEOUT,
         || async {
             let all = driver_daemonsets(&env).await;
-            Ok(owned_by(&all, &b).is_empty().then_some(()))
+            Ok(owned_by(&all, &c).is_empty().then_some(()))
         },
     )
     .await
     .unwrap();
     let all = driver_daemonsets(&env).await;
     assert!(
-        a_sets.iter().all(|name| all.contains_key(name)),
-        "the other NVIDIADriver's DaemonSets stay: {:?}",
+        a_sets.iter().chain(&b_sets).all(|name| all.contains_key(name)),
+        "the other NVIDIADrivers' DaemonSets stay: {:?}",
         all.keys().collect::<Vec<_>>()
     );
-    drivers
-        .delete(&a_name, &DeleteParams::default())
-        .await
-        .unwrap();
+
+    handover::to_cluster_policy(&env, &policy_name, &before, (&a, node_a, &a_uid), &b).await;
+    for name in [&a_name, &b_name] {
+        drivers
+            .delete(name, &DeleteParams::default())
+            .await
+            .unwrap();
+    }
 }
