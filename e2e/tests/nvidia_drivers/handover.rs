@@ -3,14 +3,14 @@
 //! DaemonSets go with orphan propagation, so every running driver pod keeps its UID; the new
 //! owner's pod for that node waits (one driver pod per node) until the old one goes, as the
 //! upgrade deletes it — each step's positive control deletes one and sees the new owner's pod run
-//! there. The ClusterPolicy's DaemonSet adopts the old ClusterPolicy pods it finds again; an
-//! NVIDIADriver pod that was still waiting for a node goes with its DaemonSet.
+//! there. A pod left running is controlled by the owner that handed it over (no DaemonSet adopts
+//! it); a pod that still waited for a node goes with its DaemonSet.
 
 use std::collections::BTreeMap;
 
 use gpu_operator_api::NvidiaDriver;
 use gpu_operator_harness::wait_until;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::{apps::v1::DaemonSet, core::v1::Pod};
 use kube::{
     ResourceExt as _,
     api::{DeleteParams, ListParams, Patch, PatchParams},
@@ -49,25 +49,53 @@ async fn pods(env: &Env, app: &str) -> Vec<Pod> {
         .collect()
 }
 
-/// The name of the DaemonSet that controls `pod`, if any.
-fn controller(pod: &Pod) -> Option<String> {
+/// The kind and name of what controls `pod`, if anything.
+fn controller(pod: &Pod) -> Option<(String, String)> {
     pod.owner_references()
         .iter()
         .find(|r| r.controller == Some(true))
-        .map(|r| r.name.clone())
+        .map(|r| (r.kind.clone(), r.name.clone()))
 }
 
-/// The `app` label of the one DaemonSet of `cr`.
-async fn app_of(env: &Env, cr: &NvidiaDriver) -> String {
+/// Pod UIDs by node of `pods`, those a node runs.
+fn by_node(pods: &[Pod]) -> BTreeMap<String, String> {
+    pods.iter()
+        .filter_map(|p| Some((p.spec.as_ref()?.node_name.clone()?, p.uid()?)))
+        .collect()
+}
+
+/// Whether a driver DaemonSet of the ClusterPolicy is among `all`.
+fn has_policy_driver(all: &BTreeMap<String, DaemonSet>) -> bool {
+    all.values().any(|ds| {
+        ds.owner_references()
+            .iter()
+            .any(|r| r.kind == "ClusterPolicy" && r.controller == Some(true))
+    })
+}
+
+/// The `app` labels of the DaemonSets of `cr` (one per OS of the fleet).
+async fn apps_of(env: &Env, cr: &NvidiaDriver) -> Vec<String> {
     let all = driver_daemonsets(env).await;
-    let owned = owned_by(&all, cr);
-    assert_eq!(owned.len(), 1, "one DaemonSet of {}", cr.name_any());
-    owned[0].labels()["app"].clone()
+    let apps: Vec<String> = owned_by(&all, cr)
+        .iter()
+        .map(|ds| ds.labels()["app"].clone())
+        .collect();
+    assert!(!apps.is_empty(), "the DaemonSets of {}", cr.name_any());
+    apps
+}
+
+/// Pod UIDs by node of the DaemonSets labelled `apps`.
+async fn scheduled(env: &Env, apps: &[String]) -> BTreeMap<String, String> {
+    let mut all = BTreeMap::new();
+    for app in apps {
+        all.extend(pods_of(env, app).await);
+    }
+    all
 }
 
 /// Deletes the pod of `app` on `node` (what the upgrade does) and waits until a pod of `next`
 /// runs there.
-async fn replace(env: &Env, app: &str, node: &str, next: &str) {
+async fn replace(env: &Env, app: &str, node: &str, next: &[String]) {
     let old = pods(env, app).await;
     let pod = old
         .iter()
@@ -78,9 +106,9 @@ async fn replace(env: &Env, app: &str, node: &str, next: &str) {
         .await
         .unwrap();
     wait_until(
-        &format!("a pod of {next} on {node} once the {app} pod went"),
+        &format!("a pod of {next:?} on {node} once the {app} pod went"),
         TIMEOUT,
-        || async { Ok(pods_of(env, next).await.contains_key(node).then_some(())) },
+        || async { Ok(scheduled(env, next).await.contains_key(node).then_some(())) },
     )
     .await
     .unwrap();
@@ -102,7 +130,7 @@ pub async fn to_nvidia_drivers(
         TIMEOUT,
         || async {
             let all = driver_daemonsets(env).await;
-            let done = !all.contains_key(POLICY_DRIVER)
+            let done = !has_policy_driver(&all)
                 && !owned_by(&all, a).is_empty()
                 && !owned_by(&all, b).is_empty();
             Ok(done.then_some(()))
@@ -110,22 +138,23 @@ pub async fn to_nvidia_drivers(
     )
     .await
     .unwrap();
-    // Fails if the DaemonSet went with its pods: every one is still there, unowned.
-    let left = pods(env, POLICY_DRIVER).await;
-    let uids: BTreeMap<String, String> = left
-        .iter()
-        .filter_map(|p| Some((p.spec.as_ref()?.node_name.clone()?, p.uid()?)))
-        .collect();
-    assert_eq!(&uids, before, "the running driver pods keep their UIDs");
-    assert!(
-        left.iter().all(|p| controller(p).is_none()),
-        "the old driver pods are orphans"
-    );
-    let (app_a, app_b) = (app_of(env, a).await, app_of(env, b).await);
-    for (app, node) in [(&app_a, node_a), (&app_b, node_b)] {
+    // Fails if the DaemonSets went with their pods: every one is still there, the
+    // ClusterPolicy's.
+    let left = wait_until("the old driver pods handed to the ClusterPolicy", TIMEOUT, || async {
+        let left = pods(env, POLICY_DRIVER).await;
+        let kept = left
+            .iter()
+            .all(|p| controller(p).is_some_and(|(kind, _)| kind == "ClusterPolicy"));
+        Ok(kept.then_some(left))
+    })
+    .await
+    .unwrap();
+    assert_eq!(&by_node(&left), before, "the running driver pods keep their UIDs");
+    let (app_a, app_b) = (apps_of(env, a).await, apps_of(env, b).await);
+    for (apps, node) in [(&app_a, node_a), (&app_b, node_b)] {
         assert!(
-            !pods_of(env, app).await.contains_key(node),
-            "{app} waits while the old driver pod runs on {node}"
+            !scheduled(env, apps).await.contains_key(node),
+            "{apps:?} wait while the old driver pod runs on {node}"
         );
     }
     // The positive control: once the old pod goes, the NVIDIADriver's runs there.
@@ -135,7 +164,7 @@ pub async fn to_nvidia_drivers(
         before.get(node_b),
         "the other nodes keep theirs until their upgrade"
     );
-    pods_of(env, &app_a).await[node_a].clone()
+    scheduled(env, &app_a).await[node_a].clone()
 }
 
 /// The switch back: `a`'s running pod on `node_a` (`a_uid`) keeps running unowned, `b`'s pod
@@ -148,38 +177,58 @@ pub async fn to_cluster_policy(
     (a, node_a, a_uid): (&NvidiaDriver, &str, &str),
     b: &NvidiaDriver,
 ) {
-    let (app_a, app_b) = (app_of(env, a).await, app_of(env, b).await);
+    let (app_a, app_b) = (apps_of(env, a).await, apps_of(env, b).await);
     switch(env, policy, false).await;
     let mut kept = before.clone();
     kept.remove(node_a);
     wait_until(
-        "the NVIDIADrivers' DaemonSets to go and the ClusterPolicy's to adopt the old pods",
+        "the NVIDIADrivers' DaemonSets to go and the ClusterPolicy's to come",
         TIMEOUT,
         || async {
             let all = driver_daemonsets(env).await;
             let gone = owned_by(&all, a).is_empty() && owned_by(&all, b).is_empty();
-            let adopted: BTreeMap<String, String> = pods(env, POLICY_DRIVER)
-                .await
-                .iter()
-                .filter(|p| controller(p).as_deref() == Some(POLICY_DRIVER))
-                .filter_map(|p| Some((p.spec.as_ref()?.node_name.clone()?, p.uid()?)))
-                .collect();
-            Ok((gone && all.contains_key(POLICY_DRIVER) && adopted == kept).then_some(()))
+            Ok((gone && has_policy_driver(&all)).then_some(()))
         },
     )
     .await
     .unwrap();
-    let a_pods = pods(env, &app_a).await;
-    assert_eq!(a_pods.len(), 1, "{app_a}: its running pod stays");
+    let a_pods = wait_until("a's running pod handed to it", TIMEOUT, || async {
+        let mut a_pods = Vec::new();
+        for app in &app_a {
+            a_pods.extend(pods(env, app).await);
+        }
+        let kept = a_pods
+            .iter()
+            .all(|p| controller(p).is_some_and(|(kind, _)| kind == "NVIDIADriver"));
+        Ok(kept.then_some(a_pods))
+    })
+    .await
+    .unwrap();
+    assert_eq!(a_pods.len(), 1, "{app_a:?}: the running pod stays");
     assert_eq!(a_pods[0].uid().as_deref(), Some(a_uid));
-    assert!(controller(&a_pods[0]).is_none(), "{app_a}'s pod is an orphan");
+    // The old ClusterPolicy pods still run as they were, none adopted by a new DaemonSet.
+    let old = pods(env, POLICY_DRIVER).await;
+    let old: Vec<Pod> = old
+        .into_iter()
+        .filter(|p| controller(p).is_some_and(|(kind, _)| kind == "ClusterPolicy"))
+        .collect();
+    assert_eq!(by_node(&old), kept, "the old driver pods keep their UIDs");
+    for app in &app_b {
+        assert!(
+            pods(env, app).await.is_empty(),
+            "{app}: the pod that waited for a node went with its DaemonSet"
+        );
+    }
+    let new: Vec<Pod> = pods(env, POLICY_DRIVER)
+        .await
+        .into_iter()
+        .filter(|p| controller(p).is_some_and(|(kind, _)| kind == "DaemonSet"))
+        .collect();
     assert!(
-        pods(env, &app_b).await.is_empty(),
-        "{app_b}'s pod that waited for a node went with its DaemonSet"
+        by_node(&new).is_empty(),
+        "the ClusterPolicy's new pods wait while the old ones run: {:?}",
+        by_node(&new)
     );
-    assert!(
-        !pods_of(env, POLICY_DRIVER).await.contains_key(node_a),
-        "the ClusterPolicy's pod waits while {app_a}'s runs"
-    );
-    replace(env, &app_a, node_a, POLICY_DRIVER).await;
+    let a_app = a_pods[0].labels()["app"].clone();
+    replace(env, &a_app, node_a, &[POLICY_DRIVER.to_owned()]).await;
 }

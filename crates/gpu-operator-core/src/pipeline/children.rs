@@ -1,9 +1,9 @@
 //! How the pipeline writes what an operand renders ([`Children`]): each kind is
 //! compared with its cache and applied only when it differs; what the operand no longer renders
 //! (found by its `app.kubernetes.io/component` label, and of an owner kind that is no singleton
-//! only among this owner's objects: [`prunes`]) is deleted — a pruned DaemonSet with its pods, or
-//! leaving its scheduled pods running when the operand hands them over ([`Dependents`]). A live
-//! DaemonSet's selector is
+//! only among this owner's objects: [`prunes`]) is deleted — a pruned DaemonSet with its pods, or,
+//! when the operand hands them over ([`Dependents`]), leaving its running pods to the owner (see
+//! [`settle_handed_over_pods`]). A live DaemonSet's selector is
 //! kept when our pods match it ([`crate::pipeline::adopt`]). ServiceMonitors and
 //! PrometheusRules, kinds the cluster may lack, are written by [`crate::build::service_monitor`]
 //! and [`crate::build::prometheus_rule`].
@@ -16,7 +16,7 @@ use k8s_openapi::{
 };
 use kube::{
     Api, Resource, ResourceExt as _,
-    api::ListParams,
+    api::{ListParams, Patch, PatchParams},
     runtime::reflector::{ObjectRef, Store},
 };
 use serde::{Serialize, de::DeserializeOwned};
@@ -93,7 +93,7 @@ pub async fn apply_all<O: Owner>(
         .kind(namespaced(ctx), &daemonsets, &stores.daemonsets)
         .await?;
     if pods == Dependents::LeftRunning {
-        w.written += delete_unscheduled_pods(ctx, &pruned).await?;
+        w.written += settle_handed_over_pods(ctx, owner, &pruned).await?;
     }
     w.written +=
         service_monitor::apply_all(ctx, owner, component, service_monitors, monitored).await?;
@@ -201,12 +201,20 @@ impl<O: Owner> Writer<'_, O> {
     }
 }
 
-/// After handed-over DaemonSets `pruned` went with their pods left running: deletes their pods
-/// that no node runs yet (waiting to be scheduled), which nothing would own or replace and which
-/// would otherwise start beside the new owner's pod once the running one goes. Returns how many.
-async fn delete_unscheduled_pods(ctx: &Context, pruned: &[Arc<DaemonSet>]) -> Result<usize, Error> {
+/// After handed-over DaemonSets `pruned` went with their pods left running, settles those pods:
+/// each one a node runs gets `owner` as its controller, so no DaemonSet adopts it (the
+/// ClusterPolicy's pool DaemonSets share one selector, and one adopting a pod on another pool's
+/// node would delete it) and removing `owner` removes it; each one no node runs yet (waiting to
+/// be scheduled), which nothing would replace and which would start beside the new owner's pod
+/// once the running one goes, is deleted. Returns how many pods it wrote.
+async fn settle_handed_over_pods<O: Owner>(
+    ctx: &Context,
+    owner: &O,
+    pruned: &[Arc<DaemonSet>],
+) -> Result<usize, Error> {
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let mut deleted = 0;
+    let keeper = meta::owner_reference(owner);
+    let mut written = 0;
     for ds in pruned {
         let Some(labels) = ds
             .spec
@@ -224,15 +232,32 @@ async fn delete_unscheduled_pods(ctx: &Context, pruned: &[Arc<DaemonSet>]) -> Re
                 "listing the pods of DaemonSet {}",
                 ds.name_any()
             )))?;
-        for pod in pods.items.iter().filter(|p| {
-            p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_none()
-                && p.metadata.deletion_timestamp.is_none()
-        }) {
-            apply::delete(&api, &pod.name_any(), Dependents::Deleted).await?;
-            deleted += 1;
+        for pod in pods
+            .items
+            .iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none() && was_controlled_by(p, ds))
+        {
+            let name = pod.name_any();
+            if pod.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_none() {
+                apply::delete(&api, &name, Dependents::Deleted).await?;
+            } else {
+                let patch = serde_json::json!({"metadata": {"ownerReferences": [keeper]}});
+                api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                    .map_err(Error::kube(format!("handing driver pod {name} over")))?;
+            }
+            written += 1;
         }
     }
-    Ok(deleted)
+    Ok(written)
+}
+
+/// Whether `pod` is controlled by `ds`, or by nothing (the orphaning cleared its reference).
+fn was_controlled_by(pod: &Pod, ds: &DaemonSet) -> bool {
+    match pod.owner_references().iter().find(|r| r.controller == Some(true)) {
+        None => true,
+        Some(r) => Some(&r.uid) == ds.metadata.uid.as_ref(),
+    }
 }
 
 #[cfg(test)]
