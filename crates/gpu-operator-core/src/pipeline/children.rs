@@ -286,6 +286,24 @@ mod tests {
     }
 
     #[test]
+    fn a_handed_over_daemonsets_pods_are_its_own_and_the_orphans() {
+        let mut ds = DaemonSet::default();
+        ds.metadata.uid = Some("ds1".into());
+        let pod = |references: Vec<OwnerReference>| {
+            let mut pod = Pod::default();
+            pod.metadata.owner_references = Some(references);
+            pod
+        };
+        assert!(was_controlled_by(&pod(controlled_by::<DaemonSet>("ds1")), &ds));
+        assert!(was_controlled_by(&pod(Vec::new()), &ds), "orphaned");
+        assert!(!was_controlled_by(&pod(controlled_by::<DaemonSet>("ds2")), &ds));
+        assert!(
+            !was_controlled_by(&pod(controlled_by::<ClusterPolicy>("p")), &ds),
+            "already handed over"
+        );
+    }
+
+    #[test]
     fn an_nvidia_driver_prunes_only_its_own() {
         let mut driver = NvidiaDriver::new("a", NvidiaDriverSpec::default());
         driver.metadata.uid = Some("d1".into());
