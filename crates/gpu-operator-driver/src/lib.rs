@@ -20,7 +20,7 @@ use gpu_operator_core::{
 };
 use k8s_openapi::api::{apps::v1::DaemonSet, core::v1::Pod};
 
-pub use nvidia_driver::{NvidiaDriverOperand, PerDriver};
+pub use nvidia_driver::{NvidiaDriverOperand, PerDriver, owners};
 pub use pools::{Pool, os_tag, sanitized_kernel};
 pub use validate::Input;
 

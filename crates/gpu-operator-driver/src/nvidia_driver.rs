@@ -14,6 +14,7 @@
 //! By NVIDIA's rule an NVIDIADriver deploys nothing unless the active ClusterPolicy sets
 //! `driver.useNvidiaDriverCRD: true` (and leaves the driver enabled); its condition says why.
 
+pub mod owners;
 mod render;
 
 pub(crate) use render::apply;
