@@ -140,16 +140,24 @@ pub async fn to_nvidia_drivers(
     .unwrap();
     // Fails if the DaemonSets went with their pods: every one is still there, the
     // ClusterPolicy's.
-    let left = wait_until("the old driver pods handed to the ClusterPolicy", TIMEOUT, || async {
-        let left = pods(env, POLICY_DRIVER).await;
-        let kept = left
-            .iter()
-            .all(|p| controller(p).is_some_and(|(kind, _)| kind == "ClusterPolicy"));
-        Ok(kept.then_some(left))
-    })
+    let left = wait_until(
+        "the old driver pods handed to the ClusterPolicy",
+        TIMEOUT,
+        || async {
+            let left = pods(env, POLICY_DRIVER).await;
+            let kept = left
+                .iter()
+                .all(|p| controller(p).is_some_and(|(kind, _)| kind == "ClusterPolicy"));
+            Ok(kept.then_some(left))
+        },
+    )
     .await
     .unwrap();
-    assert_eq!(&by_node(&left), before, "the running driver pods keep their UIDs");
+    assert_eq!(
+        &by_node(&left),
+        before,
+        "the running driver pods keep their UIDs"
+    );
     let (app_a, app_b) = (apps_of(env, a).await, apps_of(env, b).await);
     for (apps, node) in [(&app_a, node_a), (&app_b, node_b)] {
         assert!(

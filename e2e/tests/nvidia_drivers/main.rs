@@ -227,14 +227,8 @@ async fn nvidia_drivers_deploy_the_drivers_of_their_nodes_and_take_them_away() {
         .create(&PostParams::default(), &nvidia_driver(&b_name, node_b))
         .await
         .unwrap();
-    let a_uid = handover::to_nvidia_drivers(
-        &env,
-        &policy_name,
-        &before,
-        (&a, node_a),
-        (&b, node_b),
-    )
-    .await;
+    let a_uid =
+        handover::to_nvidia_drivers(&env, &policy_name, &before, (&a, node_a), (&b, node_b)).await;
     wait_policy(
         &env,
         &policy_name,
@@ -298,7 +292,10 @@ async fn nvidia_drivers_deploy_the_drivers_of_their_nodes_and_take_them_away() {
     .unwrap();
     let all = driver_daemonsets(&env).await;
     assert!(
-        a_sets.iter().chain(&b_sets).all(|name| all.contains_key(name)),
+        a_sets
+            .iter()
+            .chain(&b_sets)
+            .all(|name| all.contains_key(name)),
         "the other NVIDIADrivers' DaemonSets stay: {:?}",
         all.keys().collect::<Vec<_>>()
     );

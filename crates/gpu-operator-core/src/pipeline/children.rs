@@ -238,7 +238,15 @@ async fn settle_handed_over_pods<O: Owner>(
             .filter(|p| p.metadata.deletion_timestamp.is_none() && was_controlled_by(p, ds))
         {
             let name = pod.name_any();
-            if pod.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_none() {
+            let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+            tracing::info!(
+                pod = %name,
+                node = node.unwrap_or_default(),
+                daemonset = %ds.name_any(),
+                "handing a pod of a DaemonSet over ({})",
+                if node.is_some() { "kept" } else { "deleted: no node ran it" }
+            );
+            if node.is_none() {
                 apply::delete(&api, &name, Dependents::Deleted).await?;
             } else {
                 let patch = serde_json::json!({"metadata": {"ownerReferences": [keeper]}});
@@ -254,7 +262,11 @@ async fn settle_handed_over_pods<O: Owner>(
 
 /// Whether `pod` is controlled by `ds`, or by nothing (the orphaning cleared its reference).
 fn was_controlled_by(pod: &Pod, ds: &DaemonSet) -> bool {
-    match pod.owner_references().iter().find(|r| r.controller == Some(true)) {
+    match pod
+        .owner_references()
+        .iter()
+        .find(|r| r.controller == Some(true))
+    {
         None => true,
         Some(r) => Some(&r.uid) == ds.metadata.uid.as_ref(),
     }
@@ -294,9 +306,15 @@ mod tests {
             pod.metadata.owner_references = Some(references);
             pod
         };
-        assert!(was_controlled_by(&pod(controlled_by::<DaemonSet>("ds1")), &ds));
+        assert!(was_controlled_by(
+            &pod(controlled_by::<DaemonSet>("ds1")),
+            &ds
+        ));
         assert!(was_controlled_by(&pod(Vec::new()), &ds), "orphaned");
-        assert!(!was_controlled_by(&pod(controlled_by::<DaemonSet>("ds2")), &ds));
+        assert!(!was_controlled_by(
+            &pod(controlled_by::<DaemonSet>("ds2")),
+            &ds
+        ));
         assert!(
             !was_controlled_by(&pod(controlled_by::<ClusterPolicy>("p")), &ds),
             "already handed over"

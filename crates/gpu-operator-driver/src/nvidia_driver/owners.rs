@@ -215,7 +215,13 @@ mod tests {
             BTreeSet::from(["h100".to_owned()])
         );
         let message = h100.message("h100");
-        for part in ["h100-0", "h100-1", "everything", "spec.nodeSelector", "left as it is"] {
+        for part in [
+            "h100-0",
+            "h100-1",
+            "everything",
+            "spec.nodeSelector",
+            "left as it is",
+        ] {
             assert!(message.contains(part), "{part}: {message}");
         }
         assert!(!got.conflicts.contains_key("fallback"));
@@ -228,7 +234,10 @@ mod tests {
             driver("b", true, &[]),
             driver("a", true, &[]),
         ]);
-        assert_eq!(got.owners, owners(&[("h100-0", "h100"), ("h100-1", "h100")]));
+        assert_eq!(
+            got.owners,
+            owners(&[("h100-0", "h100"), ("h100-1", "h100")])
+        );
         assert_eq!(got.defaults, ["a", "b"]);
         let message = got.defaults_message().unwrap();
         assert!(message.contains("2 NVIDIADrivers (a, b)"), "{message}");
@@ -243,7 +252,10 @@ mod tests {
             going,
             driver("h100", false, &[("nvidia.com/gpu.product", "H100")]),
         ]);
-        assert_eq!(got.owners, owners(&[("h100-0", "h100"), ("h100-1", "h100")]));
+        assert_eq!(
+            got.owners,
+            owners(&[("h100-0", "h100"), ("h100-1", "h100")])
+        );
         assert!(got.conflicts.is_empty());
         assert_eq!(got.unselected.count, 2);
     }
