@@ -185,6 +185,47 @@ async fn wait_driver_ready(drivers: &Api<NvidiaDriver>, name: &str) {
     .unwrap();
 }
 
+/// Deleting one NVIDIADriver (`name`, selecting `node`) takes its DaemonSets away, not the
+/// others' (`kept`).
+async fn a_deleted_driver_takes_only_its_daemonsets(
+    env: &Env,
+    name: &str,
+    node: &str,
+    kept: Vec<String>,
+) {
+    let drivers: Api<NvidiaDriver> = Api::all(env.client.clone());
+    let c = drivers
+        .create(&PostParams::default(), &nvidia_driver(name, node))
+        .await
+        .unwrap();
+    wait_until("the DaemonSet of a third NVIDIADriver", TIMEOUT, || async {
+        let all = driver_daemonsets(env).await;
+        Ok((!owned_by(&all, &c).is_empty()).then_some(()))
+    })
+    .await
+    .unwrap();
+    drivers
+        .delete(name, &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_until(
+        "the deleted NVIDIADriver's DaemonSets to go",
+        TIMEOUT,
+        || async {
+            let all = driver_daemonsets(env).await;
+            Ok(owned_by(&all, &c).is_empty().then_some(()))
+        },
+    )
+    .await
+    .unwrap();
+    let all = driver_daemonsets(env).await;
+    assert!(
+        kept.iter().all(|name| all.contains_key(name)),
+        "the other NVIDIADrivers' DaemonSets stay: {:?}",
+        all.keys().collect::<Vec<_>>()
+    );
+}
+
 #[tokio::test]
 async fn nvidia_drivers_deploy_the_drivers_of_their_nodes_and_take_them_away() {
     let env = setup().await;
@@ -263,42 +304,10 @@ async fn nvidia_drivers_deploy_the_drivers_of_their_nodes_and_take_them_away() {
         .unwrap();
     assert_eq!(account.owner_references()[0].kind, "ClusterPolicy");
 
-    // Deleting one NVIDIADriver takes its DaemonSets away, not the others'.
     let c_name = unique_name("nvd-c");
     drivers_made.0.push(c_name.clone());
-    let c = drivers
-        .create(&PostParams::default(), &nvidia_driver(&c_name, node_c))
-        .await
-        .unwrap();
-    wait_until("the DaemonSet of a third NVIDIADriver", TIMEOUT, || async {
-        let all = driver_daemonsets(&env).await;
-        Ok((!owned_by(&all, &c).is_empty()).then_some(()))
-    })
-    .await
-    .unwrap();
-    drivers
-        .delete(&c_name, &DeleteParams::default())
-        .await
-        .unwrap();
-    wait_until(
-        "the deleted NVIDIADriver's DaemonSets to go",
-        TIMEOUT,
-        || async {
-            let all = driver_daemonsets(&env).await;
-            Ok(owned_by(&all, &c).is_empty().then_some(()))
-        },
-    )
-    .await
-    .unwrap();
-    let all = driver_daemonsets(&env).await;
-    assert!(
-        a_sets
-            .iter()
-            .chain(&b_sets)
-            .all(|name| all.contains_key(name)),
-        "the other NVIDIADrivers' DaemonSets stay: {:?}",
-        all.keys().collect::<Vec<_>>()
-    );
+    a_deleted_driver_takes_only_its_daemonsets(&env, &c_name, node_c, [a_sets, b_sets].concat())
+        .await;
 
     handover::to_cluster_policy(&env, &policy_name, &before, (&a, node_a, &a_uid), &b).await;
     for name in [&a_name, &b_name] {
