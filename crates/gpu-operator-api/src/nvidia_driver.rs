@@ -192,3 +192,17 @@ mod tests {
         assert_eq!(spec.image.name(), Some("nvcr.io/nvidia/driver"));
     }
 }
+
+impl NvidiaDriverSpec {
+    /// Whether this NVIDIADriver selects a node with `labels` by its `nodeSelector` (none selects
+    /// every node; the default one selects only the nodes no other selects, which this cannot
+    /// tell, so it says false).
+    pub fn selects(&self, labels: &BTreeMap<String, String>) -> bool {
+        !self.default
+            && self
+                .node_selector
+                .iter()
+                .flatten()
+                .all(|(key, value)| labels.get(key) == Some(value))
+    }
+}
