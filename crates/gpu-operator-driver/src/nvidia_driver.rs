@@ -3,8 +3,9 @@
 //! CR's driver sections onto the ClusterPolicy's (their Rust types are shared; the three whose
 //! JSON differs are translated here) and resolves them with the driver's own rules, over the
 //! shared pod settings (`daemonsets`, `hostPaths`, `validator`) of the active ClusterPolicy, then
-//! adds what an NVIDIADriver changes ([`PerDriver`]): its nodes (`nodeSelector`,
-//! `nodeAffinity`), NVIDIA's per-CR names (`nvidia-<driverType>-driver-<cr>-<os>`,
+//! adds what an NVIDIADriver changes ([`PerDriver`]): its nodes (those the node labeller labels
+//! `nvidia.com/gpu-operator.driver.owner=<cr>`, as NVIDIA's DaemonSets select them, from its
+//! `nodeSelector` and the conflicts and default of [`owners`]; and `nodeAffinity`), NVIDIA's per-CR names (`nvidia-<driverType>-driver-<cr>-<os>`,
 //! `nvidia-vgpu-manager-<cr>-<os>`), a per-pool `app` label, its driver type and pod settings.
 //! Only the DaemonSets: their ServiceAccount, RBAC and startup probe ConfigMap are the
 //! ClusterPolicy's driver's, which renders them (and no DaemonSet) while NVIDIADrivers deploy the
@@ -22,7 +23,7 @@ pub(crate) use render::apply;
 use std::collections::BTreeMap;
 
 use gpu_operator_api::{
-    ClusterPolicySpec, NvidiaDriver, NvidiaDriverSpec,
+    ClusterPolicySpec, NvidiaDriver, NvidiaDriverSpec, labels,
     nvidia_driver::DriverType,
     spec::{
         DriverLicensingConfigSpec, DriverRepoConfigSpec, DriverSpec, VirtualTopologyConfigSpec,
@@ -137,11 +138,11 @@ pub fn validate(cr: &NvidiaDriver, cluster: &Cluster<'_>) -> Result<Option<Input
     let mut input = validate::resolve(&as_cluster_policy(spec, policy), cluster)?;
     let name = cr.metadata.name.clone().unwrap_or_default();
     let uid = cr.metadata.uid.clone().unwrap_or_default();
-    let selector = spec.node_selector.clone().unwrap_or_default();
     let mut apps = BTreeMap::new();
     for pool in &mut input.pools {
         pool.name = daemonset_name(spec.driver_type, &name, pool);
-        pool.node_selector.extend(selector.clone());
+        pool.node_selector
+            .insert(labels::DRIVER_OWNER.to_owned(), name.clone());
         apps.insert(pool.name.clone(), app_label(spec.driver_type, &uid, pool));
     }
     input.nvidia_driver = Some(PerDriver {

@@ -14,6 +14,7 @@
     clippy::large_futures
 )]
 
+mod conflict;
 mod handover;
 
 use gpu_operator_e2e::scenario as support;
@@ -39,10 +40,13 @@ use support::{
 /// The label every driver DaemonSet carries, the ClusterPolicy's and the NVIDIADrivers'.
 const COMPONENT: &str = "app.kubernetes.io/component=nvidia-driver";
 const HOSTNAME: &str = "kubernetes.io/hostname";
+/// NVIDIA's node label naming a GPU node's NVIDIADriver, which its DaemonSets select.
+const OWNER: &str = "nvidia.com/gpu-operator.driver.owner";
 /// How long this scenario waits for another's ClusterPolicy to go.
 const ACTIVE_TIMEOUT: Duration = Duration::from_secs(480);
 
-/// Deletes the NVIDIADrivers this scenario made, also when a step panics.
+/// Deletes the NVIDIADrivers this scenario made and the owner labels of the nodes, also when a
+/// step panics.
 struct Drivers(Vec<String>);
 
 impl Drop for Drivers {
@@ -55,6 +59,9 @@ impl Drop for Drivers {
                 "--ignore-not-found",
                 "--wait=false",
             ]);
+        }
+        for label in [OWNER, conflict::POOL] {
+            let _ = kubectl_ok(&["label", "nodes", "--all", &format!("{label}-")]);
         }
     }
 }
@@ -96,8 +103,8 @@ fn node_selector(ds: &DaemonSet) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
-/// Waits until `cr` has DaemonSets, every one named after it and selecting `node`, one of them
-/// with a ready pod on `node`; returns their names.
+/// Waits until `cr` has DaemonSets, every one named after it and selecting the nodes labelled
+/// its own, one of them with a pod on `node`; returns their names.
 async fn wait_for_driver(env: &Env, cr: &NvidiaDriver, node: &str) -> Vec<String> {
     let name = cr.name_any();
     let prefix = format!("nvidia-gpu-driver-{name}-");
@@ -110,7 +117,7 @@ async fn wait_for_driver(env: &Env, cr: &NvidiaDriver, node: &str) -> Vec<String
             let placed = !owned.is_empty()
                 && owned.iter().all(|ds| {
                     ds.name_any().starts_with(&prefix)
-                        && node_selector(ds).get(HOSTNAME).map(String::as_str) == Some(node)
+                        && node_selector(ds).get(OWNER) == Some(&name)
                 });
             if !placed {
                 return Ok(None);
@@ -137,13 +144,18 @@ async fn wait_for_driver(env: &Env, cr: &NvidiaDriver, node: &str) -> Vec<String
 }
 
 fn nvidia_driver(name: &str, node: &str) -> NvidiaDriver {
+    nvidia_driver_selecting(name, HOSTNAME, node)
+}
+
+/// NVIDIADriver `name` selecting the nodes labelled `key=value`.
+fn nvidia_driver_selecting(name: &str, key: &str, value: &str) -> NvidiaDriver {
     serde_json::from_value(json!({
         "apiVersion": "nvidia.com/v1alpha1",
         "kind": "NVIDIADriver",
         "metadata": {"name": name},
         "spec": {
             "image": "nvcr.io/nvidia/driver:595.91.07",
-            "nodeSelector": {HOSTNAME: node},
+            "nodeSelector": {key: value},
         },
     }))
     .unwrap()
@@ -229,7 +241,7 @@ async fn a_deleted_driver_takes_only_its_daemonsets(
 #[tokio::test]
 async fn nvidia_drivers_deploy_the_drivers_of_their_nodes_and_take_them_away() {
     let env = setup().await;
-    let _operator = env.start(&IMAGES);
+    let operator = env.start(&IMAGES);
     let policy_name = unique_name("nvidia-drivers");
     let _cleanup = Cleanup {
         namespace: env.namespace.clone(),
@@ -239,8 +251,8 @@ async fn nvidia_drivers_deploy_the_drivers_of_their_nodes_and_take_them_away() {
     let mut drivers_made = Drivers(vec![a_name.clone(), b_name.clone()]);
     let nodes = simulated_nodes(&env.client).await;
     let gpus = gpu_nodes(&nodes);
-    let [node_a, node_b, node_c, ..] = gpus.as_slice() else {
-        panic!("the fleet has fewer than three GPU nodes: {gpus:?}");
+    let [node_a, node_b, node_c, node_d, ..] = gpus.as_slice() else {
+        panic!("the fleet has fewer than four GPU nodes: {gpus:?}");
     };
 
     // The ClusterPolicy's driver first: its pods run on every GPU node.
@@ -303,6 +315,11 @@ async fn nvidia_drivers_deploy_the_drivers_of_their_nodes_and_take_them_away() {
         .await
         .unwrap();
     assert_eq!(account.owner_references()[0].kind, "ClusterPolicy");
+
+    let (d_name, e_name) = (unique_name("nvd-d"), unique_name("nvd-e"));
+    drivers_made.0.extend([d_name.clone(), e_name.clone()]);
+    conflict::a_node_two_select_is_left_alone(&env, &operator, (&d_name, &e_name), node_d, &before)
+        .await;
 
     let c_name = unique_name("nvd-c");
     drivers_made.0.push(c_name.clone());

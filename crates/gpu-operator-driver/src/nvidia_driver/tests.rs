@@ -173,7 +173,11 @@ fn daemonsets_are_named_after_the_cr_and_select_its_nodes() {
         Some("nvidia-gpu-driver-a-ubuntu22.04")
     );
     let selector = pod(ds).node_selector.as_ref().unwrap();
-    assert_eq!(selector["pool"], "a");
+    assert_eq!(selector["nvidia.com/gpu-operator.driver.owner"], "a");
+    assert!(
+        !selector.contains_key("pool"),
+        "its nodes are those labelled its own"
+    );
     assert_eq!(selector["nvidia.com/gpu.deploy.driver"], "true");
     assert_eq!(selector[labels::NFD_OS_RELEASE_ID], "ubuntu");
     let app = &ds
@@ -233,7 +237,10 @@ fn daemonsets_are_named_after_the_cr_and_select_its_nodes() {
             .unwrap()["app"],
         app
     );
-    assert_eq!(pod(ds_b).node_selector.as_ref().unwrap()["pool"], "b");
+    assert_eq!(
+        pod(ds_b).node_selector.as_ref().unwrap()["nvidia.com/gpu-operator.driver.owner"],
+        "b"
+    );
 }
 
 #[test]
