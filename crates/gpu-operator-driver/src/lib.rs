@@ -16,7 +16,8 @@ mod validate;
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, conditions::operand::DRIVER_READY};
 use gpu_operator_core::{
     Error,
-    contract::{Children, Cluster, ImageEnv, Operand},
+    cache::stores::Stores,
+    contract::{Children, Cluster, ImageEnv, Operand, Warning},
 };
 use k8s_openapi::api::{apps::v1::DaemonSet, core::v1::Pod};
 
@@ -79,6 +80,20 @@ impl Operand for Driver {
     /// for them (one driver pod per node), until the upgrade replaces them.
     fn hands_over(spec: &ClusterPolicySpec, _cluster: &Cluster<'_>) -> bool {
         spec.driver_enabled() && validate::managed_by_nvidia_drivers(spec)
+    }
+
+    /// With `driver.useNvidiaDriverCRD: true`: the GPU nodes no NVIDIADriver serves.
+    fn placement_warnings(
+        spec: &ClusterPolicySpec,
+        _cluster: &Cluster<'_>,
+        stores: &Stores,
+    ) -> Vec<Warning> {
+        if !nvidia_driver::handed_over(Some(spec)) {
+            return Vec::new();
+        }
+        owners::unserved_warning(&owners::of_caches(stores))
+            .into_iter()
+            .collect()
     }
 
     fn render(input: &Input) -> Children {

@@ -31,7 +31,8 @@ use gpu_operator_api::{
 };
 use gpu_operator_core::{
     Error,
-    contract::{Children, Cluster, ImageEnv, Operand},
+    cache::stores::Stores,
+    contract::{Children, Cluster, ImageEnv, Operand, Warning},
 };
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
@@ -93,6 +94,18 @@ impl Operand for NvidiaDriverOperand {
             .is_some_and(|p| p.driver_enabled() && !validate::managed_by_nvidia_drivers(p))
     }
 
+    /// Its nodes that another NVIDIADriver selects too, named with the others; two defaults.
+    fn placement_warnings(
+        cr: &NvidiaDriver,
+        cluster: &Cluster<'_>,
+        stores: &Stores,
+    ) -> Vec<Warning> {
+        if !handed_over(cluster.policy) {
+            return Vec::new();
+        }
+        owners::warnings(cr, &owners::of_caches(stores))
+    }
+
     fn render(input: &Input) -> Children {
         crate::render::children(input)
     }
@@ -124,6 +137,11 @@ pub struct PerDriver {
     pub pod_security_context: Option<PodSecurityContext>,
     /// The `app` label (and selector) of each pool's DaemonSet, by DaemonSet name.
     pub apps: BTreeMap<String, String>,
+}
+
+/// Whether the active ClusterPolicy `policy` hands the drivers to NVIDIADriver objects.
+pub fn handed_over(policy: Option<&ClusterPolicySpec>) -> bool {
+    policy.is_some_and(|p| p.driver_enabled() && validate::managed_by_nvidia_drivers(p))
 }
 
 /// `Ok(None)` unless the active ClusterPolicy hands the drivers to NVIDIADriver objects.

@@ -121,7 +121,11 @@ mod tests {
         );
         // No owner at all: the label goes.
         assert_eq!(
-            owner_change(&node("T4", Some("h100")), &policy, &[h100.clone()]),
+            owner_change(
+                &node("T4", Some("h100")),
+                &policy,
+                std::slice::from_ref(&h100)
+            ),
             Some(None)
         );
         let two_defaults = [

@@ -1,16 +1,18 @@
-//! Two NVIDIADrivers selecting one GPU node: the node gets no owner label, so neither's
-//! DaemonSet covers it, and the driver pod running there keeps running. The positive control:
+//! Two NVIDIADrivers selecting one GPU node: each one's `DriverReady` condition names the node and
+//! the other, with a Warning Event each; the node gets no owner label, so neither's DaemonSet
+//! covers it, and the driver pod running there keeps running. The positive control:
 //! once one of the two goes, the node is the other's and its DaemonSet covers it.
 
 use std::collections::BTreeMap;
 
 use gpu_operator_api::NvidiaDriver;
+use gpu_operator_api::conditions::operand::DRIVER_READY;
 use gpu_operator_e2e::quiet;
 use gpu_operator_harness::{access::kubectl_ok, operator::Operator, wait_until};
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Event, Node};
 use kube::{
     Api, ResourceExt as _,
-    api::{DeleteParams, PostParams},
+    api::{DeleteParams, ListParams, PostParams},
 };
 
 use crate::{
@@ -77,6 +79,42 @@ pub async fn a_node_two_select_is_left_alone(
     kubectl_ok(&["label", "node", node, &format!("{POOL}=shared")]).unwrap();
     quiet::wait_reconciled_after(operator, &counted, &[LABELLER.to_owned()], "the pool label")
         .await;
+    // Said: each one's condition names the node and the other, and a Warning Event each.
+    for (cr, other) in [(d_name, e_name), (e_name, d_name)] {
+        wait_until(
+            &format!("{cr}'s condition to name the conflict"),
+            TIMEOUT,
+            || async {
+                let live = drivers.get(cr).await?;
+                let named = live.status.and_then(|s| s.conditions).is_some_and(|c| {
+                    c.iter().any(|c| {
+                        c.type_ == DRIVER_READY
+                            && c.message.contains(node)
+                            && c.message.contains(other)
+                    })
+                });
+                Ok(named.then_some(()))
+            },
+        )
+        .await
+        .unwrap();
+        wait_until(&format!("a Warning Event on {cr}"), TIMEOUT, || async {
+            let events: Api<Event> = Api::all(env.client.clone());
+            let found = events
+                .list(&ListParams::default())
+                .await?
+                .items
+                .iter()
+                .any(|e| {
+                    e.type_.as_deref() == Some("Warning")
+                        && e.reason.as_deref() == Some("NodeSelectorConflict")
+                        && e.involved_object.name.as_deref() == Some(cr)
+                });
+            Ok(found.then_some(()))
+        })
+        .await
+        .unwrap();
+    }
     assert_eq!(owner(env, node).await, None, "the node is nobody's");
     for cr in [d, e] {
         assert_eq!(

@@ -282,13 +282,20 @@ async fn nvidia_drivers_deploy_the_drivers_of_their_nodes_and_take_them_away() {
         .unwrap();
     let a_uid =
         handover::to_nvidia_drivers(&env, &policy_name, &before, (&a, node_a), (&b, node_b)).await;
+    let unselected = gpus.len() - 2;
     wait_policy(
         &env,
         &policy_name,
-        "DriverReady to name NVIDIADrivers",
+        "DriverReady to name NVIDIADrivers and the GPU nodes none serves",
         |p| {
             condition(p, DRIVER_READY).is_some_and(|c| {
-                c.status == "True" && c.reason == "Disabled" && c.message.contains("NVIDIADriver")
+                // The warning's reason over `Disabled`.
+                c.status == "True"
+                    && c.reason == "NodesWithoutNVIDIADriver"
+                    && c.message.contains("managed by NVIDIADriver objects")
+                    // The GPU nodes no NVIDIADriver selects are named.
+                    && c.message.contains(&format!("no NVIDIADriver serves {unselected} node(s)"))
+                    && c.message.contains(node_c.as_str())
             })
         },
     )

@@ -5,6 +5,7 @@ use k8s_openapi::api::{apps::v1::DaemonSet, core::v1::Pod};
 
 use crate::{
     Error,
+    cache::stores::Stores,
     contract::{Children, Cluster, Owner, Warning},
 };
 
@@ -82,6 +83,18 @@ pub trait Operand: Send + Sync + 'static {
     /// What is wrong but does not stop the rollout (a setting that points at nothing, say): each
     /// shows in the condition and once as a Warning Event. None by default.
     fn warnings(_input: &Self::Input) -> Vec<Warning> {
+        Vec::new()
+    }
+
+    /// Warnings about which nodes the operand serves that depend on the other owners and the
+    /// nodes, read from the caches `stores` (no client): NVIDIADrivers selecting the same nodes,
+    /// GPU nodes no NVIDIADriver serves. Each shows in the condition and once as a Warning
+    /// Event, as [`Operand::warnings`]. None by default.
+    fn placement_warnings(
+        _spec: &<Self::Owner as Owner>::Spec,
+        _cluster: &Cluster<'_>,
+        _stores: &Stores,
+    ) -> Vec<Warning> {
         Vec::new()
     }
 

@@ -182,6 +182,7 @@ async fn reconcile_once<O: Operand>(owner: &O::Owner, ctx: &Context) -> Result<A
         seed_status(ctx, owner, seed).await?;
     }
     warnings.extend(owner.section_warnings(O::SECTION));
+    warnings.extend(O::placement_warnings(owner.spec(), &cluster, &ctx.stores));
     let started = Instant::now();
     let pods = if O::hands_over(owner.spec(), &cluster) {
         Dependents::LeftRunning

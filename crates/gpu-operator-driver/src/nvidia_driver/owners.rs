@@ -8,13 +8,25 @@
 //! few and how many) and the others that select them. Two defaults serve no node, and the nodes
 //! no NVIDIADriver serves are counted for the ClusterPolicy's driver condition.
 //!
-//! Not wired yet: the node labels are not written, and the DaemonSets still select by each CR's
-//! `nodeSelector` (issue 33, step 3).
+//! The node labeller writes the owner label node by node (`gpu_operator_node_labels::driver_owner`,
+//! the same rule); this whole-fleet view gives the warnings ([`warnings`]): each NVIDIADriver in
+//! a conflict, each of two defaults, and the ClusterPolicy's driver naming the GPU nodes no
+//! NVIDIADriver serves.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use gpu_operator_api::NvidiaDriver;
-use gpu_operator_core::cache::facts::NodeSample;
+use gpu_operator_api::{NvidiaDriver, labels};
+use gpu_operator_core::{
+    cache::{facts::NodeSample, stores::Stores},
+    contract::Warning,
+};
+
+/// Reason of the warning of an NVIDIADriver whose nodes another one selects too.
+pub const CONFLICT: &str = "NodeSelectorConflict";
+/// Reason of the warning of each of several default NVIDIADrivers.
+pub const DEFAULTS: &str = "MultipleDefaultNVIDIADrivers";
+/// Reason of the ClusterPolicy driver's warning of GPU nodes no NVIDIADriver serves.
+pub const UNSERVED: &str = "NodesWithoutNVIDIADriver";
 
 /// The owners of the GPU nodes, and what stands in the way of an owner.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -67,14 +79,6 @@ impl Assignment {
     }
 }
 
-/// Whether `labels` has every label of `selector` (an empty selector selects every node).
-fn selects(selector: Option<&BTreeMap<String, String>>, labels: &BTreeMap<String, String>) -> bool {
-    selector
-        .into_iter()
-        .flatten()
-        .all(|(key, value)| labels.get(key) == Some(value))
-}
-
 /// The owners of the GPU nodes `nodes` (name and labels) among `drivers`; NVIDIADrivers being
 /// deleted serve nothing.
 pub fn assign<'a>(
@@ -102,7 +106,7 @@ pub fn assign<'a>(
     for (node, labels) in nodes {
         let selecting: Vec<&str> = live
             .iter()
-            .filter(|(_, d)| !d.spec.default && selects(d.spec.node_selector.as_ref(), labels))
+            .filter(|(_, d)| d.spec.selects(labels))
             .map(|(name, _)| *name)
             .collect();
         match selecting.as_slice() {
@@ -130,6 +134,61 @@ pub fn assign<'a>(
         }
     }
     assignment
+}
+
+/// The assignment of the GPU nodes in `stores` among its NVIDIADrivers.
+pub fn of_caches(stores: &Stores) -> Assignment {
+    let nodes: Vec<(String, BTreeMap<String, String>)> = stores
+        .nodes
+        .state()
+        .iter()
+        .filter(|n| n.labels().get(labels::GPU_PRESENT) == Some("true"))
+        .map(|n| {
+            let labels = n
+                .labels()
+                .iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect();
+            (n.name().to_owned(), labels)
+        })
+        .collect();
+    let drivers = stores.nvidia_drivers.state();
+    let drivers: Vec<&NvidiaDriver> = drivers.iter().map(AsRef::as_ref).collect();
+    assign(nodes.iter().map(|(n, l)| (n.as_str(), l)), &drivers)
+}
+
+/// The warnings of NVIDIADriver `cr` (its conflicts; the defaults when it is one of several).
+pub fn warnings(cr: &NvidiaDriver, assignment: &Assignment) -> Vec<Warning> {
+    let name = cr.metadata.name.as_deref().unwrap_or_default();
+    let mut warnings = Vec::new();
+    if let Some(conflict) = assignment.conflicts.get(name) {
+        warnings.push(Warning {
+            reason: CONFLICT,
+            message: conflict.message(name),
+        });
+    }
+    if cr.spec.default
+        && let Some(message) = assignment.defaults_message()
+    {
+        warnings.push(Warning {
+            reason: DEFAULTS,
+            message,
+        });
+    }
+    warnings
+}
+
+/// The ClusterPolicy driver's warning of the GPU nodes no NVIDIADriver serves, if any.
+pub fn unserved_warning(assignment: &Assignment) -> Option<Warning> {
+    (assignment.unselected.count > 0).then(|| Warning {
+        reason: UNSERVED,
+        message: format!(
+            "no NVIDIADriver serves {}: none selects them and none is the default, so no \
+             driver is deployed there; select them with an NVIDIADriver's nodeSelector or set \
+             default: true on one",
+            assignment.unselected.describe()
+        ),
+    })
 }
 
 #[cfg(test)]
