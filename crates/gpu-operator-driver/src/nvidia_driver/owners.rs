@@ -304,6 +304,29 @@ mod tests {
     }
 
     #[test]
+    fn the_warnings_name_the_conflict_the_defaults_and_the_unserved_nodes() {
+        let h100 = driver("h100", false, &[("nvidia.com/gpu.product", "H100")]);
+        let everything = driver("everything", false, &[]);
+        let got = run(&[h100.clone(), everything.clone()]);
+        let [warning] = warnings(&h100, &got).try_into().unwrap();
+        assert_eq!(warning.reason, "NodeSelectorConflict");
+        assert!(warning.message.contains("h100-0"), "{}", warning.message);
+        assert!(unserved_warning(&got).is_none(), "every node is selected");
+        let (a, b) = (driver("a", true, &[]), driver("b", true, &[]));
+        let got = run(&[h100.clone(), a.clone(), b]);
+        assert!(warnings(&h100, &got).is_empty());
+        let [warning] = warnings(&a, &got).try_into().unwrap();
+        assert_eq!(warning.reason, "MultipleDefaultNVIDIADrivers");
+        let unserved = unserved_warning(&got).unwrap();
+        assert_eq!(unserved.reason, "NodesWithoutNVIDIADriver");
+        assert!(
+            unserved.message.contains("2 node(s) (a100-0, t4-0)"),
+            "{}",
+            unserved.message
+        );
+    }
+
+    #[test]
     fn a_driver_being_deleted_selects_nothing() {
         let mut going = driver("going", false, &[("nvidia.com/gpu.product", "H100")]);
         going.metadata.deletion_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
