@@ -175,6 +175,20 @@ pub struct NvidiaDriverSpec {
     pub host_network: Option<bool>,
 }
 
+impl NvidiaDriverSpec {
+    /// Whether this NVIDIADriver selects a node with `labels` by its `nodeSelector` (none selects
+    /// every node; the default one selects only the nodes no other selects, which this cannot
+    /// tell, so it says false).
+    pub fn selects(&self, labels: &BTreeMap<String, String>) -> bool {
+        !self.default
+            && self
+                .node_selector
+                .iter()
+                .flatten()
+                .all(|(key, value)| labels.get(key) == Some(value))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

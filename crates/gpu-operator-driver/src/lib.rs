@@ -16,11 +16,12 @@ mod validate;
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, conditions::operand::DRIVER_READY};
 use gpu_operator_core::{
     Error,
-    contract::{Children, Cluster, ImageEnv, Operand},
+    cache::stores::Stores,
+    contract::{Children, Cluster, ImageEnv, Operand, Warning},
 };
 use k8s_openapi::api::{apps::v1::DaemonSet, core::v1::Pod};
 
-pub use nvidia_driver::{NvidiaDriverOperand, PerDriver};
+pub use nvidia_driver::{NvidiaDriverOperand, PerDriver, owners};
 pub use pools::{Pool, os_tag, sanitized_kernel};
 pub use validate::Input;
 
@@ -72,6 +73,27 @@ impl Operand for Driver {
             "driver.useNvidiaDriverCRD is true: the drivers are managed by NVIDIADriver objects"
                 .to_owned()
         })
+    }
+
+    /// With `driver.useNvidiaDriverCRD: true` the NVIDIADrivers' DaemonSets take the drivers
+    /// over: the ClusterPolicy's driver pods keep running, their node's new driver pod waiting
+    /// for them (one driver pod per node), until the upgrade replaces them.
+    fn hands_over(spec: &ClusterPolicySpec, _cluster: &Cluster<'_>) -> bool {
+        spec.driver_enabled() && validate::managed_by_nvidia_drivers(spec)
+    }
+
+    /// With `driver.useNvidiaDriverCRD: true`: the GPU nodes no NVIDIADriver serves.
+    fn placement_warnings(
+        spec: &ClusterPolicySpec,
+        _cluster: &Cluster<'_>,
+        stores: &Stores,
+    ) -> Vec<Warning> {
+        if !nvidia_driver::handed_over(Some(spec)) {
+            return Vec::new();
+        }
+        owners::unserved_warning(&owners::of_caches(stores))
+            .into_iter()
+            .collect()
     }
 
     fn render(input: &Input) -> Children {

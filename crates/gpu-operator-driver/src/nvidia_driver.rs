@@ -3,8 +3,9 @@
 //! CR's driver sections onto the ClusterPolicy's (their Rust types are shared; the three whose
 //! JSON differs are translated here) and resolves them with the driver's own rules, over the
 //! shared pod settings (`daemonsets`, `hostPaths`, `validator`) of the active ClusterPolicy, then
-//! adds what an NVIDIADriver changes ([`PerDriver`]): its nodes (`nodeSelector`,
-//! `nodeAffinity`), NVIDIA's per-CR names (`nvidia-<driverType>-driver-<cr>-<os>`,
+//! adds what an NVIDIADriver changes ([`PerDriver`]): its nodes (those the node labeller labels
+//! `nvidia.com/gpu-operator.driver.owner=<cr>`, as NVIDIA's DaemonSets select them, from its
+//! `nodeSelector` and the conflicts and default of [`owners`]; and `nodeAffinity`), NVIDIA's per-CR names (`nvidia-<driverType>-driver-<cr>-<os>`,
 //! `nvidia-vgpu-manager-<cr>-<os>`), a per-pool `app` label, its driver type and pod settings.
 //! Only the DaemonSets: their ServiceAccount, RBAC and startup probe ConfigMap are the
 //! ClusterPolicy's driver's, which renders them (and no DaemonSet) while NVIDIADrivers deploy the
@@ -14,6 +15,7 @@
 //! By NVIDIA's rule an NVIDIADriver deploys nothing unless the active ClusterPolicy sets
 //! `driver.useNvidiaDriverCRD: true` (and leaves the driver enabled); its condition says why.
 
+pub mod owners;
 mod render;
 
 pub(crate) use render::apply;
@@ -21,7 +23,7 @@ pub(crate) use render::apply;
 use std::collections::BTreeMap;
 
 use gpu_operator_api::{
-    ClusterPolicySpec, NvidiaDriver, NvidiaDriverSpec,
+    ClusterPolicySpec, NvidiaDriver, NvidiaDriverSpec, labels,
     nvidia_driver::DriverType,
     spec::{
         DriverLicensingConfigSpec, DriverRepoConfigSpec, DriverSpec, VirtualTopologyConfigSpec,
@@ -29,7 +31,8 @@ use gpu_operator_api::{
 };
 use gpu_operator_core::{
     Error,
-    contract::{Children, Cluster, ImageEnv, Operand},
+    cache::stores::Stores,
+    contract::{Children, Cluster, ImageEnv, Operand, Warning},
 };
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
@@ -81,6 +84,28 @@ impl Operand for NvidiaDriverOperand {
         )
     }
 
+    /// When the active ClusterPolicy takes the drivers back (`driver.useNvidiaDriverCRD` unset or
+    /// false, the driver enabled), this CR's driver pods keep running, the ClusterPolicy's new
+    /// driver pod on their node waiting for them (one driver pod per node), until the upgrade
+    /// replaces them.
+    fn hands_over(_cr: &NvidiaDriver, cluster: &Cluster<'_>) -> bool {
+        cluster
+            .policy
+            .is_some_and(|p| p.driver_enabled() && !validate::managed_by_nvidia_drivers(p))
+    }
+
+    /// Its nodes that another NVIDIADriver selects too, named with the others; two defaults.
+    fn placement_warnings(
+        cr: &NvidiaDriver,
+        cluster: &Cluster<'_>,
+        stores: &Stores,
+    ) -> Vec<Warning> {
+        if !handed_over(cluster.policy) {
+            return Vec::new();
+        }
+        owners::warnings(cr, &owners::of_caches(stores))
+    }
+
     fn render(input: &Input) -> Children {
         crate::render::children(input)
     }
@@ -114,6 +139,11 @@ pub struct PerDriver {
     pub apps: BTreeMap<String, String>,
 }
 
+/// Whether the active ClusterPolicy `policy` hands the drivers to NVIDIADriver objects.
+pub fn handed_over(policy: Option<&ClusterPolicySpec>) -> bool {
+    policy.is_some_and(|p| p.driver_enabled() && validate::managed_by_nvidia_drivers(p))
+}
+
 /// `Ok(None)` unless the active ClusterPolicy hands the drivers to NVIDIADriver objects.
 pub fn validate(cr: &NvidiaDriver, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
     let Some(policy) = cluster.policy else {
@@ -126,11 +156,11 @@ pub fn validate(cr: &NvidiaDriver, cluster: &Cluster<'_>) -> Result<Option<Input
     let mut input = validate::resolve(&as_cluster_policy(spec, policy), cluster)?;
     let name = cr.metadata.name.clone().unwrap_or_default();
     let uid = cr.metadata.uid.clone().unwrap_or_default();
-    let selector = spec.node_selector.clone().unwrap_or_default();
     let mut apps = BTreeMap::new();
     for pool in &mut input.pools {
         pool.name = daemonset_name(spec.driver_type, &name, pool);
-        pool.node_selector.extend(selector.clone());
+        pool.node_selector
+            .insert(labels::DRIVER_OWNER.to_owned(), name.clone());
         apps.insert(pool.name.clone(), app_label(spec.driver_type, &uid, pool));
     }
     input.nvidia_driver = Some(PerDriver {

@@ -1,12 +1,15 @@
 //! The node-labelling reconciler: keeps `nvidia.com/gpu.present`, the
 //! `nvidia.com/gpu.deploy.<operand>` scheduling gates and the `nvidia.com/mig.config` seed on
-//! every node exactly as NVIDIA's operator does (reference §1.5).
+//! every node exactly as NVIDIA's operator does (reference §1.5), and NVIDIA's
+//! `nvidia.com/gpu-operator.driver.owner` while NVIDIADrivers deploy the drivers
+//! ([`driver_owner`]).
 //!
 //! [`desired`] is the contract as a pure function; [`reconcile`] runs it per node on the shared
 //! metadata-only Node cache and writes one JSON merge patch per node when something changes.
 //! The binary calls [`controller`].
 
 pub mod desired;
+pub mod driver_owner;
 mod own_writes;
 pub mod reconcile;
 pub mod triggers;

@@ -4,7 +4,8 @@
 //!
 //! Triggers: a node that is new or whose labels changed (status heartbeats are filtered out), and
 //! every node when the active ClusterPolicy changes as the decision reads it (another policy
-//! becoming active, or a spec field [`crate::desired::policy_inputs`] names). The patch is a
+//! becoming active, or a spec field [`crate::desired::policy_inputs`] names), or, while
+//! NVIDIADrivers deploy the drivers, an NVIDIADriver's selection ([`crate::driver_owner`]). The patch is a
 //! JSON patch that first tests the node's labels are still the cached ones, so a label someone
 //! set after our read (say `paused-for-mig-change`) is never overwritten by a stale decision;
 //! unlike a `resourceVersion` precondition it is not refused when only the node's status moved
@@ -44,8 +45,11 @@ use kube::{
 };
 use serde_json::json;
 
+use gpu_operator_api::labels;
+
 use crate::{
     desired::{LabelChanges, label_changes},
+    driver_owner,
     own_writes::{self, OwnWrites},
     triggers::ActivePolicyFilter,
 };
@@ -116,11 +120,13 @@ impl NodeLabeler {
                     .is_none(),
             )
         });
-        let mut policy_filter = ActivePolicyFilter::new(self.ctx.stores.policies.clone());
-        let policy_changes = subs
-            .policies
-            .clone()
-            .filter_map(move |_| future::ready(policy_filter.changed().then_some(())));
+        let mut policy_filter = ActivePolicyFilter::new(self.ctx.stores.policies.clone())
+            .with_drivers(self.ctx.stores.nvidia_drivers.clone());
+        let policy_changes = futures::stream::select(
+            subs.policies.clone().map(|_| ()),
+            subs.nvidia_drivers.clone().map(|_| ()),
+        )
+        .filter_map(move |()| future::ready(policy_filter.changed().then_some(())));
         Controller::for_shared_stream(node_events, nodes)
             .with_config(controller::Config::default().concurrency(CONCURRENCY))
             .reconcile_all_on(policy_changes)
@@ -145,7 +151,18 @@ impl NodeLabeler {
             return Ok(Action::requeue(own_writes::EXPIRES_AFTER));
         }
         let labels = node.labels().to_map();
-        let changes = label_changes(&labels, &policy.spec);
+        let mut changes = label_changes(&labels, &policy.spec);
+        let mut after = labels.clone();
+        for (key, value) in &changes {
+            match value {
+                Some(value) => after.insert(key.clone(), value.clone()),
+                None => after.remove(key),
+            };
+        }
+        let drivers = self.ctx.stores.nvidia_drivers.state();
+        if let Some(owner) = driver_owner::owner_change(&after, &policy.spec, &drivers) {
+            changes.insert(labels::DRIVER_OWNER.to_owned(), owner);
+        }
         if changes.is_empty() {
             return Ok(Action::requeue(RESYNC));
         }

@@ -3,14 +3,20 @@
 //! decision reads of its spec passes. (Node events come filtered by the shared cache: only new
 //! nodes and label changes, see `Subscriptions::node_labels`.)
 
-use gpu_operator_api::ClusterPolicy;
+use std::collections::BTreeMap;
+
+use gpu_operator_api::{ClusterPolicy, NvidiaDriver};
 use gpu_operator_core::pipeline::active;
 use kube::{Resource as _, runtime::reflector::Store};
 
 use crate::desired::{PolicyInputs, policy_inputs};
 
-/// Identity of the active ClusterPolicy and what of its spec the label decision reads.
-type PolicyFingerprint = (Option<String>, PolicyInputs);
+/// Identity of the active ClusterPolicy and what of its spec the label decision reads, with what
+/// the owner label reads of the NVIDIADrivers ([`DriversFingerprint`]).
+type PolicyFingerprint = (Option<String>, PolicyInputs, bool, DriversFingerprint);
+
+/// Of each NVIDIADriver by name: `default`, `nodeSelector`, and whether it is being deleted.
+type DriversFingerprint = Vec<(String, bool, Option<BTreeMap<String, String>>, bool)>;
 
 /// Passes a ClusterPolicy event on when the active policy changed as the label decision sees it:
 /// another one became active, or a spec field it reads moved ([`policy_inputs`]). Status writes,
@@ -20,6 +26,7 @@ type PolicyFingerprint = (Option<String>, PolicyInputs);
 pub struct ActivePolicyFilter {
     last: Option<PolicyFingerprint>,
     policies: Store<ClusterPolicy>,
+    drivers: Option<Store<NvidiaDriver>>,
 }
 
 impl ActivePolicyFilter {
@@ -28,13 +35,49 @@ impl ActivePolicyFilter {
         Self {
             last: None,
             policies,
+            drivers: None,
         }
+    }
+
+    /// Also passes changes of what the node owner label reads of the NVIDIADrivers in `drivers`
+    /// (see `crate::driver_owner`).
+    #[must_use]
+    pub fn with_drivers(mut self, drivers: Store<NvidiaDriver>) -> Self {
+        self.drivers = Some(drivers);
+        self
+    }
+
+    fn drivers(&self) -> DriversFingerprint {
+        let mut all: DriversFingerprint = self
+            .drivers
+            .iter()
+            .flat_map(Store::state)
+            .map(|d| {
+                (
+                    d.metadata.name.clone().unwrap_or_default(),
+                    d.spec.default,
+                    d.spec.node_selector.clone(),
+                    d.metadata.deletion_timestamp.is_some(),
+                )
+            })
+            .collect();
+        all.sort();
+        all
     }
 
     /// Whether the active policy differs from the one at the previous call.
     pub fn changed(&mut self) -> bool {
-        let now = active::active(&self.policies.state())
-            .map(|p| (p.meta().uid.clone(), policy_inputs(&p.spec)));
+        let drivers = self.drivers();
+        let now = active::active(&self.policies.state()).map(|p| {
+            let handed_over =
+                p.spec.driver_enabled() && p.spec.driver.use_nvidia_driver_crd == Some(true);
+            (
+                p.meta().uid.clone(),
+                policy_inputs(&p.spec),
+                handed_over,
+                if handed_over { drivers } else { Vec::new() },
+            )
+        });
         if now == self.last {
             return false;
         }
@@ -111,5 +154,34 @@ mod tests {
         assert!(filter.changed(), "another policy became active");
         writer.apply_watcher_event(&Event::Delete(policy("b", "ub", 20, 2)));
         assert!(filter.changed(), "no active policy any more");
+    }
+
+    #[test]
+    fn nvidia_driver_selections_pass_while_nvidia_drivers_deploy_the_drivers() {
+        let mut policies = Writer::<ClusterPolicy>::default();
+        let mut drivers = Writer::<NvidiaDriver>::default();
+        let mut filter =
+            ActivePolicyFilter::new(policies.as_reader()).with_drivers(drivers.as_reader());
+        policies.apply_watcher_event(&Event::Apply(policy("a", "ua", 10, 1)));
+        assert!(filter.changed());
+        let driver = |selector: &str| {
+            let spec = serde_json::json!({"nodeSelector": {"nvidia.com/gpu.product": selector}});
+            NvidiaDriver::new("h100", serde_json::from_value(spec).unwrap())
+        };
+        drivers.apply_watcher_event(&Event::Apply(driver("H100")));
+        assert!(
+            !filter.changed(),
+            "the ClusterPolicy's own driver: no owner labels"
+        );
+        let mut handed_over = policy("a", "ua", 10, 2);
+        handed_over.spec.driver.use_nvidia_driver_crd = Some(true);
+        policies.apply_watcher_event(&Event::Apply(handed_over));
+        assert!(filter.changed(), "the drivers handed to NVIDIADrivers");
+        let mut status_write = driver("H100");
+        status_write.metadata.resource_version = Some("7".to_owned());
+        drivers.apply_watcher_event(&Event::Apply(status_write));
+        assert!(!filter.changed(), "an NVIDIADriver's status write");
+        drivers.apply_watcher_event(&Event::Apply(driver("H200")));
+        assert!(filter.changed(), "its nodeSelector moved");
     }
 }

@@ -43,6 +43,11 @@ impl NodeMeta {
         self
     }
 
+    /// The node's name.
+    pub fn name(&self) -> &str {
+        self.metadata.name.as_deref().unwrap_or_default()
+    }
+
     /// The node's labels.
     pub fn labels(&self) -> &Labels {
         &self.labels

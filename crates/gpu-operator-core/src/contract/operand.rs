@@ -5,6 +5,7 @@ use k8s_openapi::api::{apps::v1::DaemonSet, core::v1::Pod};
 
 use crate::{
     Error,
+    cache::stores::Stores,
     contract::{Children, Cluster, Owner, Warning},
 };
 
@@ -55,6 +56,15 @@ pub trait Operand: Send + Sync + 'static {
         None
     }
 
+    /// Whether another owner takes over what this operand's DaemonSets run, so the DaemonSets it
+    /// prunes now leave their pods running (orphan propagation) until the other owner's upgrade
+    /// replaces them — the driver moving between the ClusterPolicy and NVIDIADrivers, whose new
+    /// pods wait for the old (one driver pod per node). `false` (the default): a pruned
+    /// DaemonSet's pods go with it.
+    fn hands_over(_spec: &<Self::Owner as Owner>::Spec, _cluster: &Cluster<'_>) -> bool {
+        false
+    }
+
     /// The objects the operand needs, without namespace or owner (added on apply).
     fn render(input: &Self::Input) -> Children;
 
@@ -73,6 +83,18 @@ pub trait Operand: Send + Sync + 'static {
     /// What is wrong but does not stop the rollout (a setting that points at nothing, say): each
     /// shows in the condition and once as a Warning Event. None by default.
     fn warnings(_input: &Self::Input) -> Vec<Warning> {
+        Vec::new()
+    }
+
+    /// Warnings about which nodes the operand serves that depend on the other owners and the
+    /// nodes, read from the caches `stores` (no client): NVIDIADrivers selecting the same nodes,
+    /// GPU nodes no NVIDIADriver serves. Each shows in the condition and once as a Warning
+    /// Event, as [`Operand::warnings`]. None by default.
+    fn placement_warnings(
+        _spec: &<Self::Owner as Owner>::Spec,
+        _cluster: &Cluster<'_>,
+        _stores: &Stores,
+    ) -> Vec<Warning> {
         Vec::new()
     }
 

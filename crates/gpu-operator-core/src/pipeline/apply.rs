@@ -96,13 +96,27 @@ fn is_ours<K: Resource>(live: &K, reconciler: &str) -> bool {
         && labels.contains_key(crate::build::meta::NAME_LABEL)
 }
 
-/// Deletes `name`; an object that is already gone is fine.
-pub async fn delete<K>(api: &Api<K>, name: &str) -> Result<(), Error>
+/// What becomes of a deleted object's dependents (a DaemonSet's pods).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dependents {
+    /// Deleted with it, in the background (the API's default).
+    Deleted,
+    /// Left running without an owner (orphan propagation): the driver's pods when another owner
+    /// takes the driver over, whose new pods wait for them to go.
+    LeftRunning,
+}
+
+/// Deletes `name` with its `dependents` rule; an object that is already gone is fine.
+pub async fn delete<K>(api: &Api<K>, name: &str, dependents: Dependents) -> Result<(), Error>
 where
     K: Resource<DynamicType = ()> + DeserializeOwned + Clone + Debug,
 {
     let what = format!("deleting {} {name}", K::kind(&()));
-    match api.delete(name, &DeleteParams::background()).await {
+    let params = match dependents {
+        Dependents::Deleted => DeleteParams::background(),
+        Dependents::LeftRunning => DeleteParams::orphan(),
+    };
+    match api.delete(name, &params).await {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(status)) if status.is_not_found() => Ok(()),
         Err(error) => Err(Error::kube(what)(error)),

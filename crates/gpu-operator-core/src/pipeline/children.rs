@@ -1,16 +1,22 @@
 //! How the pipeline writes what an operand renders ([`Children`]): each kind is
 //! compared with its cache and applied only when it differs; what the operand no longer renders
 //! (found by its `app.kubernetes.io/component` label, and of an owner kind that is no singleton
-//! only among this owner's objects: [`prunes`]) is deleted. A live DaemonSet's selector is
+//! only among this owner's objects: [`prunes`]) is deleted — a pruned DaemonSet with its pods, or,
+//! when the operand hands them over ([`Dependents`]), leaving its running pods to the owner (see
+//! [`settle_handed_over_pods`]). A live DaemonSet's selector is
 //! kept when our pods match it ([`crate::pipeline::adopt`]). ServiceMonitors and
 //! PrometheusRules, kinds the cluster may lack, are written by [`crate::build::service_monitor`]
 //! and [`crate::build::prometheus_rule`].
 
-use std::{collections::BTreeSet, fmt::Debug};
+use std::{collections::BTreeSet, fmt::Debug, sync::Arc};
 
-use k8s_openapi::{api::apps::v1::DaemonSet, apimachinery::pkg::apis::meta::v1::OwnerReference};
+use k8s_openapi::{
+    api::{apps::v1::DaemonSet, core::v1::Pod},
+    apimachinery::pkg::apis::meta::v1::OwnerReference,
+};
 use kube::{
     Api, Resource, ResourceExt as _,
+    api::{ListParams, Patch, PatchParams},
     runtime::reflector::{ObjectRef, Store},
 };
 use serde::{Serialize, de::DeserializeOwned};
@@ -21,19 +27,21 @@ use crate::{
     contract::{Children, Owner},
     pipeline::{
         adopt,
-        apply::{self, Outcome},
+        apply::{self, Dependents, Outcome},
     },
 };
 
 /// Applies what changed and prunes what is no longer rendered for reconciler `component`;
 /// returns how many objects were written or deleted. `monitored`: the reconciler may have
-/// ServiceMonitors or PrometheusRules to prune even when it renders none.
+/// ServiceMonitors or PrometheusRules to prune even when it renders none. `pods`: what becomes of
+/// the pods of the DaemonSets it prunes.
 pub async fn apply_all<O: Owner>(
     ctx: &Context,
     owner: &O,
     component: &str,
     children: &Children,
     monitored: bool,
+    pods: Dependents,
 ) -> Result<usize, Error> {
     let Children {
         service_accounts,
@@ -53,6 +61,7 @@ pub async fn apply_all<O: Owner>(
         owner,
         component,
         written: 0,
+        dependents: Dependents::Deleted,
     };
     w.kind(namespaced(ctx), service_accounts, &stores.service_accounts)
         .await?;
@@ -79,8 +88,13 @@ pub async fn apply_all<O: Owner>(
             adopt::keep_live_selector(ds.clone(), stores.daemonsets.get(&key).as_deref())
         })
         .collect();
-    w.kind(namespaced(ctx), &daemonsets, &stores.daemonsets)
+    w.dependents = pods;
+    let pruned = w
+        .kind(namespaced(ctx), &daemonsets, &stores.daemonsets)
         .await?;
+    if pods == Dependents::LeftRunning {
+        w.written += settle_handed_over_pods(ctx, owner, &pruned).await?;
+    }
     w.written +=
         service_monitor::apply_all(ctx, owner, component, service_monitors, monitored).await?;
     w.written +=
@@ -134,17 +148,19 @@ struct Writer<'a, O> {
     owner: &'a O,
     component: &'a str,
     written: usize,
+    /// What becomes of the dependents of the objects of the kind it prunes now.
+    dependents: Dependents,
 }
 
 impl<O: Owner> Writer<'_, O> {
     /// Applies `objects` of one kind and deletes the cached ones of this reconciler that are not
-    /// among them.
+    /// among them; returns those it deleted.
     async fn kind<K>(
         &mut self,
         Target { api, namespace }: Target<'_, K>,
         objects: &[K],
         cache: &Store<K>,
-    ) -> Result<(), Error>
+    ) -> Result<Vec<Arc<K>>, Error>
     where
         K: Resource<DynamicType = ()> + Clone + Debug + Serialize + DeserializeOwned,
     {
@@ -168,15 +184,91 @@ impl<O: Owner> Writer<'_, O> {
             }
             keep.insert(name);
         }
-        for stale in cache.state().iter().filter(|o| {
-            o.labels().get(meta::COMPONENT_LABEL).map(String::as_str) == Some(self.component)
-                && !keep.contains(&o.name_any())
-                && prunes(self.owner, o.owner_references())
-        }) {
-            apply::delete(&api, &stale.name_any()).await?;
+        let stale: Vec<Arc<K>> = cache
+            .state()
+            .into_iter()
+            .filter(|o| {
+                o.labels().get(meta::COMPONENT_LABEL).map(String::as_str) == Some(self.component)
+                    && !keep.contains(&o.name_any())
+                    && prunes(self.owner, o.owner_references())
+            })
+            .collect();
+        for object in &stale {
+            apply::delete(&api, &object.name_any(), self.dependents).await?;
             self.written += 1;
         }
-        Ok(())
+        Ok(stale)
+    }
+}
+
+/// After handed-over DaemonSets `pruned` went with their pods left running, settles those pods:
+/// each one a node runs gets `owner` as its controller, so no DaemonSet adopts it (the
+/// ClusterPolicy's pool DaemonSets share one selector, and one adopting a pod on another pool's
+/// node would delete it) and removing `owner` removes it; each one no node runs yet (waiting to
+/// be scheduled), which nothing would replace and which would start beside the new owner's pod
+/// once the running one goes, is deleted. Returns how many pods it wrote.
+async fn settle_handed_over_pods<O: Owner>(
+    ctx: &Context,
+    owner: &O,
+    pruned: &[Arc<DaemonSet>],
+) -> Result<usize, Error> {
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let keeper = meta::owner_reference(owner);
+    let mut written = 0;
+    for ds in pruned {
+        let Some(labels) = ds
+            .spec
+            .as_ref()
+            .and_then(|s| s.selector.match_labels.as_ref())
+            .filter(|l| !l.is_empty())
+        else {
+            continue;
+        };
+        let selector: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let pods = api
+            .list(&ListParams::default().labels(&selector.join(",")))
+            .await
+            .map_err(Error::kube(format!(
+                "listing the pods of DaemonSet {}",
+                ds.name_any()
+            )))?;
+        for pod in pods
+            .items
+            .iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none() && was_controlled_by(p, ds))
+        {
+            let name = pod.name_any();
+            let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+            tracing::info!(
+                pod = %name,
+                node = node.unwrap_or_default(),
+                daemonset = %ds.name_any(),
+                "handing a pod of a DaemonSet over ({})",
+                if node.is_some() { "kept" } else { "deleted: no node ran it" }
+            );
+            if node.is_none() {
+                apply::delete(&api, &name, Dependents::Deleted).await?;
+            } else {
+                let patch = serde_json::json!({"metadata": {"ownerReferences": [keeper]}});
+                api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                    .map_err(Error::kube(format!("handing driver pod {name} over")))?;
+            }
+            written += 1;
+        }
+    }
+    Ok(written)
+}
+
+/// Whether `pod` is controlled by `ds`, or by nothing (the orphaning cleared its reference).
+fn was_controlled_by(pod: &Pod, ds: &DaemonSet) -> bool {
+    match pod
+        .owner_references()
+        .iter()
+        .find(|r| r.controller == Some(true))
+    {
+        None => true,
+        Some(r) => Some(&r.uid) == ds.metadata.uid.as_ref(),
     }
 }
 
@@ -203,6 +295,30 @@ mod tests {
         assert!(prunes(&policy, &[]));
         assert!(prunes(&policy, &controlled_by::<ClusterPolicy>("older")));
         assert!(!prunes(&policy, &controlled_by::<NvidiaDriver>("d1")));
+    }
+
+    #[test]
+    fn a_handed_over_daemonsets_pods_are_its_own_and_the_orphans() {
+        let mut ds = DaemonSet::default();
+        ds.metadata.uid = Some("ds1".into());
+        let pod = |references: Vec<OwnerReference>| {
+            let mut pod = Pod::default();
+            pod.metadata.owner_references = Some(references);
+            pod
+        };
+        assert!(was_controlled_by(
+            &pod(controlled_by::<DaemonSet>("ds1")),
+            &ds
+        ));
+        assert!(was_controlled_by(&pod(Vec::new()), &ds), "orphaned");
+        assert!(!was_controlled_by(
+            &pod(controlled_by::<DaemonSet>("ds2")),
+            &ds
+        ));
+        assert!(
+            !was_controlled_by(&pod(controlled_by::<ClusterPolicy>("p")), &ds),
+            "already handed over"
+        );
     }
 
     #[test]

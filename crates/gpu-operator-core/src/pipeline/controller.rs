@@ -51,6 +51,7 @@ pub fn run_operand<O: Operand>(
     let rule_crd_owners = owners.clone();
     let config_owners = owners.clone();
     let policy_owners = owners.clone();
+    let peer_owners = owners.clone();
     // Only an owner kind that is no singleton reads the ClusterPolicy besides its own spec.
     let policy_specs = changes(
         subs.policies
@@ -63,6 +64,21 @@ pub fn run_operand<O: Operand>(
             .clone()
             .filter(|cm| std::future::ready(!meta::is_managed(cm.as_ref()))),
         |cm, hasher| cm.data.hash(hasher),
+    );
+    // Of an owner kind that is no singleton, a peer's spec (or its going) moves which nodes each
+    // one serves (two NVIDIADrivers selecting one node): every one is woken.
+    let peer_specs = changes(
+        <O::Owner as Owner>::changes(&subs)
+            .filter(|_| std::future::ready(!<O::Owner as Owner>::SINGLETON)),
+        |peer, hasher| {
+            let meta = kube::Resource::meta(peer);
+            (
+                &meta.uid,
+                meta.generation,
+                meta.deletion_timestamp.is_some(),
+            )
+                .hash(hasher);
+        },
     );
     let owner_events = owner_changes(<O::Owner as Owner>::changes(&subs), O::CONDITION);
     // Pod rollouts move DaemonSet statuses and node labels in bursts: throttled (the patch path,
@@ -87,6 +103,7 @@ pub fn run_operand<O: Operand>(
         .watches_shared_stream(subs.service_monitor_crds, move |_| served(&crd_owners))
         .watches_shared_stream(subs.prometheus_rule_crds, move |_| served(&rule_crd_owners))
         .watches_shared_stream(policy_specs, move |_| served(&policy_owners))
+        .watches_shared_stream(peer_specs, move |_| served(&peer_owners))
         .graceful_shutdown_on(shutdown)
         .run(operand::reconcile::<O>, operand::error_policy::<O>, ctx)
         .for_each(|result| log(O::NAME, result))

@@ -179,7 +179,7 @@ where
         .await
         .map_err(Error::kube(format!("listing {kind}s")))?;
     for object in list.items.iter().filter(|o| is_leftover(o.meta(), uid)) {
-        apply::delete(&api, &object.name_any()).await?;
+        apply::delete(&api, &object.name_any(), apply::Dependents::Deleted).await?;
         removed.push(format!("{kind} {}", object.name_any()));
     }
     Ok(())

@@ -16,7 +16,9 @@ use crate::{
     Context, Error,
     contract::{Children, Cluster, Operand, Owner, Warning},
     pipeline::{
-        active, children, coalesce, events,
+        active,
+        apply::Dependents,
+        children, coalesce, events,
         status_write::{self, Desired, Outcome},
     },
     report::rollout_condition,
@@ -180,8 +182,15 @@ async fn reconcile_once<O: Operand>(owner: &O::Owner, ctx: &Context) -> Result<A
         seed_status(ctx, owner, seed).await?;
     }
     warnings.extend(owner.section_warnings(O::SECTION));
+    warnings.extend(O::placement_warnings(owner.spec(), &cluster, &ctx.stores));
     let started = Instant::now();
-    let written = children::apply_all(ctx, owner, O::NAME, &children, O::SERVICE_MONITORS).await?;
+    let pods = if O::hands_over(owner.spec(), &cluster) {
+        Dependents::LeftRunning
+    } else {
+        Dependents::Deleted
+    };
+    let written =
+        children::apply_all(ctx, owner, O::NAME, &children, O::SERVICE_MONITORS, pods).await?;
     ctx.sweeps.applied(O::CONDITION, owner);
     if !children.service_monitors.is_empty() && !facts.service_monitor_crd {
         warnings.push(Warning::service_monitor_crd_missing(O::SECTION));

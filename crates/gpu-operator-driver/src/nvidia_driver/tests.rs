@@ -121,6 +121,42 @@ fn the_cluster_policys_driver_says_nvidia_drivers_manage_the_drivers() {
 }
 
 #[test]
+fn the_driver_changes_hands_leaving_the_running_pods_only_between_the_two_owners() {
+    let facts = ClusterFacts::default();
+    let a = cr("a", "u1", serde_json::json!({}));
+    let mut off = opted_in();
+    off.driver.enabled = Some(false);
+    let plain = ClusterPolicySpec::default();
+    // (ClusterPolicy, whether its driver hands over, whether an NVIDIADriver's does): by hand.
+    let table = [
+        (Some(&plain), false, true),
+        (Some(&opted_in()), true, false),
+        (Some(&off), false, false),
+        (None, false, false),
+    ];
+    for (policy, by_policy, by_cr) in table {
+        let cluster = Cluster {
+            namespace: "gpu-operator",
+            facts: &facts,
+            image_env: &|_| None,
+            config_maps: &|_| None,
+            policy,
+        };
+        let spec = policy.cloned().unwrap_or_default();
+        assert_eq!(
+            Driver::hands_over(&spec, &cluster),
+            by_policy,
+            "ClusterPolicy's driver, {policy:?}"
+        );
+        assert_eq!(
+            NvidiaDriverOperand::hands_over(&a, &cluster),
+            by_cr,
+            "NVIDIADriver's, {policy:?}"
+        );
+    }
+}
+
+#[test]
 fn daemonsets_are_named_after_the_cr_and_select_its_nodes() {
     let facts = profile("h100-ubuntu22.04-containerd");
     let a = cr(
@@ -137,7 +173,11 @@ fn daemonsets_are_named_after_the_cr_and_select_its_nodes() {
         Some("nvidia-gpu-driver-a-ubuntu22.04")
     );
     let selector = pod(ds).node_selector.as_ref().unwrap();
-    assert_eq!(selector["pool"], "a");
+    assert_eq!(selector["nvidia.com/gpu-operator.driver.owner"], "a");
+    assert!(
+        !selector.contains_key("pool"),
+        "its nodes are those labelled its own"
+    );
     assert_eq!(selector["nvidia.com/gpu.deploy.driver"], "true");
     assert_eq!(selector[labels::NFD_OS_RELEASE_ID], "ubuntu");
     let app = &ds
@@ -197,7 +237,10 @@ fn daemonsets_are_named_after_the_cr_and_select_its_nodes() {
             .unwrap()["app"],
         app
     );
-    assert_eq!(pod(ds_b).node_selector.as_ref().unwrap()["pool"], "b");
+    assert_eq!(
+        pod(ds_b).node_selector.as_ref().unwrap()["nvidia.com/gpu-operator.driver.owner"],
+        "b"
+    );
 }
 
 #[test]

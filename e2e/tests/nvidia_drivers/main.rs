@@ -4,7 +4,8 @@
 //! ServiceAccount; two NVIDIADrivers selecting one GPU node each get DaemonSets named after them
 //! (`nvidia-gpu-driver-<cr>-<os>`), selecting their node, owned by them, with pods ready on
 //! their nodes, and a `DriverReady` condition in their status; deleting one NVIDIADriver takes its
-//! DaemonSets away and leaves the other's.
+//! DaemonSets away and leaves the other's. The scenario starts on the ClusterPolicy's driver and
+//! switches to NVIDIADrivers and back without restarting a driver pod ([`handover`]).
 #![cfg(feature = "e2e")]
 #![allow(
     clippy::unwrap_used,
@@ -12,6 +13,9 @@
     clippy::panic,
     clippy::large_futures
 )]
+
+mod conflict;
+mod handover;
 
 use gpu_operator_e2e::scenario as support;
 
@@ -36,10 +40,13 @@ use support::{
 /// The label every driver DaemonSet carries, the ClusterPolicy's and the NVIDIADrivers'.
 const COMPONENT: &str = "app.kubernetes.io/component=nvidia-driver";
 const HOSTNAME: &str = "kubernetes.io/hostname";
+/// NVIDIA's node label naming a GPU node's NVIDIADriver, which its DaemonSets select.
+const OWNER: &str = "nvidia.com/gpu-operator.driver.owner";
 /// How long this scenario waits for another's ClusterPolicy to go.
 const ACTIVE_TIMEOUT: Duration = Duration::from_secs(480);
 
-/// Deletes the NVIDIADrivers this scenario made, also when a step panics.
+/// Deletes the NVIDIADrivers this scenario made and the owner labels of the nodes, also when a
+/// step panics.
 struct Drivers(Vec<String>);
 
 impl Drop for Drivers {
@@ -52,6 +59,9 @@ impl Drop for Drivers {
                 "--ignore-not-found",
                 "--wait=false",
             ]);
+        }
+        for label in [OWNER, conflict::POOL] {
+            let _ = kubectl_ok(&["label", "nodes", "--all", &format!("{label}-")]);
         }
     }
 }
@@ -93,8 +103,8 @@ fn node_selector(ds: &DaemonSet) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
-/// Waits until `cr` has DaemonSets, every one named after it and selecting `node`, one of them
-/// with a ready pod on `node`; returns their names.
+/// Waits until `cr` has DaemonSets, every one named after it and selecting the nodes labelled
+/// its own, one of them with a pod on `node`; returns their names.
 async fn wait_for_driver(env: &Env, cr: &NvidiaDriver, node: &str) -> Vec<String> {
     let name = cr.name_any();
     let prefix = format!("nvidia-gpu-driver-{name}-");
@@ -107,7 +117,7 @@ async fn wait_for_driver(env: &Env, cr: &NvidiaDriver, node: &str) -> Vec<String
             let placed = !owned.is_empty()
                 && owned.iter().all(|ds| {
                     ds.name_any().starts_with(&prefix)
-                        && node_selector(ds).get(HOSTNAME).map(String::as_str) == Some(node)
+                        && node_selector(ds).get(OWNER) == Some(&name)
                 });
             if !placed {
                 return Ok(None);
@@ -134,13 +144,18 @@ async fn wait_for_driver(env: &Env, cr: &NvidiaDriver, node: &str) -> Vec<String
 }
 
 fn nvidia_driver(name: &str, node: &str) -> NvidiaDriver {
+    nvidia_driver_selecting(name, HOSTNAME, node)
+}
+
+/// NVIDIADriver `name` selecting the nodes labelled `key=value`.
+fn nvidia_driver_selecting(name: &str, key: &str, value: &str) -> NvidiaDriver {
     serde_json::from_value(json!({
         "apiVersion": "nvidia.com/v1alpha1",
         "kind": "NVIDIADriver",
         "metadata": {"name": name},
         "spec": {
             "image": "nvcr.io/nvidia/driver:595.91.07",
-            "nodeSelector": {HOSTNAME: node},
+            "nodeSelector": {key: value},
         },
     }))
     .unwrap()
@@ -182,44 +197,79 @@ async fn wait_driver_ready(drivers: &Api<NvidiaDriver>, name: &str) {
     .unwrap();
 }
 
+/// Deleting one NVIDIADriver (`name`, selecting `node`) takes its DaemonSets away, not the
+/// others' (`kept`).
+async fn a_deleted_driver_takes_only_its_daemonsets(
+    env: &Env,
+    name: &str,
+    node: &str,
+    kept: Vec<String>,
+) {
+    let drivers: Api<NvidiaDriver> = Api::all(env.client.clone());
+    let c = drivers
+        .create(&PostParams::default(), &nvidia_driver(name, node))
+        .await
+        .unwrap();
+    wait_until("the DaemonSet of a third NVIDIADriver", TIMEOUT, || async {
+        let all = driver_daemonsets(env).await;
+        Ok((!owned_by(&all, &c).is_empty()).then_some(()))
+    })
+    .await
+    .unwrap();
+    drivers
+        .delete(name, &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_until(
+        "the deleted NVIDIADriver's DaemonSets to go",
+        TIMEOUT,
+        || async {
+            let all = driver_daemonsets(env).await;
+            Ok(owned_by(&all, &c).is_empty().then_some(()))
+        },
+    )
+    .await
+    .unwrap();
+    let all = driver_daemonsets(env).await;
+    assert!(
+        kept.iter().all(|name| all.contains_key(name)),
+        "the other NVIDIADrivers' DaemonSets stay: {:?}",
+        all.keys().collect::<Vec<_>>()
+    );
+}
+
 #[tokio::test]
 async fn nvidia_drivers_deploy_the_drivers_of_their_nodes_and_take_them_away() {
     let env = setup().await;
-    let _operator = env.start(&IMAGES);
+    let operator = env.start(&IMAGES);
     let policy_name = unique_name("nvidia-drivers");
     let _cleanup = Cleanup {
         namespace: env.namespace.clone(),
         policies: vec![policy_name.clone()],
     };
     let (a_name, b_name) = (unique_name("nvd-a"), unique_name("nvd-b"));
-    let _drivers = Drivers(vec![a_name.clone(), b_name.clone()]);
+    let mut drivers_made = Drivers(vec![a_name.clone(), b_name.clone()]);
     let nodes = simulated_nodes(&env.client).await;
     let gpus = gpu_nodes(&nodes);
-    let [node_a, node_b, ..] = gpus.as_slice() else {
-        panic!("the fleet has fewer than two GPU nodes: {gpus:?}");
+    let [node_a, node_b, node_c, node_d, ..] = gpus.as_slice() else {
+        panic!("the fleet has fewer than four GPU nodes: {gpus:?}");
     };
 
-    let mut spec = ClusterPolicySpec::default();
-    spec.driver.use_nvidia_driver_crd = Some(true);
+    // The ClusterPolicy's driver first: its pods run on every GPU node.
     env.policies()
         .create(
             &PostParams::default(),
-            &ClusterPolicy::new(&policy_name, spec),
+            &ClusterPolicy::new(&policy_name, ClusterPolicySpec::default()),
         )
         .await
         .unwrap();
     wait_active(&env, &policy_name).await;
-    wait_policy(
-        &env,
-        &policy_name,
-        "DriverReady to name NVIDIADrivers",
-        |p| {
-            condition(p, DRIVER_READY).is_some_and(|c| {
-                c.status == "True" && c.reason == "Disabled" && c.message.contains("NVIDIADriver")
-            })
-        },
-    )
-    .await;
+    let before = wait_until("the ClusterPolicy's driver pods", TIMEOUT, || async {
+        let pods = pods_of(&env, handover::POLICY_DRIVER).await;
+        Ok(gpus.iter().all(|n| pods.contains_key(n)).then_some(pods))
+    })
+    .await
+    .unwrap();
 
     let drivers: Api<NvidiaDriver> = Api::all(env.client.clone());
     let a = drivers
@@ -230,8 +280,28 @@ async fn nvidia_drivers_deploy_the_drivers_of_their_nodes_and_take_them_away() {
         .create(&PostParams::default(), &nvidia_driver(&b_name, node_b))
         .await
         .unwrap();
+    let a_uid =
+        handover::to_nvidia_drivers(&env, &policy_name, &before, (&a, node_a), (&b, node_b)).await;
+    let unselected = gpus.len() - 2;
+    wait_policy(
+        &env,
+        &policy_name,
+        "DriverReady to name NVIDIADrivers and the GPU nodes none serves",
+        |p| {
+            condition(p, DRIVER_READY).is_some_and(|c| {
+                // The warning's reason over `Disabled`.
+                c.status == "True"
+                    && c.reason == "NodesWithoutNVIDIADriver"
+                    && c.message.contains("managed by NVIDIADriver objects")
+                    // The GPU nodes no NVIDIADriver selects are named.
+                    && c.message.contains(&format!("no NVIDIADriver serves {unselected} node(s)"))
+                    && c.message.contains(node_c.as_str())
+            })
+        },
+    )
+    .await;
+
     wait_for_driver(&env, &a, node_a).await;
-    wait_for_driver(&env, &b, node_b).await;
 
     // The ClusterPolicy renders no driver DaemonSet, but the ServiceAccount the drivers run as.
     let all = driver_daemonsets(&env).await;
@@ -244,36 +314,30 @@ async fn nvidia_drivers_deploy_the_drivers_of_their_nodes_and_take_them_away() {
         unowned.is_empty(),
         "driver DaemonSets of no NVIDIADriver: {unowned:?}"
     );
-    // Each NVIDIADriver carries its operand's condition (its overall status is not computed yet).
+    // An NVIDIADriver whose pods run carries its operand's condition (its overall status is not
+    // computed yet).
     wait_driver_ready(&drivers, &a_name).await;
-    wait_driver_ready(&drivers, &b_name).await;
-    let accounts: Api<ServiceAccount> = Api::namespaced(env.client.clone(), &env.namespace);
-    let account = accounts.get("nvidia-driver").await.unwrap();
+    let account = Api::<ServiceAccount>::namespaced(env.client.clone(), &env.namespace)
+        .get("nvidia-driver")
+        .await
+        .unwrap();
     assert_eq!(account.owner_references()[0].kind, "ClusterPolicy");
 
-    // Deleting one NVIDIADriver takes its DaemonSets away, not the other's.
-    drivers
-        .delete(&b_name, &DeleteParams::default())
-        .await
-        .unwrap();
-    wait_until(
-        "the deleted NVIDIADriver's DaemonSets to go",
-        TIMEOUT,
-        || async {
-            let all = driver_daemonsets(&env).await;
-            Ok(owned_by(&all, &b).is_empty().then_some(()))
-        },
-    )
-    .await
-    .unwrap();
-    let all = driver_daemonsets(&env).await;
-    assert!(
-        a_sets.iter().all(|name| all.contains_key(name)),
-        "the other NVIDIADriver's DaemonSets stay: {:?}",
-        all.keys().collect::<Vec<_>>()
-    );
-    drivers
-        .delete(&a_name, &DeleteParams::default())
-        .await
-        .unwrap();
+    let (d_name, e_name) = (unique_name("nvd-d"), unique_name("nvd-e"));
+    drivers_made.0.extend([d_name.clone(), e_name.clone()]);
+    conflict::a_node_two_select_is_left_alone(&env, &operator, (&d_name, &e_name), node_d, &before)
+        .await;
+
+    let c_name = unique_name("nvd-c");
+    drivers_made.0.push(c_name.clone());
+    a_deleted_driver_takes_only_its_daemonsets(&env, &c_name, node_c, [a_sets, b_sets].concat())
+        .await;
+
+    handover::to_cluster_policy(&env, &policy_name, &before, (&a, node_a, &a_uid), &b).await;
+    for name in [&a_name, &b_name] {
+        drivers
+            .delete(name, &DeleteParams::default())
+            .await
+            .unwrap();
+    }
 }
