@@ -7,10 +7,11 @@
 //! The binary calls [`controller`].
 
 pub mod desired;
+pub mod mig_layout;
 mod own_writes;
 pub mod reconcile;
 pub mod triggers;
 pub mod workload;
 
-pub use desired::{LabelChanges, label_changes};
+pub use desired::{Decision, LabelChanges, decide, label_changes};
 pub use reconcile::{NAME, NodeLabeler, controller};
