@@ -45,7 +45,8 @@ use kube::{
 use serde_json::json;
 
 use crate::{
-    desired::{LabelChanges, label_changes},
+    desired::{LabelChanges, decide},
+    layout_events::{self, LayoutEvents},
     own_writes::{self, OwnWrites},
     triggers::ActivePolicyFilter,
 };
@@ -70,6 +71,8 @@ pub struct NodeLabeler {
     ctx: Arc<Context>,
     /// Our patches the cache has not shown yet.
     own_writes: OwnWrites,
+    /// The MIG layout waits already said on their nodes.
+    layout_events: LayoutEvents,
     patches: AtomicU64,
 }
 
@@ -89,6 +92,7 @@ impl NodeLabeler {
         Arc::new(Self {
             ctx,
             own_writes: OwnWrites::default(),
+            layout_events: LayoutEvents::default(),
             patches: AtomicU64::new(0),
         })
     }
@@ -145,11 +149,17 @@ impl NodeLabeler {
             return Ok(Action::requeue(own_writes::EXPIRES_AFTER));
         }
         let labels = node.labels().to_map();
-        let changes = label_changes(&labels, &policy.spec);
-        if changes.is_empty() {
+        let decision = decide(&labels, &policy.spec);
+        let wait = decision.layout_wait.as_ref();
+        if self.layout_events.first_seen(&name, wait)
+            && let Some(wait) = wait
+        {
+            layout_events::publish(&self.ctx, &name, wait).await;
+        }
+        if decision.changes.is_empty() {
             return Ok(Action::requeue(RESYNC));
         }
-        self.patch(&name, version, &labels, &changes).await
+        self.patch(&name, version, &labels, &decision.changes).await
     }
 
     async fn patch(
