@@ -98,9 +98,19 @@ async fn a_node_created_with_a_mig_layout_gets_its_gpu_clients_once_the_layout_i
     wait_ds_ready(&env, PLUGIN, Some(&control)).await;
     wait_ds_ready(&env, GFD, Some(&control)).await;
 
-    // The node asking for a MIG layout: labelled (the marker is its Event), but no GPU client.
-    node_event(&env, &waiting, "is not set").await;
+    // The node asking for a MIG layout: labelled (the marker: the gates come in one patch, so a
+    // gate not held back would be there with the driver's), but no GPU client, and an Event.
+    wait_until("the MIG node's first labels", TIMEOUT, || async {
+        let labels = labels(&env, &waiting).await;
+        Ok(labels
+            .get("nvidia.com/gpu.deploy.driver")
+            .is_some_and(|v| v == "true")
+            .then_some(()))
+    })
+    .await
+    .unwrap();
     assert_waiting(&env, &waiting).await;
+    node_event(&env, &waiting, "is not set").await;
 
     // The stand-in MIG manager starts: `pending`.
     stand_in_sets_state(&waiting, "pending");
