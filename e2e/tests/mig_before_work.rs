@@ -4,7 +4,9 @@
 //! label and no plugin pod while the MIG manager's `nvidia.com/mig.config.state` is absent or
 //! `pending`, and says why in an Event on the node; once a stand-in for NVIDIA's MIG manager
 //! writes `success`, the labels come in one patch and the plugin pod follows. Positive control:
-//! the same node asking for `all-disabled` gets them all at once.
+//! the same node asking for `all-disabled` gets them all at once. A node asking for a layout the
+//! MIG manager's configuration lacks gets one Warning Event naming the label and the closest
+//! valid names, and no more however long it waits.
 //!
 //! No MIG manager runs on kwok, so the stand-in writes the state label as NVIDIA's does (its own
 //! field manager, a merge patch of the label). It writes only the state, as mig-parted's shell
@@ -77,9 +79,11 @@ async fn a_node_created_with_a_mig_layout_gets_its_gpu_clients_once_the_layout_i
 
     let control = unique_name("mig-disabled");
     let waiting = unique_name("mig-1g");
-    let _nodes = NodeCleanup(vec![control.clone(), waiting.clone()]);
+    let typo = unique_name("mig-typo");
+    let _nodes = NodeCleanup(vec![control.clone(), waiting.clone(), typo.clone()]);
     create_node(&env, &control, "all-disabled").await;
     create_node(&env, &waiting, "all-1g.10gb").await;
+    create_node(&env, &typo, "all-1g.10GB").await;
 
     // Positive control: the default layout waits for nothing.
     wait_until(
@@ -148,7 +152,35 @@ async fn a_node_created_with_a_mig_layout_gets_its_gpu_clients_once_the_layout_i
     );
     wait_ds_ready(&env, PLUGIN, Some(&waiting)).await;
     wait_ds_ready(&env, GFD, Some(&waiting)).await;
+
+    // The layout with a typo: said once, by name, all along the steps above.
+    let not_found = wait_until("the typo's Warning Event", TIMEOUT, || async {
+        let events = node_events(&env, &typo, "MIGConfigNotFound").await;
+        Ok((!events.is_empty()).then_some(events))
+    })
+    .await
+    .unwrap();
+    assert_eq!(not_found.len(), 1, "one Event, no loop: {not_found:#?}");
+    let message = not_found[0].message.clone().unwrap_or_default();
+    for part in [
+        typo.as_str(),
+        "nvidia.com/mig.config=all-1g.10GB",
+        "all-1g.10gb",
+    ] {
+        assert!(message.contains(part), "{part} in {message}");
+    }
+    assert_waiting(&env, &typo).await;
     operator.stop().unwrap();
+}
+
+/// The Events with `reason` about `node`.
+async fn node_events(env: &Env, node: &str, reason: &str) -> Vec<Event> {
+    let selector = format!("involvedObject.name={node},reason={reason}");
+    Api::<Event>::all(env.client.clone())
+        .list(&ListParams::default().fields(&selector))
+        .await
+        .unwrap()
+        .items
 }
 
 /// Creates a kwok H100 node (MIG-capable) already labelled `nvidia.com/mig.config=layout`.

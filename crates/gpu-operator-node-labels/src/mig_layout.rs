@@ -142,10 +142,52 @@ pub fn layout_wait(
     })
 }
 
+/// How many valid layout names a report of an unknown one suggests.
+const SUGGESTIONS: usize = 3;
+
+/// The `known` layout names closest to `layout` (edit distance, then name), when `layout` is not
+/// one of them; `None` when it is.
+pub fn closest_layouts<'a>(
+    layout: &str,
+    known: impl IntoIterator<Item = &'a str>,
+) -> Option<Vec<&'a str>> {
+    let mut ranked: Vec<(usize, &str)> = Vec::new();
+    for name in known {
+        if name == layout {
+            return None;
+        }
+        ranked.push((edit_distance(layout, name), name));
+    }
+    ranked.sort_unstable();
+    Some(
+        ranked
+            .into_iter()
+            .take(SUGGESTIONS)
+            .map(|(_, name)| name)
+            .collect(),
+    )
+}
+
+/// Levenshtein distance of `a` and `b`, by characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous[j] + usize::from(ca != *cb);
+            current.push(substitution.min(previous[j + 1] + 1).min(current[j] + 1));
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
 
+    use super::closest_layouts;
     use crate::desired::{decide, fixtures::*, label_changes};
 
     const CONFIG: &str = "nvidia.com/mig.config";
@@ -340,5 +382,34 @@ mod tests {
         ] {
             assert!(message.contains(part), "{part} in {message}");
         }
+    }
+
+    #[test]
+    fn an_unknown_layout_gets_the_closest_valid_names() {
+        let known = [
+            "all-disabled",
+            "all-enabled",
+            "all-balanced",
+            "all-1g.10gb",
+            "all-1g.20gb",
+            "all-2g.20gb",
+            "all-3g.40gb",
+        ];
+        assert_eq!(closest_layouts("all-1g.10gb", known), None);
+        assert_eq!(
+            closest_layouts("all-1g.10GB", known),
+            Some(vec!["all-1g.10gb", "all-1g.20gb", "all-2g.20gb"])
+        );
+        assert_eq!(
+            closest_layouts("all-balance", known).unwrap()[0],
+            "all-balanced",
+            "one letter missing"
+        );
+        assert_eq!(
+            closest_layouts("all-3g.40gb ", known).unwrap()[0],
+            "all-3g.40gb",
+            "a trailing space"
+        );
+        assert_eq!(closest_layouts("x", []), Some(vec![]));
     }
 }

@@ -154,7 +154,7 @@ impl NodeLabeler {
         if self.layout_events.first_seen(&name, wait)
             && let Some(wait) = wait
         {
-            layout_events::publish(&self.ctx, &name, wait).await;
+            layout_events::publish(&self.ctx, &policy.spec, &name, wait).await;
         }
         if decision.changes.is_empty() {
             return Ok(Action::requeue(RESYNC));
