@@ -211,6 +211,6 @@ fn diff(before: &BTreeMap<String, String>, after: &BTreeMap<String, String>) -> 
 }
 
 #[cfg(test)]
-pub(crate) mod fixtures;
+pub mod fixtures;
 #[cfg(test)]
 mod tests;
