@@ -13,6 +13,10 @@
 //!    `pre-installed`, `paused-for-mig-change`, …) is never overwritten.
 //! 5. A MIG-capable GPU node without `nvidia.com/mig.config` gets `migManager.config.default`
 //!    when the MIG manager is enabled.
+//!
+//! Ours on top of NVIDIA's: on a MIG-capable `container` node that asks for a MIG layout the MIG
+//! manager has not applied yet, the missing deploy labels of the GPU clients are held back until
+//! it has ([`crate::mig_layout`], NVIDIA/gpu-operator#2670).
 
 use std::collections::BTreeMap;
 
@@ -22,7 +26,10 @@ use gpu_operator_api::{
     spec::{MigPartedConfigSpec, SandboxMode, WorkloadConfig},
 };
 
-use crate::workload::{self, deploy_label};
+use crate::{
+    mig_layout::{self, LayoutWait},
+    workload::{self, deploy_label},
+};
 
 /// Label changes for one node: `Some(value)` sets the label, `None` removes it. Empty when the
 /// node already has what it should.
@@ -33,15 +40,34 @@ pub fn label_changes(
     node_labels: &BTreeMap<String, String>,
     policy: &ClusterPolicySpec,
 ) -> LabelChanges {
+    decide(node_labels, policy).changes
+}
+
+/// What the labeller decides for one node: its label changes, and the MIG layout it waits for
+/// before the GPU clients' deploy labels come (`None` when it waits for none).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decision {
+    /// The label changes ([`label_changes`]).
+    pub changes: LabelChanges,
+    /// The MIG layout wait, on the node as the changes leave it.
+    pub layout_wait: Option<LayoutWait>,
+}
+
+/// The [`Decision`] for `node_labels` under `policy` (the active ClusterPolicy).
+pub fn decide(node_labels: &BTreeMap<String, String>, policy: &ClusterPolicySpec) -> Decision {
     let mut desired = node_labels.clone();
-    apply_rules(&mut desired, policy);
-    diff(node_labels, &desired)
+    let layout_wait = apply_rules(&mut desired, policy);
+    Decision {
+        changes: diff(node_labels, &desired),
+        layout_wait,
+    }
 }
 
 /// What of the policy [`label_changes`] reads: the workload config nodes default to when sandbox
-/// workloads are enabled (`None` when not), the sandbox mode and the MIG layout seeded. Any other
-/// spec change (a `mig.strategy` or `devicePlugin.config` patch) changes no node's labels.
-pub type PolicyInputs = (Option<WorkloadConfig>, SandboxMode, Option<String>);
+/// workloads are enabled (`None` when not), the sandbox mode, the MIG layout seeded and whether
+/// the MIG manager is enabled (the MIG layout wait). Any other spec change (a `mig.strategy` or
+/// `devicePlugin.config` patch) changes no node's labels.
+pub type PolicyInputs = (Option<WorkloadConfig>, SandboxMode, Option<String>, bool);
 
 /// The [`PolicyInputs`] of `policy`.
 pub fn policy_inputs(policy: &ClusterPolicySpec) -> PolicyInputs {
@@ -54,26 +80,33 @@ pub fn policy_inputs(policy: &ClusterPolicySpec) -> PolicyInputs {
         default_workload,
         workload::sandbox_mode(policy),
         mig_config_default(policy).map(str::to_owned),
+        mig_layout::mig_manager_enabled(policy),
     )
 }
 
-/// Rewrites `labels` as the operator wants them (NVIDIA's in-place algorithm).
-fn apply_rules(labels: &mut BTreeMap<String, String>, policy: &ClusterPolicySpec) {
+/// Rewrites `labels` as the operator wants them (NVIDIA's in-place algorithm, plus the MIG
+/// layout wait, which it returns).
+fn apply_rules(
+    labels: &mut BTreeMap<String, String>,
+    policy: &ClusterPolicySpec,
+) -> Option<LayoutWait> {
     reconcile_gpu_present(labels);
     if !is_true(labels, labels::GPU_PRESENT) {
         remove_all_state_labels(labels);
-        return;
+        return None;
     }
+    // Seeded before the deploy labels (NVIDIA seeds after; the result is the same) so that a
+    // seeded layout that changes MIG holds the GPU clients back in the same pass.
+    seed_mig_config(labels, policy);
     if labels
         .get(labels::GPU_DEPLOY_OPERANDS)
         .is_some_and(|v| v == "false")
     {
         remove_all_state_labels(labels);
+        None
     } else {
-        let config = workload::workload_config(labels, policy);
-        update_state_labels(labels, config, workload::sandbox_mode(policy));
+        update_state_labels(labels, policy)
     }
-    seed_mig_config(labels, policy);
 }
 
 /// Whether an NFD label says the node has an NVIDIA PCI device.
@@ -99,12 +132,14 @@ fn remove_all_state_labels(labels: &mut BTreeMap<String, String>) {
     }
 }
 
+/// Sweeps the deploy labels of other workload configs and adds the node's own, except those
+/// held back for a MIG layout (returned).
 fn update_state_labels(
     labels: &mut BTreeMap<String, String>,
-    config: WorkloadConfig,
-    mode: SandboxMode,
-) {
-    let effective = workload::state_labels(config, mode);
+    policy: &ClusterPolicySpec,
+) -> Option<LayoutWait> {
+    let config = workload::workload_config(labels, policy);
+    let effective = workload::state_labels(config, workload::sandbox_mode(policy));
     let mig_manager = deploy_label(operand::MIG_MANAGER);
     for key in workload::all_state_labels() {
         let keep =
@@ -113,17 +148,23 @@ fn update_state_labels(
             labels.remove(&key);
         }
     }
-    for key in &effective {
-        if is_missing(labels, key) {
-            set(labels, key, "true");
-        }
-    }
     if config == WorkloadConfig::Container
         && workload::mig_capable(labels)
         && is_missing(labels, &mig_manager)
     {
         set(labels, &mig_manager, "true");
     }
+    let layout_wait = mig_layout::layout_wait(labels, policy, config);
+    let held = layout_wait
+        .as_ref()
+        .map(|w| w.held.as_slice())
+        .unwrap_or_default();
+    for key in &effective {
+        if is_missing(labels, key) && !held.contains(key) {
+            set(labels, key, "true");
+        }
+    }
+    layout_wait
 }
 
 fn seed_mig_config(labels: &mut BTreeMap<String, String>, policy: &ClusterPolicySpec) {
@@ -170,6 +211,6 @@ fn diff(before: &BTreeMap<String, String>, after: &BTreeMap<String, String>) -> 
 }
 
 #[cfg(test)]
-mod fixtures;
+pub mod fixtures;
 #[cfg(test)]
 mod tests;

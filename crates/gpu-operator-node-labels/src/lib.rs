@@ -6,14 +6,17 @@
 //!
 //! [`desired`] is the contract as a pure function; [`reconcile`] runs it per node on the shared
 //! metadata-only Node cache and writes one JSON merge patch per node when something changes.
-//! The binary calls [`controller`].
+//! [`mig_layout`] holds the GPU clients' deploy labels back on a node that waits for its MIG
+//! layout, and the reconciler says so in an Event on the node. The binary calls [`controller`].
 
 pub mod desired;
 pub mod driver_owner;
+mod layout_events;
+pub mod mig_layout;
 mod own_writes;
 pub mod reconcile;
 pub mod triggers;
 pub mod workload;
 
-pub use desired::{LabelChanges, label_changes};
+pub use desired::{Decision, LabelChanges, decide, label_changes};
 pub use reconcile::{NAME, NodeLabeler, controller};

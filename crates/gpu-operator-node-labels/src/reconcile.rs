@@ -48,8 +48,9 @@ use serde_json::json;
 use gpu_operator_api::labels;
 
 use crate::{
-    desired::{LabelChanges, label_changes},
+    desired::{LabelChanges, decide},
     driver_owner,
+    layout_events::{self, LayoutEvents},
     own_writes::{self, OwnWrites},
     triggers::ActivePolicyFilter,
 };
@@ -74,6 +75,8 @@ pub struct NodeLabeler {
     ctx: Arc<Context>,
     /// Our patches the cache has not shown yet.
     own_writes: OwnWrites,
+    /// The MIG layout waits already said on their nodes.
+    layout_events: LayoutEvents,
     patches: AtomicU64,
 }
 
@@ -93,6 +96,7 @@ impl NodeLabeler {
         Arc::new(Self {
             ctx,
             own_writes: OwnWrites::default(),
+            layout_events: LayoutEvents::default(),
             patches: AtomicU64::new(0),
         })
     }
@@ -151,7 +155,14 @@ impl NodeLabeler {
             return Ok(Action::requeue(own_writes::EXPIRES_AFTER));
         }
         let labels = node.labels().to_map();
-        let mut changes = label_changes(&labels, &policy.spec);
+        let decision = decide(&labels, &policy.spec);
+        let wait = decision.layout_wait.as_ref();
+        if self.layout_events.first_seen(&name, wait)
+            && let Some(wait) = wait
+        {
+            layout_events::publish(&self.ctx, &policy.spec, &name, wait).await;
+        }
+        let mut changes = decision.changes;
         let mut after = labels.clone();
         for (key, value) in &changes {
             match value {
