@@ -144,7 +144,10 @@ pub struct OperandPod {
     pub daemonset: Option<Box<str>>,
     /// Driver pods: the install fingerprint of its containers (see `gpu_operator_driver::in_sync`).
     pub install: Option<Box<str>>,
-    /// Made from a template of this operator (`app.kubernetes.io/managed-by=gpu-operator`).
+    /// Made from a template of this operator: `app.kubernetes.io/part-of=gpu-operator`, which
+    /// NVIDIA's templates never carry (NVIDIA's chart puts `app.kubernetes.io/managed-by:
+    /// gpu-operator` in `daemonsets.labels`, so that one tells nothing) and which neither operator
+    /// lets `daemonsets.labels` override.
     pub ours: bool,
 }
 
@@ -171,7 +174,7 @@ impl From<Pod> for OperandPod {
             .find(|o| o.controller == Some(true) && o.kind == "DaemonSet")
             .map(|o| o.name.into_boxed_str());
         let ours = labels
-            .get(gpu_operator_api::labels::APP_MANAGED_BY)
+            .get(gpu_operator_api::labels::APP_PART_OF)
             .map(String::as_str)
             == Some(gpu_operator_api::labels::MANAGED_BY_VALUE);
         let conditions = pod.status.and_then(|s| s.conditions).unwrap_or_default();
@@ -294,6 +297,25 @@ mod tests {
         );
         assert!(pod.ready && pod.install.is_some());
         assert!(pod.meta().labels.is_none() && pod.meta().owner_references.is_none());
+        // NVIDIA's driver pods carry `managed-by: gpu-operator` (its chart's `daemonsets.labels`)
+        // but never our `part-of`: only ours are restarted in place for a template change.
+        let ours = |labels: serde_json::Value| {
+            serde_json::from_value::<OperandPod>(
+                json!({"metadata": {"name": "d", "labels": labels}}),
+            )
+            .unwrap()
+            .ours
+        };
+        assert!(!ours(json!({
+            "app": "nvidia-driver-daemonset",
+            "app.kubernetes.io/managed-by": "gpu-operator",
+            "helm.sh/chart": "gpu-operator-v26.7.0",
+        })));
+        assert!(ours(json!({
+            "app": "nvidia-driver-daemonset",
+            "app.kubernetes.io/managed-by": "gpu-operator",
+            "app.kubernetes.io/part-of": "gpu-operator",
+        })));
         let validator: OperandPod = serde_json::from_value(json!({
             "metadata": {"name": "v", "labels": {"app": "nvidia-operator-validator"}},
         }))
