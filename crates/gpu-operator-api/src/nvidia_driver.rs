@@ -64,6 +64,13 @@ pub const DEFAULT_IMAGE: &str = "nvcr.io/nvidia/driver";
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
+    ),
+    printcolumn(
+        name = "Message",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].message",
+        description = "Ours (kubectl get -o wide): the Ready condition's ready/desired nodes and first problem nodes",
+        priority = 1
     )
 )]
 #[serde(rename_all = "camelCase")]

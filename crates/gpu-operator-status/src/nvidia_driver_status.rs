@@ -12,7 +12,11 @@ use std::{
 
 use gpu_operator_api::{
     NvidiaDriver,
-    conditions::{self as names, operand::DRIVER_READY, reason},
+    conditions::{
+        self as names,
+        operand::DRIVER_READY,
+        reason::{self, CONFLICTING_NODE_SELECTOR, DRIVER_NOT_READY},
+    },
     nvidia_driver::NvidiaDriverState,
 };
 use gpu_operator_core::{Context, Error, report::conditions::Desired};
@@ -24,12 +28,6 @@ use crate::overall::{self, Overall};
 
 /// Name of this reconciler (metric label).
 pub const NAME: &str = "nvidia-driver-status";
-
-/// NVIDIA's reason while the driver pods are not ready yet.
-pub const DRIVER_NOT_READY: &str = "DriverNotReady";
-/// NVIDIA's reason of an NVIDIADriver whose nodes another one selects too (or one of several
-/// defaults).
-pub const CONFLICTING_NODE_SELECTOR: &str = "ConflictingNodeSelector";
 
 /// Reasons of the driver's condition that mean "still rolling out" rather than "failed".
 const PROGRESS_REASONS: [&str; 3] = ["NotReady", "RollingOut", "OldRevision"];

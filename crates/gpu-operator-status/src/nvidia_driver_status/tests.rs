@@ -7,6 +7,8 @@ use k8s_openapi::{
     jiff::Timestamp,
 };
 
+use gpu_operator_api::conditions::reason::{CONFLICTING_NODE_SELECTOR, DRIVER_NOT_READY};
+
 use super::*;
 
 fn driver(condition: Option<Condition>) -> NvidiaDriver {
