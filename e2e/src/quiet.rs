@@ -39,8 +39,10 @@ const UNRELATED: &str = "e2e.gpu-operator/unrelated";
 const MIN_CHANGES: usize = 5;
 /// The reconcilers that unrelated node label changes do not wake: the validators' summary (it
 /// follows their reports) and the driver upgrade (it follows the upgrade labels, annotations,
-/// cordon and readiness). Their writes are counted all the same.
-const NOT_WOKEN_BY_LABELS: [&str; 2] = ["node-validation", "driver-upgrade"];
+/// cordon and readiness) and the NVIDIADrivers' overall status (it follows their driver
+/// condition). Their writes are counted all the same.
+const NOT_WOKEN_BY_LABELS: [&str; 3] =
+    ["node-validation", "driver-upgrade", "nvidia-driver-status"];
 /// Our objects' labels (`app.kubernetes.io/…`, as NVIDIA's operator sets them).
 const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "gpu-operator");
 const COMPONENT: &str = "app.kubernetes.io/component";

@@ -1,0 +1,123 @@
+//! Each NVIDIADriver's overall status as `kubectl get nvidiadrivers` shows it: `state`, NVIDIA's
+//! `Ready`/`Error` pair with the ready/desired nodes and the nodes that are not ready (or that
+//! another NVIDIADriver selects too) named, `namespace` and `observedGeneration`; and nothing
+//! written once converged.
+
+use gpu_operator_api::{NvidiaDriver, conditions::reason};
+use gpu_operator_e2e::quiet;
+use gpu_operator_harness::{access::kubectl_ok, operator::Operator, wait_until};
+use k8s_openapi::jiff::Timestamp;
+use kube::{
+    Api,
+    api::{Patch, PatchParams},
+};
+use serde_json::json;
+
+use crate::support::{Env, TIMEOUT};
+
+/// What an NVIDIADriver's overall status said when it matched.
+pub struct Overall {
+    pub state: String,
+    pub error_reason: String,
+    pub message: String,
+}
+
+/// Reads `cr`'s overall status.
+async fn overall(drivers: &Api<NvidiaDriver>, cr: &str) -> Option<(Overall, NvidiaDriver)> {
+    let live = drivers.get(cr).await.ok()?;
+    let status = live.status.clone()?;
+    let conditions = status.conditions.clone().unwrap_or_default();
+    let ready = conditions.iter().find(|c| c.type_ == "Ready")?;
+    let error = conditions.iter().find(|c| c.type_ == "Error")?;
+    assert_ne!(ready.status, error.status, "Ready and Error are opposites");
+    Some((
+        Overall {
+            state: status.state.as_str().to_owned(),
+            error_reason: error.reason.clone(),
+            message: ready.message.clone(),
+        },
+        live,
+    ))
+}
+
+/// Waits until `cr`'s overall status is `state` with the `Error` reason `error_reason` (NVIDIA's)
+/// and a message containing every one of `named`; checks `namespace` and `observedGeneration`.
+pub async fn wait_overall(
+    env: &Env,
+    cr: &str,
+    state: &str,
+    error_reason: &str,
+    named: &[&str],
+) -> Overall {
+    let drivers: Api<NvidiaDriver> = Api::all(env.client.clone());
+    let last = std::sync::Mutex::new(String::new());
+    let found = wait_until(
+        &format!("NVIDIADriver {cr} to be {state} ({error_reason}) naming {named:?}"),
+        TIMEOUT,
+        || {
+            let drivers = drivers.clone();
+            let last = &last;
+            async move {
+                let Some((now, live)) = overall(&drivers, cr).await else {
+                    return Ok(None);
+                };
+                *last.lock().unwrap() =
+                    format!("{} {} {}", now.state, now.error_reason, now.message);
+                let matched = now.state == state
+                    && now.error_reason == error_reason
+                    && named.iter().all(|n| now.message.contains(n));
+                if !matched {
+                    return Ok(None);
+                }
+                let status = live.status.unwrap();
+                assert_eq!(status.namespace.as_deref(), Some(env.namespace.as_str()));
+                if state == "ready" {
+                    assert_eq!(status.observed_generation, live.metadata.generation);
+                }
+                Ok(Some(now))
+            }
+        },
+    )
+    .await;
+    found.unwrap_or_else(|e| panic!("{e}; last seen: {}", last.lock().unwrap()))
+}
+
+/// `kubectl get nvidiadrivers` shows NVIDIA's columns (the state) and, wide, the message.
+pub fn kubectl_shows(cr: &str, state: &str) {
+    let plain = kubectl_ok(&["get", "nvidiadrivers", cr]).unwrap();
+    assert!(
+        plain.contains("STATUS") && plain.contains("DEFAULT") && plain.contains(state),
+        "{plain}"
+    );
+    let wide = kubectl_ok(&["get", "nvidiadrivers", cr, "-o", "wide"]).unwrap();
+    assert!(
+        wide.contains("MESSAGE") && wide.contains("GPU nodes"),
+        "{wide}"
+    );
+}
+
+/// Converged: changes of a node label no operand reads send no write, among them none to the
+/// NVIDIADrivers' status; the positive control: a hand edit of `cr`'s state is put back, once.
+pub async fn converged_sends_no_writes(env: &Env, operator: &Operator, gpus: &[String], cr: &str) {
+    let from = Timestamp::now();
+    let changes =
+        quiet::change_unrelated_labels(env, operator, gpus, std::time::Duration::from_secs(5))
+            .await;
+    let writes = quiet::operator_writes(env, from);
+    assert!(
+        writes.is_empty(),
+        "converged NVIDIADrivers must see no write, saw {writes:?} during {changes} label changes"
+    );
+    let drivers: Api<NvidiaDriver> = Api::all(env.client.clone());
+    let edit = json!({"status": {"state": "notReady"}});
+    drivers
+        .patch_status(cr, &PatchParams::default(), &Patch::Merge(&edit))
+        .await
+        .unwrap();
+    wait_overall(env, cr, "ready", reason::READY, &["GPU nodes"]).await;
+    let writes: Vec<_> = quiet::operator_writes(env, from)
+        .into_iter()
+        .filter(|w| w.resource.starts_with("nvidiadrivers"))
+        .collect();
+    assert_eq!(writes.len(), 1, "one write puts the state back: {writes:?}");
+}
