@@ -43,6 +43,10 @@ pub const DEFAULT_IMAGE: &str = "nvcr.io/nvidia/driver";
 ///
 /// `driverType` and `usePrecompiled` cannot change once the object exists: a different driver
 /// type or build is a new NVIDIADriver.
+#[allow(
+    clippy::duplicated_attributes,
+    reason = "two printer columns of type string: the lint reads kube's repeated `type_` as one"
+)]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "nvidia.com",

@@ -23,8 +23,7 @@ use gpu_operator_e2e::scenario as support;
 use std::{collections::BTreeMap, time::Duration};
 
 use gpu_operator_api::{
-    ClusterPolicy, ClusterPolicySpec, NvidiaDriver, State,
-    conditions::{operand::DRIVER_READY, reason},
+    ClusterPolicy, ClusterPolicySpec, NvidiaDriver, State, conditions::operand::DRIVER_READY,
 };
 use gpu_operator_harness::{access::kubectl_ok, unique_name, wait_until};
 use k8s_openapi::api::{apps::v1::DaemonSet, core::v1::ServiceAccount};
@@ -316,27 +315,10 @@ async fn nvidia_drivers_deploy_the_drivers_of_their_nodes_and_take_them_away() {
         unowned.is_empty(),
         "driver DaemonSets of no NVIDIADriver: {unowned:?}"
     );
-    // Each NVIDIADriver's overall status: `a`'s pod runs (it was notReady while it waited, see
-    // `handover`), `b`'s still waits for the ClusterPolicy's old pod on its node.
+    // Each NVIDIADriver's overall status (see `status`).
     wait_driver_ready(&drivers, &a_name).await;
-    status::wait_overall(
-        &env,
-        &a_name,
-        "ready",
-        reason::READY,
-        &["ready on 1/1 GPU nodes"],
-    )
-    .await;
-    status::wait_overall(
-        &env,
-        &b_name,
-        "notReady",
-        reason::DRIVER_NOT_READY,
-        &["ready on 0/1 GPU nodes", node_b],
-    )
-    .await;
-    status::kubectl_shows(&a_name, "ready");
-    status::converged_sends_no_writes(&env, &operator, &gpus, &a_name).await;
+    status::a_ready_pool_and_a_waiting_one(&env, &operator, &gpus, &a_name, (&b_name, node_b))
+        .await;
     let account = Api::<ServiceAccount>::namespaced(env.client.clone(), &env.namespace)
         .get("nvidia-driver")
         .await

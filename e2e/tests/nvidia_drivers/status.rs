@@ -82,8 +82,31 @@ pub async fn wait_overall(
     found.unwrap_or_else(|e| panic!("{e}; last seen: {}", last.lock().unwrap()))
 }
 
+/// `a`'s pod runs (it was notReady while it waited, see `handover`): `ready` with its count;
+/// `b`'s still waits for the ClusterPolicy's old pod on `node_b`: `notReady` naming the node.
+/// Then the columns, and no write once converged.
+pub async fn a_ready_pool_and_a_waiting_one(
+    env: &Env,
+    operator: &Operator,
+    gpus: &[String],
+    a: &str,
+    (b, node_b): (&str, &str),
+) {
+    wait_overall(env, a, "ready", reason::READY, &["ready on 1/1 GPU nodes"]).await;
+    wait_overall(
+        env,
+        b,
+        "notReady",
+        reason::DRIVER_NOT_READY,
+        &["ready on 0/1 GPU nodes", node_b],
+    )
+    .await;
+    kubectl_shows(a, "ready");
+    converged_sends_no_writes(env, operator, gpus, a).await;
+}
+
 /// `kubectl get nvidiadrivers` shows NVIDIA's columns (the state) and, wide, the message.
-pub fn kubectl_shows(cr: &str, state: &str) {
+fn kubectl_shows(cr: &str, state: &str) {
     let plain = kubectl_ok(&["get", "nvidiadrivers", cr]).unwrap();
     assert!(
         plain.contains("STATUS") && plain.contains("DEFAULT") && plain.contains(state),
@@ -98,7 +121,7 @@ pub fn kubectl_shows(cr: &str, state: &str) {
 
 /// Converged: changes of a node label no operand reads send no write, among them none to the
 /// NVIDIADrivers' status; the positive control: a hand edit of `cr`'s state is put back, once.
-pub async fn converged_sends_no_writes(env: &Env, operator: &Operator, gpus: &[String], cr: &str) {
+async fn converged_sends_no_writes(env: &Env, operator: &Operator, gpus: &[String], cr: &str) {
     let from = Timestamp::now();
     let changes =
         quiet::change_unrelated_labels(env, operator, gpus, std::time::Duration::from_secs(5))
