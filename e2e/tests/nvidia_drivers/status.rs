@@ -15,6 +15,13 @@ use serde_json::json;
 
 use crate::support::{Env, TIMEOUT};
 
+/// The NVIDIADrivers' overall status reconciler (its metric label).
+const STATUS: &str = "nvidia-driver-status";
+/// An annotation nothing reads.
+const UNRELATED: &str = "e2e.gpu-operator/unrelated";
+/// How many changes of it the quiet window sees.
+const CHANGES: usize = 3;
+
 /// What an NVIDIADriver's overall status said when it matched.
 pub struct Overall {
     pub state: String,
@@ -88,7 +95,6 @@ pub async fn wait_overall(
 pub async fn a_ready_pool_and_a_waiting_one(
     env: &Env,
     operator: &Operator,
-    gpus: &[String],
     a: &str,
     (b, node_b): (&str, &str),
 ) {
@@ -102,7 +108,7 @@ pub async fn a_ready_pool_and_a_waiting_one(
     )
     .await;
     kubectl_shows(a, "ready");
-    converged_sends_no_writes(env, operator, gpus, a).await;
+    converged_sends_no_writes(env, operator, a).await;
 }
 
 /// `kubectl get nvidiadrivers` shows NVIDIA's columns (the state) and, wide, the message.
@@ -119,19 +125,27 @@ fn kubectl_shows(cr: &str, state: &str) {
     );
 }
 
-/// Converged: changes of a node label no operand reads send no write, among them none to the
-/// NVIDIADrivers' status; the positive control: a hand edit of `cr`'s state is put back, once.
-async fn converged_sends_no_writes(env: &Env, operator: &Operator, gpus: &[String], cr: &str) {
+/// Converged: changes of an annotation on `cr` that nothing reads wake its status reconciler
+/// (and its driver's), each change ending once that reconciler finished a reconcile after it, and
+/// send no write; the positive control: a hand edit of `cr`'s state is put back, with one write.
+async fn converged_sends_no_writes(env: &Env, operator: &Operator, cr: &str) {
+    let drivers: Api<NvidiaDriver> = Api::all(env.client.clone());
     let from = Timestamp::now();
-    let changes =
-        quiet::change_unrelated_labels(env, operator, gpus, std::time::Duration::from_secs(5))
+    for change in 0..CHANGES {
+        let before = quiet::reconciles(operator).await;
+        let note = json!({"metadata": {"annotations": {UNRELATED: change.to_string()}}});
+        drivers
+            .patch(cr, &PatchParams::default(), &Patch::Merge(&note))
+            .await
+            .unwrap();
+        quiet::wait_reconciled_after(operator, &before, &[STATUS.to_owned()], "the annotation")
             .await;
+    }
     let writes = quiet::operator_writes(env, from);
     assert!(
         writes.is_empty(),
-        "converged NVIDIADrivers must see no write, saw {writes:?} during {changes} label changes"
+        "a converged NVIDIADriver must see no write, saw {writes:?} during {CHANGES} changes"
     );
-    let drivers: Api<NvidiaDriver> = Api::all(env.client.clone());
     let edit = json!({"status": {"state": "notReady"}});
     drivers
         .patch_status(cr, &PatchParams::default(), &Patch::Merge(&edit))
