@@ -90,7 +90,7 @@ pub async fn wait_reconciled_after(
     names: &[String],
     what: &str,
 ) {
-    wait_until(
+    let waited = wait_until(
         &format!("every reconciler to finish a reconcile after {what}"),
         TIMEOUT,
         || async {
@@ -101,8 +101,18 @@ pub async fn wait_reconciled_after(
             Ok(done.then_some(()))
         },
     )
-    .await
-    .unwrap_or_else(|e| panic!("{e}\n{}", operator.log_tail()));
+    .await;
+    if let Err(error) = waited {
+        let now = reconciles(operator).await;
+        let behind: Vec<&String> = names
+            .iter()
+            .filter(|r| {
+                now.get(*r).copied().unwrap_or_default()
+                    <= before.get(*r).copied().unwrap_or_default()
+            })
+            .collect();
+        panic!("{error}: behind: {behind:?}\n{}", operator.log_tail());
+    }
 }
 
 /// Reconciles finished so far, by reconciler (failed ones included), from the operator's
