@@ -62,7 +62,9 @@ pub async fn change_unrelated_labels(
     while changes < MIN_CHANGES || started.elapsed() < window {
         let node = &gpus[changes % gpus.len()];
         let before = reconciles(operator).await;
-        let label = json!({"metadata": {"labels": {UNRELATED: changes.to_string()}}});
+        // Unique per run: a value an earlier run on the same cluster left is no change (no event).
+        let value = format!("{}-{changes}", std::process::id());
+        let label = json!({"metadata": {"labels": {UNRELATED: value}}});
         nodes
             .patch(node, &PatchParams::default(), &Patch::Merge(&label))
             .await
