@@ -39,8 +39,10 @@ const UNRELATED: &str = "e2e.gpu-operator/unrelated";
 const MIN_CHANGES: usize = 5;
 /// The reconcilers that unrelated node label changes do not wake: the validators' summary (it
 /// follows their reports) and the driver upgrade (it follows the upgrade labels, annotations,
-/// cordon and readiness). Their writes are counted all the same.
-const NOT_WOKEN_BY_LABELS: [&str; 2] = ["node-validation", "driver-upgrade"];
+/// cordon and readiness) and the NVIDIADrivers' overall status (it follows their driver
+/// condition). Their writes are counted all the same.
+const NOT_WOKEN_BY_LABELS: [&str; 3] =
+    ["node-validation", "driver-upgrade", "nvidia-driver-status"];
 /// Our objects' labels (`app.kubernetes.io/…`, as NVIDIA's operator sets them).
 const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "gpu-operator");
 const COMPONENT: &str = "app.kubernetes.io/component";
@@ -60,7 +62,9 @@ pub async fn change_unrelated_labels(
     while changes < MIN_CHANGES || started.elapsed() < window {
         let node = &gpus[changes % gpus.len()];
         let before = reconciles(operator).await;
-        let label = json!({"metadata": {"labels": {UNRELATED: changes.to_string()}}});
+        // Unique per run: a value an earlier run on the same cluster left is no change (no event).
+        let value = format!("{}-{changes}", std::process::id());
+        let label = json!({"metadata": {"labels": {UNRELATED: value}}});
         nodes
             .patch(node, &PatchParams::default(), &Patch::Merge(&label))
             .await
@@ -88,7 +92,7 @@ pub async fn wait_reconciled_after(
     names: &[String],
     what: &str,
 ) {
-    wait_until(
+    let waited = wait_until(
         &format!("every reconciler to finish a reconcile after {what}"),
         TIMEOUT,
         || async {
@@ -99,8 +103,18 @@ pub async fn wait_reconciled_after(
             Ok(done.then_some(()))
         },
     )
-    .await
-    .unwrap_or_else(|e| panic!("{e}\n{}", operator.log_tail()));
+    .await;
+    if let Err(error) = waited {
+        let now = reconciles(operator).await;
+        let behind: Vec<&String> = names
+            .iter()
+            .filter(|r| {
+                now.get(*r).copied().unwrap_or_default()
+                    <= before.get(*r).copied().unwrap_or_default()
+            })
+            .collect();
+        panic!("{error}: behind: {behind:?}\n{}", operator.log_tail());
+    }
 }
 
 /// Reconciles finished so far, by reconciler (failed ones included), from the operator's

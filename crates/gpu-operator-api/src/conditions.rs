@@ -22,6 +22,12 @@ pub mod reason {
     pub const ERROR: &str = "Error";
     /// Reason of `Error=False` while `Ready=True`.
     pub const READY: &str = "Ready";
+    /// An NVIDIADriver's `Error=True`: its driver pods are not ready on every node it serves yet;
+    /// the message gives the ready/desired nodes and the first nodes that are not, with why.
+    pub const DRIVER_NOT_READY: &str = "DriverNotReady";
+    /// An NVIDIADriver's `Error=True`: another NVIDIADriver selects some of its nodes too (or it
+    /// is one of several defaults); the message names the nodes and the other NVIDIADrivers.
+    pub const CONFLICTING_NODE_SELECTOR: &str = "ConflictingNodeSelector";
 }
 
 /// Our summary of the validators' Node conditions on the ClusterPolicy: validated/total GPU nodes

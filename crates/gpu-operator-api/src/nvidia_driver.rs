@@ -43,6 +43,10 @@ pub const DEFAULT_IMAGE: &str = "nvcr.io/nvidia/driver";
 ///
 /// `driverType` and `usePrecompiled` cannot change once the object exists: a different driver
 /// type or build is a new NVIDIADriver.
+#[allow(
+    clippy::duplicated_attributes,
+    reason = "two printer columns of type string: the lint reads kube's repeated `type_` as one"
+)]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "nvidia.com",
@@ -64,6 +68,13 @@ pub const DEFAULT_IMAGE: &str = "nvcr.io/nvidia/driver";
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
+    ),
+    printcolumn(
+        name = "Message",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].message",
+        description = "Ours (kubectl get -o wide): the Ready condition's ready/desired nodes and first problem nodes",
+        priority = 1
     )
 )]
 #[serde(rename_all = "camelCase")]

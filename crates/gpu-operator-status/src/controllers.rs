@@ -1,11 +1,15 @@
-//! The kube-runtime Controllers of the two status reconcilers, over the shared caches: the
-//! overall status is woken by every ClusterPolicy change and node label change, the node summary
-//! by its own condition's changes and the validators' reports.
+//! The kube-runtime Controllers of the status reconcilers, over the shared caches: the
+//! ClusterPolicy's overall status is woken by every ClusterPolicy change and node label change,
+//! each NVIDIADriver's by a change of its driver condition, the node summary by its own
+//! condition's changes and the validators' reports.
 
 use std::{future::Future, sync::Arc, time::Duration};
 
 use futures::StreamExt as _;
-use gpu_operator_api::{ClusterPolicy, conditions::NODES_VALIDATED};
+use gpu_operator_api::{
+    ClusterPolicy,
+    conditions::{NODES_VALIDATED, operand::DRIVER_READY},
+};
 use gpu_operator_core::{
     Context, Error,
     cache::stores::Subscriptions,
@@ -20,7 +24,7 @@ use kube::runtime::{
     reflector::{ObjectRef, Store},
 };
 
-use crate::{node_validation, policy_status};
+use crate::{node_validation, nvidia_driver_status, policy_status};
 
 /// How often at most the validators' reports wake the node summary, which reads every node:
 /// thousands of validators report during a rollout.
@@ -47,6 +51,26 @@ pub fn run_policy_status(
             ctx,
         )
         .for_each(|result| log(policy_status::NAME, result))
+}
+
+/// Runs the overall status of every NVIDIADriver until `shutdown` resolves, woken when its
+/// identity, spec, state or driver condition changes.
+pub fn run_nvidia_driver_status(
+    ctx: Arc<Context>,
+    subs: Subscriptions,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) -> impl Future<Output = ()> {
+    let drivers = ctx.stores.nvidia_drivers.clone();
+    let changes = owner_changes(subs.nvidia_drivers, DRIVER_READY);
+    Controller::for_shared_stream(changes, drivers)
+        .with_config(coalesce::config())
+        .graceful_shutdown_on(shutdown)
+        .run(
+            nvidia_driver_status::reconcile,
+            |_, error: &Error, _| operand::retry_transient(error),
+            ctx,
+        )
+        .for_each(|result| log(nvidia_driver_status::NAME, result))
 }
 
 /// Runs the summary of the validators' node reports until `shutdown` resolves. Woken by a GPU

@@ -2,11 +2,15 @@
 //! sums the operands' conditions up into NVIDIA's `state` and `Ready`/`Error` (and applies the
 //! singleton rule, labels the namespace for `psa.enabled` with [`pod_security`], sweeps NVIDIA's
 //! leftovers); [`node_validation`] sums the validators' node reports up into `NodesValidated`.
-//! The binary calls [`run_policy_status`] and [`run_node_validation`].
+//! [`nvidia_driver_status`] does for each NVIDIADriver what [`policy_status`] does for the
+//! ClusterPolicy, both writing through [`overall`]. The binary calls [`run_policy_status`],
+//! [`run_nvidia_driver_status`] and [`run_node_validation`].
 
 mod controllers;
 pub mod node_validation;
+pub mod nvidia_driver_status;
+pub mod overall;
 pub mod pod_security;
 pub mod policy_status;
 
-pub use controllers::{run_node_validation, run_policy_status};
+pub use controllers::{run_node_validation, run_nvidia_driver_status, run_policy_status};

@@ -11,33 +11,23 @@ use gpu_operator_api::{
     ClusterPolicy, State,
     conditions::{self as names, reason},
 };
-use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Condition, jiff::Timestamp};
-use kube::{
-    Api, ResourceExt as _,
-    api::{Patch, PatchParams},
-    runtime::controller::Action,
-};
+use kube::{ResourceExt as _, runtime::controller::Action};
 use serde_json::json;
 
 use gpu_operator_core::{
     Context, Error,
     cache::facts::ClusterFacts,
-    pipeline::{
-        active,
-        apply::FIELD_MANAGER_PREFIX,
-        leftovers, status_write,
-        write_gate::{Decision, Move},
-    },
-    report::{
-        conditions::{self, Desired},
-        metrics::ReconciliationStatus,
-    },
+    pipeline::{active, leftovers},
+    report::{conditions::Desired, metrics::ReconciliationStatus},
 };
 
-use crate::pod_security;
+use crate::{
+    overall::{self, Overall},
+    pod_security,
+};
 
 /// Name of this reconciler (field manager suffix, metric label).
-pub const NAME: &str = "status";
+pub const NAME: &str = overall::FIELD_MANAGER;
 
 /// What the overall status should say.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -152,24 +142,6 @@ pub fn summarize(
     }
 }
 
-/// NVIDIA's `Error` condition, the opposite of `Ready`.
-fn error_condition(ready: &Desired) -> Desired {
-    if ready.status {
-        Desired::not_ok(names::ERROR, reason::READY, String::new())
-    } else {
-        Desired::ok(names::ERROR, &ready.reason, ready.message.clone())
-    }
-}
-
-/// `Ready=False` keeps NVIDIA's reason `Error` when the cause is a failure.
-fn ready_condition(summary: &Summary) -> Desired {
-    let mut ready = summary.ready.clone();
-    if !ready.status && ready.reason == reason::RECONCILE_FAILED {
-        reason::ERROR.clone_into(&mut ready.reason);
-    }
-    ready
-}
-
 /// Reconciles the overall status of `policy`.
 pub async fn reconcile(
     policy: Arc<ClusterPolicy>,
@@ -209,79 +181,38 @@ pub async fn reconcile(
     result.map(|deferred| Action::requeue(deferred.unwrap_or(Duration::from_secs(3600))))
 }
 
-/// Writes the summary when it moved what a user reads (see
-/// [`gpu_operator_core::pipeline::write_gate`]); a change of the message alone waits until it held
-/// still, and so does `ready` turning `notReady` only because the operands are reconciling a spec
-/// change right now (they will be current again in a moment, and the state would flap). Returns how
-/// long a waiting change waits.
+/// Writes the summary (see [`overall::write`]) with NVIDIA's `namespace`.
 async fn write(
     ctx: &Context,
     policy: &ClusterPolicy,
     summary: &Summary,
 ) -> Result<Option<Duration>, Error> {
-    let live_status = policy.status.clone().unwrap_or_default();
-    let live: Vec<Condition> = live_status.conditions.clone().unwrap_or_default();
-    let generation = policy.metadata.generation;
-    let wanted = [ready_condition(summary), error_condition(&summary.ready)];
-    let key = status_write::gate_key(policy, names::READY);
-    let current = policy.status.is_some()
-        && live_status.state == summary.state
-        && live_status.namespace.as_deref() == Some(ctx.namespace.as_str())
-        && wanted
-            .iter()
-            .all(|d| conditions::is_current(&live, d, generation));
-    if current {
-        ctx.status_gate.written(&key, None);
-        return Ok(None);
-    }
-    let catching_up = summary.catching_up && live_status.state == State::Ready;
-    // No status yet (the operands wait for one) and becoming ready are written at once.
-    let moved = if policy.status.is_none()
-        || (summary.state == State::Ready && live_status.state != State::Ready)
-    {
-        Move::Ready
-    } else if live_status.namespace.as_deref() != Some(ctx.namespace.as_str())
-        || (!catching_up
-            && (live_status.state != summary.state
-                || wanted
-                    .iter()
-                    .any(|d| conditions::moved(&live, d, generation))))
-    {
-        Move::Other
-    } else {
-        Move::None
+    let live_namespace = policy.status.as_ref().and_then(|s| s.namespace.as_deref());
+    let mut fields = serde_json::Map::new();
+    fields.insert("namespace".to_owned(), json!(ctx.namespace));
+    let wanted = Overall {
+        state: summary.state.as_str(),
+        ready: overall::ready_condition(&summary.ready),
+        error: overall::error_condition(&summary.ready),
+        catching_up: summary.catching_up,
     };
-    let detail = format!("{:?} {}", summary.state, summary.ready.message);
-    if let Decision::Wait(after) =
-        ctx.status_gate
-            .decide(&key, moved, None, &detail, std::time::Instant::now())
-    {
-        return Ok(Some(after));
-    }
-    tracing::debug!(state = ?summary.state, message = %summary.ready.message, "writing the status");
-    let now = Timestamp::now();
-    let merged: Vec<Condition> = wanted
-        .iter()
-        .map(|d| conditions::merge(&live, d, generation, now))
-        .collect();
-    let patch = json!({
-        "apiVersion": "nvidia.com/v1",
-        "kind": "ClusterPolicy",
-        "status": { "state": summary.state, "namespace": ctx.namespace, "conditions": merged },
-    });
-    let api: Api<ClusterPolicy> = Api::all(ctx.client.clone());
-    let params = PatchParams::apply(&format!("{FIELD_MANAGER_PREFIX}{NAME}")).force();
-    api.patch_status(&policy.name_any(), &params, &Patch::Apply(&patch))
-        .await
-        .map_err(Error::kube("writing the ClusterPolicy status"))?;
-    ctx.status_gate.written(&key, None);
-    Ok(None)
+    overall::write(
+        ctx,
+        policy,
+        &wanted,
+        fields,
+        live_namespace == Some(ctx.namespace.as_str()),
+    )
+    .await
 }
 
 #[cfg(test)]
 mod tests {
     use gpu_operator_api::{ClusterPolicySpec, ClusterPolicyStatus};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use k8s_openapi::{
+        apimachinery::pkg::apis::meta::v1::{Condition, Time},
+        jiff::Timestamp,
+    };
 
     use super::*;
 
@@ -419,8 +350,11 @@ mod tests {
             (reason::RECONCILE_FAILED, ReconciliationStatus::Failed)
         );
         assert!(s.ready.message.contains("devicePlugin: no image"));
-        assert_eq!(ready_condition(&s).reason, reason::ERROR);
-        assert_eq!(error_condition(&s.ready).reason, reason::RECONCILE_FAILED);
+        assert_eq!(overall::ready_condition(&s.ready).reason, reason::ERROR);
+        assert_eq!(
+            overall::error_condition(&s.ready).reason,
+            reason::RECONCILE_FAILED
+        );
     }
 
     #[test]

@@ -142,6 +142,7 @@ fn controllers(
             stop(),
         )
         .boxed(),
+        gpu_operator_status::run_nvidia_driver_status(ctx.clone(), subs.clone(), stop()).boxed(),
         gpu_operator_status::run_node_validation(ctx.clone(), subs.clone(), stop()).boxed(),
         gpu_operator_driver_upgrade::controller(ctx.clone(), subs.clone(), stop()).boxed(),
     ]);

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use gpu_operator_api::NvidiaDriver;
-use gpu_operator_api::conditions::operand::DRIVER_READY;
+use gpu_operator_api::conditions::{operand::DRIVER_READY, reason};
 use gpu_operator_e2e::quiet;
 use gpu_operator_harness::{access::kubectl_ok, operator::Operator, wait_until};
 use k8s_openapi::api::core::v1::{Event, Node};
@@ -114,6 +114,17 @@ pub async fn a_node_two_select_is_left_alone(
         })
         .await
         .unwrap();
+    }
+    // Each one's overall status is notReady naming the node and the other (NVIDIA's reason).
+    for (cr, other) in [(d_name, e_name), (e_name, d_name)] {
+        crate::status::wait_overall(
+            env,
+            cr,
+            "notReady",
+            reason::CONFLICTING_NODE_SELECTOR,
+            &[node, other],
+        )
+        .await;
     }
     assert_eq!(owner(env, node).await, None, "the node is nobody's");
     for cr in [d, e] {

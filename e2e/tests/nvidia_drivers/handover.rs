@@ -165,6 +165,15 @@ pub async fn to_nvidia_drivers(
             "{apps:?} wait while the old driver pod runs on {node}"
         );
     }
+    // Its overall status says so (and turns ready once the pod runs: see the caller).
+    crate::status::wait_overall(
+        env,
+        &a.name_any(),
+        "notReady",
+        gpu_operator_api::conditions::reason::DRIVER_NOT_READY,
+        &["ready on 0/1 GPU nodes"],
+    )
+    .await;
     // The positive control: once the old pod goes, the NVIDIADriver's runs there.
     replace(env, POLICY_DRIVER, node_a, &app_a).await;
     assert_eq!(

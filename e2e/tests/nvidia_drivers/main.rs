@@ -16,6 +16,7 @@
 
 mod conflict;
 mod handover;
+mod status;
 
 use gpu_operator_e2e::scenario as support;
 
@@ -314,9 +315,9 @@ async fn nvidia_drivers_deploy_the_drivers_of_their_nodes_and_take_them_away() {
         unowned.is_empty(),
         "driver DaemonSets of no NVIDIADriver: {unowned:?}"
     );
-    // An NVIDIADriver whose pods run carries its operand's condition (its overall status is not
-    // computed yet).
+    // Each NVIDIADriver's overall status (see `status`).
     wait_driver_ready(&drivers, &a_name).await;
+    status::a_ready_pool_and_a_waiting_one(&env, &operator, &a_name, (&b_name, node_b)).await;
     let account = Api::<ServiceAccount>::namespaced(env.client.clone(), &env.namespace)
         .get("nvidia-driver")
         .await

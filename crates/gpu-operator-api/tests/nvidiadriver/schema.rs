@@ -11,7 +11,8 @@ use super::crd_schema;
 #[test]
 fn crd_identity_matches_nvidia() {
     // NVIDIA's v26.7.0 CRD, by hand: names, scope, version and the three printer columns (Age
-    // as a date, as our ClusterPolicy's, so kubectl prints an age rather than a timestamp).
+    // as a date, as our ClusterPolicy's, so kubectl prints an age rather than a timestamp), then
+    // ours, only with `-o wide` (priority 1): the Ready condition's message.
     let crd = serde_json::to_value(NvidiaDriver::crd()).unwrap();
     assert_eq!(crd["metadata"]["name"], "nvidiadrivers.nvidia.com");
     assert_eq!(crd["spec"]["group"], "nvidia.com");
@@ -34,6 +35,13 @@ fn crd_identity_matches_nvidia() {
             { "name": "Status", "type": "string", "jsonPath": ".status.state" },
             { "name": "Default", "type": "boolean", "jsonPath": ".spec.default" },
             { "name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp" },
+            {
+                "name": "Message",
+                "type": "string",
+                "jsonPath": ".status.conditions[?(@.type==\"Ready\")].message",
+                "description": "Ours (kubectl get -o wide): the Ready condition's ready/desired nodes and first problem nodes",
+                "priority": 1,
+            },
         ])
     );
 }

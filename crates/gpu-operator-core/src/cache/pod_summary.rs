@@ -13,7 +13,8 @@ use serde::Deserialize;
 #[serde(from = "Wire")]
 pub struct PodSummary {
     metadata: ObjectMeta,
-    /// `spec.nodeName`.
+    /// `spec.nodeName`; before the pod is scheduled, the node a DaemonSet made it for (the
+    /// `metadata.name` field its required node affinity matches).
     pub node_name: Option<String>,
     /// `status.phase`.
     pub phase: Option<String>,
@@ -92,6 +93,58 @@ struct WireMeta {
 #[serde(rename_all = "camelCase")]
 struct WireSpec {
     node_name: Option<String>,
+    affinity: Option<WireAffinity>,
+}
+
+/// `spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms
+/// [].matchFields[]`: where a DaemonSet names its pod's node.
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireAffinity {
+    node_affinity: Option<WireNodeAffinity>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireNodeAffinity {
+    required_during_scheduling_ignored_during_execution: Option<WireSelector>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireSelector {
+    #[serde(default)]
+    node_selector_terms: Vec<WireTerm>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireTerm {
+    #[serde(default)]
+    match_fields: Vec<WireField>,
+}
+
+#[derive(Default, Deserialize)]
+struct WireField {
+    key: String,
+    #[serde(default)]
+    values: Vec<String>,
+}
+
+impl WireSpec {
+    /// `nodeName`, else the one node the required node affinity names by `metadata.name`.
+    fn node(self) -> Option<String> {
+        self.node_name.or_else(|| {
+            self.affinity?
+                .node_affinity?
+                .required_during_scheduling_ignored_during_execution?
+                .node_selector_terms
+                .into_iter()
+                .flat_map(|t| t.match_fields)
+                .find(|f| f.key == "metadata.name" && f.values.len() == 1)
+                .and_then(|f| f.values.into_iter().next())
+        })
+    }
 }
 
 #[derive(Default, Deserialize)]
@@ -121,7 +174,7 @@ impl From<Wire> for PodSummary {
                 namespace: wire.metadata.namespace,
                 ..ObjectMeta::default()
             },
-            node_name: wire.spec.node_name,
+            node_name: wire.spec.node(),
             phase,
             conditions,
             containers: init_container_statuses,
@@ -135,6 +188,24 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn an_unscheduled_daemonset_pod_names_the_node_it_is_for() {
+        let term = |key: &str, values: &[&str]| {
+            json!({"metadata": {"name": "p"}, "spec": {"affinity": {"nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                    {"matchFields": [{"key": key, "operator": "In", "values": values}]}]}}}}})
+        };
+        let read = |v: serde_json::Value| serde_json::from_value::<PodSummary>(v).unwrap();
+        assert_eq!(
+            read(term("metadata.name", &["n1"])).node_name.as_deref(),
+            Some("n1")
+        );
+        assert_eq!(read(term("metadata.name", &["n1", "n2"])).node_name, None);
+        assert_eq!(read(term("other", &["n1"])).node_name, None);
+        let scheduled = json!({"spec": {"nodeName": "n0", "affinity": {}}});
+        assert_eq!(read(scheduled).node_name.as_deref(), Some("n0"));
+    }
 
     #[test]
     fn a_pod_is_read_down_to_its_readiness() {

@@ -40,7 +40,8 @@ impl Owner for NvidiaDriver {
     }
 
     /// `state: notReady` while it has no status, so its operands' conditions can be written (its
-    /// schema requires `state`). Its overall status (`state`, `Ready`) is not computed yet.
+    /// schema requires `state`). Its overall status (`state`, `Ready`, `Error`) is then kept by
+    /// `gpu_operator_status::nvidia_driver_status`.
     fn seed_status(&self) -> Option<serde_json::Value> {
         self.status
             .is_none()

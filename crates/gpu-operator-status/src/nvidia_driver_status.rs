@@ -1,0 +1,166 @@
+//! Each NVIDIADriver's overall status, NVIDIA's contract: `state` (`ready`, `notReady`,
+//! `disabled`), `namespace` and the paired `Ready`/`Error` conditions, summed up ([`summarize`],
+//! pure) from the `DriverReady` condition its driver reconciler writes, and written like the
+//! ClusterPolicy's ([`crate::overall::write`]). The message carries that condition's ready/desired
+//! nodes and first problem nodes with their reasons, and names the nodes another NVIDIADriver
+//! selects too. Ours beside NVIDIA's: `observedGeneration`, the generation the summary is of.
+
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use gpu_operator_api::{
+    NvidiaDriver,
+    conditions::{
+        self as names,
+        operand::DRIVER_READY,
+        reason::{self, CONFLICTING_NODE_SELECTOR, DRIVER_NOT_READY},
+    },
+    nvidia_driver::NvidiaDriverState,
+};
+use gpu_operator_core::{Context, Error, report::conditions::Desired};
+use gpu_operator_driver::owners;
+use kube::runtime::controller::Action;
+use serde_json::json;
+
+use crate::overall::{self, Overall};
+
+/// Name of this reconciler (metric label).
+pub const NAME: &str = "nvidia-driver-status";
+
+/// Reasons of the driver's condition that mean "still rolling out" rather than "failed".
+const PROGRESS_REASONS: [&str; 3] = ["NotReady", "RollingOut", "OldRevision"];
+/// Reasons of a `True` driver condition that still leave nodes unserved: the placement warnings.
+const CONFLICT_REASONS: [&str; 2] = [owners::CONFLICT, owners::DEFAULTS];
+/// Reason of the driver's condition while the ClusterPolicy does not hand the drivers over.
+const DISABLED_REASON: &str = "Disabled";
+
+/// What an NVIDIADriver's overall status should say, and the generation it is of.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Summary {
+    /// `state`, `Ready` and `Error`.
+    pub overall: Overall,
+    /// `observedGeneration`: the generation of the driver's condition it sums up.
+    pub observed_generation: Option<i64>,
+}
+
+/// Sums up `cr`'s driver condition. Pure.
+pub fn summarize(cr: &NvidiaDriver) -> Summary {
+    let generation = cr.metadata.generation;
+    let live = cr
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .unwrap_or_default();
+    let driver = live.iter().find(|c| c.type_ == DRIVER_READY);
+    let Some(driver) = driver else {
+        return not_ready(
+            DRIVER_NOT_READY,
+            format!("{DRIVER_READY}: not reconciled yet"),
+            false,
+            None,
+        );
+    };
+    let observed = driver.observed_generation;
+    let said = format!("{DRIVER_READY} ({}): {}", driver.reason, driver.message);
+    if observed != generation {
+        return not_ready(
+            DRIVER_NOT_READY,
+            format!("{DRIVER_READY}: generation {generation:?} not reconciled yet; was {said}"),
+            true,
+            observed,
+        );
+    }
+    match (driver.status.as_str(), driver.reason.as_str()) {
+        ("True", DISABLED_REASON) => summary(
+            NvidiaDriverState::Disabled,
+            Desired::not_ok(names::READY, reason::RECONCILED, said),
+            observed,
+        ),
+        ("True", r) if CONFLICT_REASONS.contains(&r) => {
+            not_ready(CONFLICTING_NODE_SELECTOR, said, false, observed)
+        }
+        ("True", _) => summary(
+            NvidiaDriverState::Ready,
+            Desired::ok(names::READY, reason::RECONCILED, said),
+            observed,
+        ),
+        (_, r) if PROGRESS_REASONS.contains(&r) => {
+            not_ready(DRIVER_NOT_READY, said, false, observed)
+        }
+        _ => not_ready(reason::RECONCILE_FAILED, said, false, observed),
+    }
+}
+
+/// `notReady` for `cause` (NVIDIA's reason of the `Error` condition).
+fn not_ready(
+    cause: &str,
+    message: String,
+    catching_up: bool,
+    observed_generation: Option<i64>,
+) -> Summary {
+    let mut summary = summary(
+        NvidiaDriverState::NotReady,
+        Desired::not_ok(names::READY, cause, message),
+        observed_generation,
+    );
+    summary.overall.catching_up = catching_up;
+    summary
+}
+
+/// NVIDIA's pair from `ready` (its reason the cause): a `Ready` that is `False` has the reason
+/// `Error`, and `Error` carries the cause.
+fn summary(state: NvidiaDriverState, ready: Desired, observed_generation: Option<i64>) -> Summary {
+    let error = overall::error_condition(&ready);
+    let ready = if ready.status {
+        ready
+    } else {
+        Desired::not_ok(names::READY, reason::ERROR, ready.message)
+    };
+    Summary {
+        overall: Overall {
+            state: state.as_str(),
+            ready,
+            error,
+            catching_up: false,
+        },
+        observed_generation,
+    }
+}
+
+/// Reconciles the overall status of `cr` (nothing for one being deleted).
+pub async fn reconcile(cr: Arc<NvidiaDriver>, ctx: Arc<Context>) -> Result<Action, Error> {
+    if cr.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    let started = Instant::now();
+    let summary = summarize(&cr);
+    let live = cr.status.as_ref();
+    let fields_current = live.is_some_and(|s| {
+        s.namespace.as_deref() == Some(ctx.namespace.as_str())
+            && s.observed_generation == summary.observed_generation
+    });
+    let mut fields = serde_json::Map::new();
+    fields.insert("namespace".to_owned(), json!(ctx.namespace));
+    if let Some(generation) = summary.observed_generation {
+        fields.insert("observedGeneration".to_owned(), json!(generation));
+    }
+    let result = overall::write(
+        ctx.as_ref(),
+        cr.as_ref(),
+        &summary.overall,
+        fields,
+        fields_current,
+    )
+    .await;
+    ctx.metrics.observe(
+        NAME,
+        started.elapsed(),
+        result.as_ref().err().map(Error::category),
+    );
+    result.map(|deferred| Action::requeue(deferred.unwrap_or(Duration::from_secs(3600))))
+}
+
+#[cfg(test)]
+mod tests;
