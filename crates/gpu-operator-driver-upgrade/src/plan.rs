@@ -20,7 +20,7 @@ use crate::{
     policy::Policy,
     state::{RESTART_POD, STATE_SINCE, UpgradeState},
     transitions::{
-        failed, move_to, move_to_restart, needs_refresh, needs_upgrade, remove, required, restart,
+        failed, move_to, move_to_restart, needs_restart, needs_upgrade, remove, required, restart,
         skipped, uncordon, validate, wait_for_jobs,
     },
 };
@@ -113,7 +113,7 @@ pub fn admit(nodes: &[NodeFacts], policy: &Policy) -> Vec<String> {
         .iter()
         .filter(|n| !n.skip)
         .filter(|n| match n.state {
-            Some(UpgradeState::Required) => needs_upgrade(n) || needs_refresh(n),
+            Some(UpgradeState::Required) => needs_restart(n),
             Some(UpgradeState::Failed) => n.requested,
             _ => false,
         })
@@ -197,7 +197,7 @@ pub fn step(
     }
     let Some(state) = node.state else {
         if node.driver.is_some() {
-            let next = if needs_upgrade(node) || needs_refresh(node) {
+            let next = if needs_restart(node) {
                 UpgradeState::Required
             } else {
                 UpgradeState::Done
@@ -208,7 +208,7 @@ pub fn step(
     };
     match state {
         UpgradeState::Done => {
-            if needs_upgrade(node) || needs_refresh(node) {
+            if needs_restart(node) {
                 move_to(&mut step, UpgradeState::Required, now);
             }
         }

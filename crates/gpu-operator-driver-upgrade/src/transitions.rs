@@ -35,9 +35,14 @@ pub(crate) fn needs_refresh(node: &NodeFacts) -> bool {
             .is_some_and(|d| d.in_sync && d.older_template && !d.terminating)
 }
 
+/// The node's driver pod is to be restarted: a full upgrade or a restart in place.
+pub(crate) fn needs_restart(node: &NodeFacts) -> bool {
+    needs_upgrade(node) || needs_refresh(node)
+}
+
 pub(crate) fn required(node: &NodeFacts, admitted: bool, step: &mut Step, now: Timestamp) {
     let refresh = needs_refresh(node);
-    if !needs_upgrade(node) && !refresh && node.driver.as_ref().is_some_and(|d| !d.terminating) {
+    if !needs_restart(node) && node.driver.as_ref().is_some_and(|d| !d.terminating) {
         move_to(step, UpgradeState::Done, now);
     } else if admitted {
         if refresh {

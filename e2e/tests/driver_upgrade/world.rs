@@ -79,61 +79,56 @@ impl World {
 
     /// A ReplicaSet of one pod on `node` asking for a GPU, labelled `app=<app>`.
     pub fn gpu_replicaset(&self, app: &str, node: &str) {
-        let rs = json!({
-            "apiVersion": "apps/v1", "kind": "ReplicaSet",
-            "metadata": {"name": app, "namespace": self.namespace},
-            "spec": {
-                "replicas": 1,
-                "selector": {"matchLabels": {"app": app}},
-                "template": {
-                    "metadata": {"labels": {"app": app}},
-                    "spec": {
-                        "nodeSelector": {"kubernetes.io/hostname": node},
-                        "containers": [gpu_container()],
-                    }
-                }
-            }
-        });
-        apply(&rs);
+        self.workload(
+            "ReplicaSet",
+            app,
+            node,
+            json!({"containers": [gpu_container()]}),
+        );
     }
 
     /// A ReplicaSet of one pod on `node` that requests no GPU but runs under the NVIDIA runtime
     /// class (so it sees every GPU), labelled `app=<app>`.
     pub fn runtime_replicaset(&self, app: &str, node: &str) {
-        apply(&json!({
-            "apiVersion": "apps/v1", "kind": "ReplicaSet",
-            "metadata": {"name": app, "namespace": self.namespace},
-            "spec": {
-                "replicas": 1,
-                "selector": {"matchLabels": {"app": app}},
-                "template": {
-                    "metadata": {"labels": {"app": app}},
-                    "spec": {
-                        "nodeSelector": {"kubernetes.io/hostname": node},
-                        "runtimeClassName": "nvidia",
-                        "containers": [{"name": "render", "image": "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"}],
-                    }
-                }
-            }
-        }));
+        self.workload(
+            "ReplicaSet",
+            app,
+            node,
+            json!({
+                "runtimeClassName": "nvidia",
+                "containers": [{"name": "render", "image": "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"}],
+            }),
+        );
     }
 
     /// A DaemonSet on `node` under the NVIDIA runtime class (a standalone exporter), `app=<app>`.
     pub fn gpu_daemonset(&self, app: &str, node: &str) {
+        self.workload(
+            "DaemonSet",
+            app,
+            node,
+            json!({
+                "runtimeClassName": "nvidia",
+                "containers": [{"name": "exporter", "image": "nvcr.io/nvidia/k8s/dcgm-exporter:4.4.1-4.5.2-ubuntu22.04"}],
+            }),
+        );
+    }
+
+    /// A `kind` (ReplicaSet of one pod, or DaemonSet) named and labelled `app=<app>`, whose pod
+    /// runs `pod` (its spec without the node selector) on `node`.
+    fn workload(&self, kind: &str, app: &str, node: &str, mut pod: serde_json::Value) {
+        pod["nodeSelector"] = json!({"kubernetes.io/hostname": node});
+        let mut spec = json!({
+            "selector": {"matchLabels": {"app": app}},
+            "template": {"metadata": {"labels": {"app": app}}, "spec": pod},
+        });
+        if kind == "ReplicaSet" {
+            spec["replicas"] = json!(1);
+        }
         apply(&json!({
-            "apiVersion": "apps/v1", "kind": "DaemonSet",
+            "apiVersion": "apps/v1", "kind": kind,
             "metadata": {"name": app, "namespace": self.namespace},
-            "spec": {
-                "selector": {"matchLabels": {"app": app}},
-                "template": {
-                    "metadata": {"labels": {"app": app}},
-                    "spec": {
-                        "nodeSelector": {"kubernetes.io/hostname": node},
-                        "runtimeClassName": "nvidia",
-                        "containers": [{"name": "exporter", "image": "nvcr.io/nvidia/k8s/dcgm-exporter:4.4.1-4.5.2-ubuntu22.04"}],
-                    }
-                }
-            }
+            "spec": spec,
         }));
     }
 
