@@ -93,6 +93,7 @@
 pub mod components;
 pub mod config;
 pub mod discovery;
+pub mod health;
 pub mod host;
 pub mod lifecycle;
 pub mod metrics;

@@ -4,10 +4,11 @@
 use std::{process::ExitCode, sync::Arc};
 
 use anyhow::Context as _;
+use gpu_operator_health::source::NvmlSource;
 use gpu_operator_validator::{
     EXIT_FAILED, EXIT_USAGE,
     config::{self, Invocation, MetricsConfig, USAGE},
-    discovery, lifecycle, metrics,
+    discovery, health, lifecycle, metrics,
     nvml::NvmlLibrary,
 };
 use tracing_subscriber::EnvFilter;
@@ -24,6 +25,10 @@ fn main() -> ExitCode {
     // The discovery agent is deployed by the chart with our image only (no operand renders it).
     if args.first().map(String::as_str) == Some("discover") {
         return discover(&args[1..]);
+    }
+    // So is the GPU health agent (ours, not NVIDIA's).
+    if args.first().map(String::as_str) == Some("health") {
+        return health(&args[1..]);
     }
     let config = match config::parse(&args, |name| std::env::var_os(name)) {
         Ok(Invocation::Help) => {
@@ -127,6 +132,55 @@ fn discover(args: &[String]) -> ExitCode {
                 .await
                 .context("no Kubernetes client (in-cluster config or KUBECONFIG)")?;
             discovery::run(client, config)
+                .await
+                .map_err(anyhow::Error::from)
+        })
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(EXIT_FAILED)
+        }
+    }
+}
+
+/// The GPU health agent (see [`gpu_operator_validator::health`]).
+fn health(args: &[String]) -> ExitCode {
+    let config = match health::config::parse(args, |name| std::env::var_os(name)) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let library = config.library();
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        node = config.node_name.as_deref().unwrap_or(""),
+        library = %library.display(),
+        "gpu-operator-validator health starting"
+    );
+    let source = Box::new(NvmlSource::new(library));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    let result = runtime.map_err(anyhow::Error::from).and_then(|rt| {
+        rt.block_on(async {
+            let client = kube::Client::try_default().await;
+            if config.once {
+                let client = client.ok().filter(|_| config.node_name.is_some());
+                return health::agent::once(&config, source, client)
+                    .await
+                    .map_err(anyhow::Error::from);
+            }
+            let client =
+                client.context("no Kubernetes client (in-cluster config or KUBECONFIG)")?;
+            let name = config
+                .node_name
+                .clone()
+                .context("NODE_NAME must be set (the downward API's spec.nodeName)")?;
+            health::agent::run(&config, source, client, &name)
                 .await
                 .map_err(anyhow::Error::from)
         })
