@@ -16,25 +16,10 @@ use crate::{
     reading::NodeReading,
 };
 
-/// Summary: True when no GPU of the node has a fault that needs the node's administrator.
-pub const GPU_HEALTHY: &str = "GPUHealthy";
-/// An XID whose catalog action is the node's (reset, reboot, support), or the driver's recovery
-/// action.
-pub const GPU_XID_ERROR: &str = "GPUXidError";
-/// Uncorrectable memory errors.
-pub const GPU_MEMORY_ERROR: &str = "GPUMemoryError";
-/// A GPU fell off the bus, or fewer GPUs answer than the node advertises.
-pub const GPU_LOST: &str = "GPULost";
-/// Clocks slowed by heat or the power brake (informational: `GPUHealthy` stays True).
-pub const GPU_THROTTLED: &str = "GPUThrottled";
-/// Every type the agent writes.
-pub const TYPES: [&str; 5] = [
-    GPU_HEALTHY,
+pub use gpu_operator_api::conditions::node::{
+    GPU_HEALTH_TYPES as TYPES, GPU_HEALTHY, GPU_LOST, GPU_MEMORY_ERROR, GPU_THROTTLED,
     GPU_XID_ERROR,
-    GPU_MEMORY_ERROR,
-    GPU_LOST,
-    GPU_THROTTLED,
-];
+};
 
 /// `GPUHealthy=True`.
 pub const HEALTHY_REASON: &str = "GPUsHealthy";

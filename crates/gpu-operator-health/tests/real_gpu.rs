@@ -3,6 +3,8 @@
 //! reported healthy, and the XID the kernel logged for the planted fault is the one NVML
 //! delivered, classified as the application's.
 
+#![allow(clippy::unwrap_used, reason = "test helpers")]
+
 use std::path::Path;
 
 use gpu_operator_health::catalog;
@@ -13,7 +15,7 @@ fn fixture(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(format!("{name}_{SUFFIX}"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    std::fs::read_to_string(path).unwrap()
 }
 
 #[test]
@@ -49,6 +51,9 @@ fn the_planted_fault_is_the_xid_nvml_delivered_and_the_applications() {
     );
     let entry = catalog::lookup(kernel_xid).unwrap();
     assert!(!entry.bucket().is_node_fault(), "{entry}");
-    assert!(agent.contains(&entry.to_string()), "the agent logged the catalog's row");
+    assert!(
+        agent.contains(&entry.to_string()),
+        "the agent logged the catalog's row"
+    );
     assert!(!agent.contains("GPUHealthy=False") && !agent.contains("GPUXidError=True"));
 }

@@ -19,6 +19,8 @@ use kube::{
 use serde_json::json;
 use tracing::{info, warn};
 
+use gpu_operator_health::taint::UNHEALTHY_TAINT_KEY;
+
 use super::HealthConfig;
 use crate::node_conditions::{ATTEMPTS, ReportError, is_conflict};
 
@@ -113,6 +115,51 @@ fn expected_gpus(node: &Node) -> Option<u32> {
         .ok()
 }
 
+/// Adds or removes the unhealthy taint as `desired`'s `GPUHealthy` says; returns whether the
+/// taints changed.
+async fn taint(nodes: &Api<Node>, name: &str, desired: &[Desired]) -> Result<bool, ReportError> {
+    let unhealthy = desired
+        .iter()
+        .any(|d| d.type_ == condition::GPU_HEALTHY && d.status == "False");
+    let api = |action| ReportError::api(action, name);
+    for _ in 0..ATTEMPTS {
+        let node = nodes.get(name).await.map_err(api("getting"))?;
+        let taints = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.clone())
+            .unwrap_or_default();
+        let Some(new) = gpu_operator_health::taint::desired_taints(&taints, unhealthy) else {
+            return Ok(false);
+        };
+        let body = json!({
+            "metadata": {"resourceVersion": node.metadata.resource_version},
+            "spec": {"taints": new},
+        });
+        match nodes.patch(name, &params(), &Patch::Merge(body)).await {
+            Ok(_) => {
+                info!(
+                    node = name,
+                    unhealthy,
+                    "taint {UNHEALTHY_TAINT_KEY} {}",
+                    if unhealthy { "added" } else { "removed" }
+                );
+                return Ok(true);
+            }
+            Err(e) if is_conflict(&e) => {}
+            Err(e) => return Err(api("tainting")(e)),
+        }
+    }
+    Err(ReportError::Conflicts(name.to_owned(), ATTEMPTS))
+}
+
+fn params() -> PatchParams {
+    PatchParams {
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+        ..PatchParams::default()
+    }
+}
+
 /// Writes the conditions of `desired` that changed; returns how many were written and the GPU
 /// count the node advertises (read on the way).
 async fn write(
@@ -131,21 +178,25 @@ async fn write(
             .unwrap_or_default();
         let changed = condition::changed(&existing, desired, Timestamp::now());
         if changed.is_empty() {
+            // Keeps the summary annotation, which the validator's checks also write, current.
+            crate::summary::annotate(nodes, &node, &existing).await?;
             return Ok((0, expected));
         }
         let body = json!({
             "metadata": {"resourceVersion": node.metadata.resource_version},
             "status": {"conditions": changed},
         });
-        let params = PatchParams {
-            field_manager: Some(FIELD_MANAGER.to_owned()),
-            ..PatchParams::default()
-        };
         match nodes
-            .patch_status(name, &params, &Patch::Strategic(body))
+            .patch_status(name, &params(), &Patch::Strategic(body))
             .await
         {
             Ok(_) => {
+                crate::summary::annotate(
+                    nodes,
+                    &node,
+                    &crate::summary::merged(&existing, &changed),
+                )
+                .await?;
                 for c in &changed {
                     info!(node = name, condition = %c.type_, status = %c.status, reason = c.reason.as_deref().unwrap_or(""), "GPU health condition written");
                 }
@@ -232,6 +283,7 @@ pub async fn run(
         .unwrap_or(Timestamp::UNIX_EPOCH);
     let mut tracker = Tracker::resume(&existing, boot);
     let mut expected = expected_gpus(&node);
+    let mut taint_synced = false;
     let mut stop = std::pin::pin!(crate::lifecycle::idle());
     info!(
         node = name,
@@ -247,7 +299,17 @@ pub async fn run(
         source = returned;
         let (_, desired) = evaluate(&mut tracker, &polled.reading, expected, Timestamp::now());
         match write(&nodes, name, &desired).await {
-            Ok((_, count)) => expected = count,
+            Ok((written, count)) => {
+                expected = count;
+                // At start and on every change; with the taint off, one that was left is lifted.
+                if written > 0 || !taint_synced {
+                    let wanted: &[Desired] = if cfg.taint_unhealthy { &desired } else { &[] };
+                    taint_synced = taint(&nodes, name, wanted)
+                        .await
+                        .inspect_err(|e| warn!(node = name, "{e}; retried next poll"))
+                        .is_ok();
+                }
+            }
             Err(e) => warn!(
                 node = name,
                 "writing GPU health conditions: {e}; retried next poll"
