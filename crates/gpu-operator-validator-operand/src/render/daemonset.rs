@@ -233,6 +233,7 @@ pub const HEALTH_CONTAINER: &str = "gpu-health";
 fn health_agent(health: &HealthAgent) -> Container {
     let mut env = vec![
         field_env(names::NODE_NAME, "spec.nodeName"),
+        field_env(names::OPERATOR_NAMESPACE, "metadata.namespace"),
         plain_env(
             "HEALTH_POLL_SECONDS",
             health.poll_interval_seconds.to_string(),

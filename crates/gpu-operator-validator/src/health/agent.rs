@@ -166,6 +166,7 @@ async fn write(
     nodes: &Api<Node>,
     name: &str,
     desired: &[Desired],
+    recorder: Option<(&Client, &str)>,
 ) -> Result<(usize, Option<u32>), ReportError> {
     let api = |action| ReportError::api(action, name);
     for _ in 0..ATTEMPTS {
@@ -191,6 +192,11 @@ async fn write(
             .await
         {
             Ok(_) => {
+                if let Some((client, namespace)) = recorder {
+                    let uid = node.metadata.uid.as_deref();
+                    let transitions = condition::transitions(&existing, &changed);
+                    super::events::record(client, namespace, name, uid, &transitions).await;
+                }
                 crate::summary::annotate(
                     nodes,
                     &node,
@@ -254,7 +260,7 @@ pub async fn once(
         }
     }
     if let (Some(nodes), Some(name)) = (&nodes, &cfg.node_name) {
-        let (written, _) = write(nodes, name, &desired).await?;
+        let (written, _) = write(nodes, name, &desired, None).await?;
         println!("{written} condition(s) written to node {name}");
     }
     Ok(())
@@ -267,7 +273,7 @@ pub async fn run(
     client: Client,
     name: &str,
 ) -> Result<(), AgentError> {
-    let nodes = Api::<Node>::all(client);
+    let nodes = Api::<Node>::all(client.clone());
     let node = nodes
         .get(name)
         .await
@@ -298,7 +304,8 @@ pub async fn run(
         };
         source = returned;
         let (_, desired) = evaluate(&mut tracker, &polled.reading, expected, Timestamp::now());
-        match write(&nodes, name, &desired).await {
+        let recorder = cfg.namespace.as_deref().map(|ns| (&client, ns));
+        match write(&nodes, name, &desired, recorder).await {
             Ok((written, count)) => {
                 expected = count;
                 // At start and on every change; with the taint off, one that was left is lifted.
