@@ -10,6 +10,7 @@ use gpu_operator_health::{
     reading::NodeReading,
     report,
     source::{self, HealthSource},
+    taint::UNHEALTHY_TAINT_KEY,
 };
 use k8s_openapi::{api::core::v1::Node, jiff::Timestamp};
 use kube::{
@@ -18,8 +19,6 @@ use kube::{
 };
 use serde_json::json;
 use tracing::{info, warn};
-
-use gpu_operator_health::taint::UNHEALTHY_TAINT_KEY;
 
 use super::HealthConfig;
 use crate::node_conditions::{ATTEMPTS, ReportError, is_conflict};
@@ -74,6 +73,18 @@ pub fn boot_time(stat: &str) -> Option<Timestamp> {
         .find_map(|l| l.strip_prefix("btime "))
         .and_then(|v| v.trim().parse::<i64>().ok())
         .and_then(|s| Timestamp::from_second(s).ok())
+}
+
+/// A tracker that carries over the node's XID condition of this boot (`/proc/stat`'s `btime`).
+fn resume(node: Option<&Node>) -> Tracker {
+    let existing = node
+        .and_then(|n| n.status.as_ref()?.conditions.clone())
+        .unwrap_or_default();
+    let boot = std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|s| boot_time(&s))
+        .unwrap_or(Timestamp::UNIX_EPOCH);
+    Tracker::resume(&existing, boot)
 }
 
 /// What the conditions are, from a poll: the faults and the desired conditions.
@@ -233,15 +244,7 @@ pub async fn once(
         ),
         _ => None,
     };
-    let existing = node
-        .as_ref()
-        .and_then(|n| n.status.as_ref()?.conditions.clone())
-        .unwrap_or_default();
-    let boot = std::fs::read_to_string("/proc/stat")
-        .ok()
-        .and_then(|s| boot_time(&s))
-        .unwrap_or(Timestamp::UNIX_EPOCH);
-    let mut tracker = Tracker::resume(&existing, boot);
+    let mut tracker = resume(node.as_ref());
     let expected = node.as_ref().and_then(expected_gpus);
     let mut desired = Vec::new();
     for n in 0..cfg.polls {
@@ -278,16 +281,7 @@ pub async fn run(
         .get(name)
         .await
         .map_err(ReportError::api("getting", name))?;
-    let existing = node
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.clone())
-        .unwrap_or_default();
-    let boot = std::fs::read_to_string("/proc/stat")
-        .ok()
-        .and_then(|s| boot_time(&s))
-        .unwrap_or(Timestamp::UNIX_EPOCH);
-    let mut tracker = Tracker::resume(&existing, boot);
+    let mut tracker = resume(Some(&node));
     let mut expected = expected_gpus(&node);
     let mut taint_synced = false;
     let mut stop = std::pin::pin!(crate::lifecycle::idle());
