@@ -2,7 +2,8 @@
 //! ValidatingAdmissionPolicy is applied with the validator's RBAC (as the operator renders it) and
 //! the discovery agent's (as the chart renders it); tokens are TokenRequest tokens bound to pods
 //! pinned to a node, as kubelet projects them. A token bound to a pod on node A may set A's
-//! `GPUDriverReady`, the validator's annotation and taint, and (for the discovery agent, run as
+//! `GPUDriverReady`, the validator's annotation and taint, the GPU health agent's conditions and
+//! taint (the agent run as the real binary with that token), and (for the discovery agent, run as
 //! the real binary) A's NFD labels; it is refused on node B, for a key the agent does not own,
 //! for cordoning, and without a pod binding. Before the policy exists the same token may patch B
 //! (RBAC alone cannot confine it): the positive control that the policy is what refuses.
@@ -139,6 +140,12 @@ async fn merge(nodes: &Api<Node>, node: &str, patch: Value) -> Result<Node, kube
 
 /// `gpu-operator-validator discover --once` for `node` with `token`; its success and log.
 async fn discover(node: &str, token: &str, root: &Path, dir: &Path) -> (bool, String) {
+    agent(&["discover", "--once"], node, token, root, dir).await
+}
+
+/// `gpu-operator-validator <args>` as the agent on `node` with `token` (host root `root`, no
+/// NVIDIA driver anywhere); its success and log.
+async fn agent(args: &[&str], node: &str, token: &str, root: &Path, dir: &Path) -> (bool, String) {
     let kubeconfig = dir.join(format!("{node}.kubeconfig"));
     let mut config: Value = serde_yaml::from_str(
         &std::fs::read_to_string(gpu_operator_harness::access::kubeconfig_path().unwrap()).unwrap(),
@@ -149,10 +156,14 @@ async fn discover(node: &str, token: &str, root: &Path, dir: &Path) -> (bool, St
     }
     std::fs::write(&kubeconfig, serde_yaml::to_string(&config).unwrap()).unwrap();
     let output = tokio::process::Command::new(workspace_binary("gpu-operator-validator"))
-        .args(["discover", "--once"])
+        .args(args)
         .env_clear()
         .env("NODE_NAME", node)
         .env("HOST_ROOT_CTR_PATH", root)
+        .env(
+            "DRIVER_INSTALL_DIR_CTR_PATH",
+            root.join("run/nvidia/driver"),
+        )
         .env("KUBECONFIG", &kubeconfig)
         .env("RUST_LOG", "info")
         .stdin(Stdio::null())
@@ -292,6 +303,44 @@ async fn node_agents_change_only_their_own_node_and_their_own_keys() {
         &validator,
         &a,
         json!({"spec": {"taints": [{"key": "nvidia.com/gpu.not-ready", "effect": "NoSchedule"}]}}),
+    )
+    .await
+    .unwrap();
+
+    // The GPU health agent, the real binary with the token of the validator's pod (it runs in
+    // that pod): on its own node it writes GPUHealthy (Unknown: there is no NVML here) and the
+    // summary annotation; for another node it is refused.
+    let health_dir = tempfile::tempdir().unwrap();
+    let empty_root = tempfile::tempdir().unwrap();
+    let on_a = token(&admin, &release, VALIDATOR, Some(&validator_on_a)).await;
+    let health = ["health", "--once"];
+    let (ok, log) = agent(&health, &b, &on_a, empty_root.path(), health_dir.path()).await;
+    assert!(!ok && log.contains(&format!("not node {b}")), "{log}");
+    let (ok, log) = agent(&health, &a, &on_a, empty_root.path(), health_dir.path()).await;
+    assert!(ok, "{log}");
+    let node = nodes.get_status(&a).await.unwrap();
+    let healthy = node
+        .status
+        .unwrap()
+        .conditions
+        .unwrap()
+        .into_iter()
+        .find(|c| c.type_ == "GPUHealthy")
+        .unwrap();
+    assert_eq!(
+        (healthy.status.as_str(), healthy.reason.as_deref()),
+        ("Unknown", Some("HealthUnknown")),
+        "{healthy:?}"
+    );
+    let summary = node.metadata.annotations.unwrap()["nvidia.com/gpu-operator.validation"].clone();
+    assert!(
+        summary.contains("GPUHealthy=False/HealthUnknown"),
+        "{summary}"
+    );
+    merge(
+        &validator,
+        &a,
+        json!({"spec": {"taints": [{"key": "nvidia.com/gpu.unhealthy", "effect": "NoSchedule"}]}}),
     )
     .await
     .unwrap();
