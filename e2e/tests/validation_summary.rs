@@ -2,7 +2,9 @@
 //! of its own, and the ClusterPolicy's `NodesValidated` condition shows the per-component counts
 //! and names that node with the reason it fails — then stops naming it for the fixed component.
 //! The validator runs with a token of the ServiceAccount the operator created for it, so its
-//! rendered RBAC is proven to be enough.
+//! rendered RBAC is proven to be enough. The GPU health agent, run the same way, reports the
+//! node's health unknown (no NVML), and `NodesHealthy` counts it apart; a fault in the node's
+//! report makes `NodesHealthy` name the node with its class.
 #![cfg(feature = "e2e")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -11,7 +13,10 @@ use gpu_operator_e2e::validator_host as support;
 use std::time::Duration;
 
 use gpu_operator_api::{
-    ClusterPolicy, ClusterPolicySpec, conditions::NODES_VALIDATED, validator::reason,
+    ClusterPolicy, ClusterPolicySpec,
+    conditions::{NODES_HEALTHY, NODES_VALIDATED},
+    node_validation::ANNOTATION,
+    validator::reason,
 };
 use gpu_operator_harness::{
     access::kubectl_ok,
@@ -27,7 +32,7 @@ use k8s_openapi::api::{
 };
 use kube::{
     Api,
-    api::{DeleteParams, PostParams},
+    api::{DeleteParams, Patch, PatchParams, PostParams},
 };
 use serde_json::json;
 use support::SimulatedNode;
@@ -161,6 +166,65 @@ async fn the_cluster_policy_counts_validated_nodes_and_names_the_failing_one() {
     )
     .await;
     assert!(!message.contains(&expected), "{message}");
+
+    // The GPU health agent, the real binary with the validator's token: this node's fake driver
+    // has no NVML, so its health is unknown, which `NodesHealthy` counts apart and does not call
+    // unhealthy.
+    let mut health = node.command("driver", &as_validator);
+    health.args(["health", "--once"]);
+    let output = tokio::time::timeout(Duration::from_secs(60), health.output())
+        .await
+        .unwrap()
+        .unwrap();
+    let log = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{log}");
+    let healthy = |policy: &ClusterPolicy| {
+        gpu_operator_e2e::scenario::condition(policy, NODES_HEALTHY)
+            .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+            .unwrap_or_default()
+    };
+    let wait_health = |what: &'static str, check: fn(&(String, String, String)) -> bool| {
+        let policies = policies.clone();
+        let name = name.clone();
+        async move {
+            wait_until(what, Duration::from_secs(60), || async {
+                let condition = healthy(&policies.get(&name).await?);
+                Ok(check(&condition).then_some(condition))
+            })
+            .await
+            .unwrap()
+        }
+    };
+    let (_, _, message) = wait_health("NodesHealthy to count the unknown node", |c| {
+        c.0 == "True" && c.2.contains("1 cannot read their GPUs (HealthUnknown)")
+    })
+    .await;
+    assert_eq!(
+        healthy(&policies.get(&name).await.unwrap()).1,
+        "NoUnhealthyNodes",
+        "{message}"
+    );
+    // A fault as the agent reports it (its summary annotation): the node is named with its class.
+    node.nodes()
+        .patch(
+            &node.name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {
+                ANNOTATION: "GPUHealthy=False/DoubleBitECC"
+            }}})),
+        )
+        .await
+        .unwrap();
+    let (_, reason, message) = wait_health("NodesHealthy to name the unhealthy node", |c| {
+        c.0 == "False"
+    })
+    .await;
+    assert_eq!(reason, "UnhealthyNodes");
+    assert!(
+        message.contains(&format!("1 unhealthy: {} (DoubleBitECC)", node.name)),
+        "{message}"
+    );
 
     operator.stop().unwrap();
     node.delete().await;
