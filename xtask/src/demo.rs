@@ -53,6 +53,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         stop_operator(&layout)?;
         return cluster::down(&layout);
     }
+    cluster::clean_if_stale(&layout)?;
     if cluster::is_up(&layout) {
         eprintln!("==> the local cluster is already up; using it");
     } else {

@@ -33,6 +33,7 @@ pub struct Args {
 /// Runs the e2e tests (see the module docs) and says how many ran.
 pub fn run(args: &Args) -> anyhow::Result<Counts> {
     let layout = Layout::from_env()?;
+    cluster::clean_if_stale(&layout)?;
     let started_here = !cluster::is_up(&layout);
     if started_here {
         eprintln!("==> no local cluster is up; starting one for the e2e tests");

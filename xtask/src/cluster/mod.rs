@@ -60,6 +60,16 @@ pub fn is_up(layout: &Layout) -> bool {
         || real_node::is_configured(layout)
 }
 
+/// Cleans up what a stopped cluster left behind (after a reboot, say: a real node's network and
+/// cgroups, with no API server running), so that [`is_up`] is false and a fresh one can start.
+pub fn clean_if_stale(layout: &Layout) -> anyhow::Result<()> {
+    if is_up(layout) && running_pid(layout, Component::Apiserver).is_none() {
+        eprintln!("==> a stopped local cluster left state behind; cleaning it up");
+        down(layout)?;
+    }
+    Ok(())
+}
+
 /// The pid of a running component, from its pid file.
 fn running_pid(layout: &Layout, component: Component) -> Option<u32> {
     let pid = std::fs::read_to_string(layout.pid_file(component.name())).ok()?;
