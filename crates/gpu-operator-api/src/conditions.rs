@@ -30,6 +30,19 @@ pub mod reason {
     pub const CONFLICTING_NODE_SELECTOR: &str = "ConflictingNodeSelector";
 }
 
+/// Cuts a condition message or Event note to at most `max` bytes on a character boundary, marking
+/// the cut with `...` (the API server refuses longer Event notes; long messages help nobody).
+pub fn truncate(message: &str, max: usize) -> String {
+    if message.len() <= max {
+        return message.to_owned();
+    }
+    let mut end = max.saturating_sub(3);
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &message[..end])
+}
+
 /// Our summary of the validators' Node conditions on the ClusterPolicy: validated/total GPU nodes
 /// per component and the first nodes that are not validated.
 pub const NODES_VALIDATED: &str = "NodesValidated";

@@ -46,20 +46,11 @@ pub struct Desired {
 impl Desired {
     /// A condition with `message` cut to a reasonable length.
     pub fn new(type_: &'static str, ready: bool, reason: &str, message: &str) -> Self {
-        let message = if message.len() > MAX_MESSAGE {
-            let end = (0..=MAX_MESSAGE)
-                .rev()
-                .find(|i| message.is_char_boundary(*i))
-                .unwrap_or(0);
-            format!("{}…", &message[..end])
-        } else {
-            message.to_owned()
-        };
         Self {
             type_,
             ready,
             reason: reason.to_owned(),
-            message,
+            message: gpu_operator_api::conditions::truncate(message, MAX_MESSAGE),
         }
     }
 

@@ -106,17 +106,7 @@ pub fn is_current(live: &[Condition], desired: &Desired, generation: Option<i64>
     })
 }
 
-/// Cuts a message to at most `max` bytes on a character boundary, marking the cut.
-pub fn truncate(message: &str, max: usize) -> String {
-    if message.len() <= max {
-        return message.to_owned();
-    }
-    let mut end = max.saturating_sub(3);
-    while !message.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}...", &message[..end])
-}
+pub use gpu_operator_api::conditions::truncate;
 
 #[cfg(test)]
 mod tests {

@@ -26,7 +26,10 @@ pub fn event(
     Event {
         action: Some("ReportGPUHealth".to_owned()),
         reason: Some(transition.reason.clone()),
-        note: Some(transition.note.chars().take(1024).collect()),
+        note: Some(gpu_operator_api::conditions::truncate(
+            &transition.note,
+            1024,
+        )),
         event_time: Some(MicroTime(now)),
         regarding: Some(ObjectReference {
             api_version: Some("v1".to_owned()),

@@ -233,6 +233,6 @@ fn long_messages_are_cut() {
         reason::DRIVER_QUERY_FAILED,
         &"é".repeat(2000),
     );
-    assert!(d.message.len() <= MAX_MESSAGE + '…'.len_utf8());
-    assert!(d.message.ends_with('…'));
+    assert!(d.message.len() <= MAX_MESSAGE);
+    assert!(d.message.ends_with("..."));
 }
