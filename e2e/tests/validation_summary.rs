@@ -167,10 +167,31 @@ async fn the_cluster_policy_counts_validated_nodes_and_names_the_failing_one() {
     .await;
     assert!(!message.contains(&expected), "{message}");
 
-    // The GPU health agent, the real binary with the validator's token: this node's fake driver
-    // has no NVML, so its health is unknown, which `NodesHealthy` counts apart and does not call
-    // unhealthy.
-    let mut health = node.command("driver", &as_validator);
+    health_is_summed_up(&node, &as_validator, &policies, &name).await;
+
+    operator.stop().unwrap();
+    node.delete().await;
+    policies
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    remove_operator_rbac(&namespace);
+    Api::<Namespace>::all(client.clone())
+        .delete(&namespace, &DeleteParams::default())
+        .await
+        .unwrap();
+}
+
+/// The GPU health agent, the real binary with the validator's token: this node's fake driver has
+/// no NVML, so its health is unknown, which `NodesHealthy` counts apart and does not call
+/// unhealthy; a fault as the agent reports it (its summary annotation) names the node.
+async fn health_is_summed_up(
+    node: &SimulatedNode,
+    as_validator: &[(&str, &str)],
+    policies: &Api<ClusterPolicy>,
+    name: &str,
+) {
+    let mut health = node.command("driver", as_validator);
     health.args(["health", "--once"]);
     let output = tokio::time::timeout(Duration::from_secs(60), health.output())
         .await
@@ -184,28 +205,19 @@ async fn the_cluster_policy_counts_validated_nodes_and_names_the_failing_one() {
             .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
             .unwrap_or_default()
     };
-    let wait_health = |what: &'static str, check: fn(&(String, String, String)) -> bool| {
-        let policies = policies.clone();
-        let name = name.clone();
-        async move {
-            wait_until(what, Duration::from_secs(60), || async {
-                let condition = healthy(&policies.get(&name).await?);
-                Ok(check(&condition).then_some(condition))
-            })
-            .await
-            .unwrap()
-        }
+    let wait_health = |what: &'static str, check: fn(&(String, String, String)) -> bool| async move {
+        wait_until(what, Duration::from_secs(60), || async {
+            let condition = healthy(&policies.get(name).await?);
+            Ok(check(&condition).then_some(condition))
+        })
+        .await
+        .unwrap()
     };
-    let (_, _, message) = wait_health("NodesHealthy to count the unknown node", |c| {
+    let (_, reason, message) = wait_health("NodesHealthy to count the unknown node", |c| {
         c.0 == "True" && c.2.contains("1 cannot read their GPUs (HealthUnknown)")
     })
     .await;
-    assert_eq!(
-        healthy(&policies.get(&name).await.unwrap()).1,
-        "NoUnhealthyNodes",
-        "{message}"
-    );
-    // A fault as the agent reports it (its summary annotation): the node is named with its class.
+    assert_eq!(reason, "NoUnhealthyNodes", "{message}");
     node.nodes()
         .patch(
             &node.name,
@@ -225,16 +237,4 @@ async fn the_cluster_policy_counts_validated_nodes_and_names_the_failing_one() {
         message.contains(&format!("1 unhealthy: {} (DoubleBitECC)", node.name)),
         "{message}"
     );
-
-    operator.stop().unwrap();
-    node.delete().await;
-    policies
-        .delete(&name, &DeleteParams::default())
-        .await
-        .unwrap();
-    remove_operator_rbac(&namespace);
-    Api::<Namespace>::all(client.clone())
-        .delete(&namespace, &DeleteParams::default())
-        .await
-        .unwrap();
 }
