@@ -254,6 +254,7 @@ fn unreadable(reading: &NodeReading) -> Vec<String> {
     if let Some(watch) = &reading.xid_watch {
         out.push(format!("XID events ({watch})"));
     }
+    out.extend(reading.other_unreadable.iter().cloned());
     for gpu in reading.gpus.iter().filter(|g| !g.lost) {
         let errors = [
             gpu.uuid.as_ref().err(),

@@ -4,7 +4,8 @@
 //! Each poll reads, per GPU through NVML ([`source`]): the UUID, volatile and aggregate
 //! double-bit ECC counts, retired pages pending, row-remap pending and failure, the driver's
 //! recovery action (XID 154's field), thermal and power-brake clock slowdowns and whether the GPU
-//! answers `GpuLost`; and the XID events that arrived since the last poll. [`faults`] classifies
+//! answers `GpuLost`; and the XID events that arrived since the last poll (through NVML, and from
+//! the node's DCGM exporter when the policy runs it: [`dcgm`]). [`faults`] classifies
 //! them (XIDs with NVIDIA's catalog, [`catalog`]); [`condition`] turns them into Node conditions
 //! with hysteresis.
 //!
@@ -22,6 +23,7 @@
 
 pub mod catalog;
 pub mod condition;
+pub mod dcgm;
 pub mod faults;
 pub mod reading;
 pub mod report;

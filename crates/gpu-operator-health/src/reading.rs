@@ -22,7 +22,6 @@ impl fmt::Display for Unreadable {
     }
 }
 
-/// Whether a query is unsupported on this GPU (not a fault, not worth naming).
 impl Unreadable {
     /// NVML answered `NotSupported` (the GPU or its mode has no such counter, e.g. ECC off).
     pub fn not_supported(&self) -> bool {
@@ -128,4 +127,6 @@ pub struct NodeReading {
     pub xids: Vec<XidEvent>,
     /// XID events cannot be watched (the query and its error), so XIDs go unseen.
     pub xid_watch: Option<Unreadable>,
+    /// Other sources that could not be read this poll, each with why (the DCGM exporter).
+    pub other_unreadable: Vec<String>,
 }

@@ -54,6 +54,7 @@ pub fn poll(
             gpus,
             xids,
             xid_watch,
+            other_unreadable: Vec::new(),
         },
         start.elapsed(),
     ))

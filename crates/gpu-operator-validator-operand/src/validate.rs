@@ -49,7 +49,13 @@ pub struct HealthAgent {
     pub poll_interval_seconds: u32,
     /// `validator.health.taintUnhealthy`.
     pub taint_unhealthy: bool,
+    /// The DCGM exporter's port, when the policy runs it (`dcgmExporter.enabled` unset or true):
+    /// the agent reads XIDs from it too.
+    pub dcgm_exporter_port: Option<u16>,
 }
+
+/// The DCGM exporter's port (the exporter's default, which the operand serves on).
+pub const DCGM_EXPORTER_PORT: u16 = 9400;
 
 /// The agent's poll interval when the policy names none.
 pub const DEFAULT_HEALTH_POLL_SECONDS: u32 = 30;
@@ -57,11 +63,16 @@ pub const DEFAULT_HEALTH_POLL_SECONDS: u32 = 30;
 impl HealthAgent {
     /// The agent's settings from `validator.health`, with `image` (the operator's own, when
     /// known); `None` when the agent is off or no image is known.
-    pub fn of(spec: Option<&HealthSpec>, image: Option<String>) -> Option<Self> {
+    pub fn of(
+        spec: Option<&HealthSpec>,
+        image: Option<String>,
+        dcgm_exporter: bool,
+    ) -> Option<Self> {
         if !HealthSpec::is_enabled(spec) {
             return None;
         }
         Some(Self {
+            dcgm_exporter_port: dcgm_exporter.then_some(DCGM_EXPORTER_PORT),
             image: image?,
             poll_interval_seconds: spec
                 .and_then(|h| h.poll_interval_seconds)
@@ -116,7 +127,11 @@ impl Input {
             shared: Shared::of(spec),
             gpu_access,
             namespace,
-            health: HealthAgent::of(validator.health.as_ref(), health_image),
+            health: HealthAgent::of(
+                validator.health.as_ref(),
+                health_image,
+                spec.dcgm_exporter.enabled != Some(false),
+            ),
         }
     }
 }
@@ -139,9 +154,16 @@ mod tests {
     #[test]
     fn the_health_agent_is_on_by_default_and_needs_the_operators_image() {
         let image = || Some("ghcr.io/x/gpu-operator:1".to_owned());
-        assert!(HealthAgent::of(None, image()).is_some());
         assert_eq!(
-            HealthAgent::of(None, None),
+            HealthAgent::of(None, image(), true)
+                .unwrap()
+                .dcgm_exporter_port,
+            Some(9400)
+        );
+        let without_exporter = HealthAgent::of(None, image(), false).unwrap();
+        assert_eq!(without_exporter.dcgm_exporter_port, None);
+        assert_eq!(
+            HealthAgent::of(None, None, true),
             None,
             "no image of ours: no agent"
         );
@@ -149,13 +171,13 @@ mod tests {
             enabled: Some(false),
             ..HealthSpec::default()
         };
-        assert_eq!(HealthAgent::of(Some(&off), image()), None);
+        assert_eq!(HealthAgent::of(Some(&off), image(), true), None);
         let tuned = HealthSpec {
             enabled: None,
             poll_interval_seconds: Some(10),
             taint_unhealthy: Some(true),
         };
-        let agent = HealthAgent::of(Some(&tuned), image()).unwrap();
+        let agent = HealthAgent::of(Some(&tuned), image(), true).unwrap();
         assert_eq!(
             (agent.poll_interval_seconds, agent.taint_unhealthy),
             (10, true)

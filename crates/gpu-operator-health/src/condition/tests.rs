@@ -41,6 +41,7 @@ fn node(gpus: Vec<GpuReading>, xids: &[u64]) -> NodeReading {
             })
             .collect(),
         xid_watch: None,
+        other_unreadable: Vec::new(),
     }
 }
 

@@ -247,6 +247,9 @@ fn health_agent(health: &HealthAgent) -> Container {
     if health.taint_unhealthy {
         env.push(plain_env("HEALTH_TAINT_UNHEALTHY", "true".to_owned()));
     }
+    if let Some(port) = health.dcgm_exporter_port {
+        env.push(plain_env("HEALTH_DCGM_EXPORTER_PORT", port.to_string()));
+    }
     Container {
         name: HEALTH_CONTAINER.to_owned(),
         image: Some(health.image.clone()),

@@ -283,6 +283,14 @@ pub async fn run(
         .map_err(ReportError::api("getting", name))?;
     let mut tracker = resume(Some(&node));
     let mut expected = expected_gpus(&node);
+    let mut exporter = match (cfg.dcgm_exporter_port, &cfg.namespace) {
+        (Some(port), Some(namespace)) => Some(super::exporter::Exporter::new(
+            Api::namespaced(client.clone(), namespace),
+            name,
+            port,
+        )),
+        _ => None,
+    };
     let mut taint_synced = false;
     let mut stop = std::pin::pin!(crate::lifecycle::idle());
     info!(
@@ -297,7 +305,16 @@ pub async fn run(
             _ = &mut stop => return Ok(()),
         };
         source = returned;
-        let (_, desired) = evaluate(&mut tracker, &polled.reading, expected, Timestamp::now());
+        let mut reading = polled.reading;
+        if let (Some(exporter), Ok(reading)) = (exporter.as_mut(), reading.as_mut()) {
+            match exporter.xids().await {
+                Ok(xids) => gpu_operator_health::dcgm::merge_events(&mut reading.xids, xids),
+                Err(why) => reading
+                    .other_unreadable
+                    .push(format!("DCGM exporter ({why})")),
+            }
+        }
+        let (_, desired) = evaluate(&mut tracker, &reading, expected, Timestamp::now());
         let recorder = cfg.namespace.as_deref().map(|ns| (&client, ns));
         match write(&nodes, name, &desired, recorder).await {
             Ok((written, count)) => {

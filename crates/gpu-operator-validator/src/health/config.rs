@@ -12,6 +12,9 @@ pub const INTERVAL_ENV: &str = "HEALTH_POLL_SECONDS";
 /// The variable that turns the unhealthy taint on (`true`).
 pub const TAINT_ENV: &str = "HEALTH_TAINT_UNHEALTHY";
 
+/// The variable with the DCGM exporter's port.
+pub const DCGM_EXPORTER_PORT_ENV: &str = "HEALTH_DCGM_EXPORTER_PORT";
+
 /// What the agent needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HealthConfig {
@@ -29,8 +32,11 @@ pub struct HealthConfig {
     pub driver_root: PathBuf,
     /// `HEALTH_TAINT_UNHEALTHY`: taint the node while `GPUHealthy` is False.
     pub taint_unhealthy: bool,
-    /// `OPERATOR_NAMESPACE`: where the agent records its Events (none without it).
+    /// `OPERATOR_NAMESPACE`: where the agent records its Events (none without it) and finds the
+    /// DCGM exporter's pod.
     pub namespace: Option<String>,
+    /// `HEALTH_DCGM_EXPORTER_PORT`: the node's DCGM exporter serves there; unset, it is not read.
+    pub dcgm_exporter_port: Option<u16>,
 }
 
 /// Parses `health [--once]`'s arguments (after the subcommand) and the environment.
@@ -81,6 +87,13 @@ pub fn parse(
             .map_or_else(|| "/run/nvidia/driver".into(), PathBuf::from),
         taint_unhealthy: text(TAINT_ENV).is_some_and(|v| v == "true"),
         namespace: text(env::OPERATOR_NAMESPACE),
+        dcgm_exporter_port: match text(DCGM_EXPORTER_PORT_ENV) {
+            None => None,
+            Some(v) => Some(
+                v.parse::<u16>()
+                    .map_err(|_| format!("{DCGM_EXPORTER_PORT_ENV}={v:?} is not a port number"))?,
+            ),
+        },
     })
 }
 

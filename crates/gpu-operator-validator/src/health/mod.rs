@@ -9,11 +9,16 @@
 //! converged node costs one GET per poll and no write. It never cordons, evicts, resets or
 //! reboots anything; engines such as medik8s Node Health Check act on the conditions.
 //!
+//! With `HEALTH_DCGM_EXPORTER_PORT` set (the operand sets it when the policy runs the DCGM
+//! exporter), each poll also reads the node's exporter for XIDs ([`exporter`]); an exporter that
+//! cannot be read is named in `GPUHealthy`'s message, never a fault.
+//!
 //! `--once` polls once (without waiting for events), prints every value read, the faults and
 //! the conditions, and the poll's duration; with `NODE_NAME` and a cluster it also writes them.
 
 pub mod agent;
 pub mod config;
 pub mod events;
+pub mod exporter;
 
 pub use config::HealthConfig;
