@@ -49,6 +49,9 @@ fn the_planted_fault_is_the_xid_nvml_delivered_and_the_applications() {
     );
     let entry = catalog::lookup(kernel_xid).unwrap();
     assert!(!entry.bucket().is_node_fault(), "{entry}");
-    assert!(agent.contains(&entry.to_string()), "the agent logged the catalog's row");
+    assert!(
+        agent.contains(&entry.to_string()),
+        "the agent logged the catalog's row"
+    );
     assert!(!agent.contains("GPUHealthy=False") && !agent.contains("GPUXidError=True"));
 }
