@@ -292,12 +292,12 @@ fn write_atomically(target: &Path, contents: &[u8]) -> anyhow::Result<()> {
 }
 
 /// The Go toolchain, run with settings that never download a toolchain and build static binaries.
-struct Go {
+pub(super) struct Go {
     program: PathBuf,
 }
 
 impl Go {
-    fn find() -> anyhow::Result<Self> {
+    pub(super) fn find() -> anyhow::Result<Self> {
         let program = PathBuf::from("go");
         if let Ok(version) = process::output(Command::new(&program).arg("version")) {
             let minor = version
@@ -319,7 +319,7 @@ impl Go {
         )
     }
 
-    fn command(&self) -> Command {
+    pub(super) fn command(&self) -> Command {
         let mut command = Command::new(&self.program);
         command
             .env("GOTOOLCHAIN", "local")
@@ -348,7 +348,7 @@ impl Go {
     }
 
     /// `go build -v -o <out>`, into a temporary path renamed on success so a cut build leaves nothing.
-    fn build(
+    pub(super) fn build(
         &self,
         layout: &Layout,
         what: &str,
