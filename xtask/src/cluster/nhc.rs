@@ -2,10 +2,12 @@
 //! built on demand from its Go module into the cache like promtool: the `manager` binary and the
 //! module's own `NodeHealthCheck` CRD beside it, nothing of it committed here.
 //!
-//! The module comes from the Go module proxy; where the proxy refuses it (it answers 403 "This
-//! module version is not available" in some sandboxes), `GPU_OPERATOR_NHC_SOURCE` names a checkout
-//! of the same tag instead (`git clone --branch <tag> https://github.com/medik8s/node-healthcheck-operator`),
-//! built offline from the dependencies it vendors.
+//! The module comes from the Go module proxy, its dependencies too (a module zip leaves out the
+//! `vendor/` directory the repository keeps). Where the proxy refuses one of them (in the sandbox
+//! this was written in it served the module but answered 403 "This module version is not
+//! available" for `k8s.io/kube-aggregator@v0.34.7`, which `openshift/library-go` needs),
+//! `GPU_OPERATOR_NHC_SOURCE` names a checkout of the same tag instead (`git clone --branch <tag>
+//! https://github.com/medik8s/node-healthcheck-operator`), built offline from what it vendors.
 
 use std::{
     fs,
@@ -58,7 +60,18 @@ pub fn ensure_nhc(layout: &Layout) -> anyhow::Result<PathBuf> {
         &dir.join("manager"),
         &["./cmd"],
     )
-    .context("building Node Health Check failed; see the log above")?;
+    .with_context(|| {
+        if vendored {
+            "building Node Health Check failed; see the log above".to_owned()
+        } else {
+            format!(
+                "building Node Health Check from its module failed; see the log above. Where the \
+                 Go module proxy refuses a dependency, build from a checkout of the same tag: \
+                 `git clone --branch {NHC} https://{NHC_MODULE} <dir>` and run again with \
+                 {NHC_SOURCE_ENV}=<dir>"
+            )
+        }
+    })?;
     fs::copy(
         source.join("config/crd/bases").join(NHC_CRD),
         dir.join(NHC_CRD),
