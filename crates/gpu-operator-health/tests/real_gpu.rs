@@ -3,6 +3,11 @@
 //! reported healthy, and the XID the kernel logged for the planted fault is the one NVML
 //! delivered, classified as the application's.
 
+#![allow(
+    clippy::panic,
+    reason = "test support: a missing fixture fails the test"
+)]
+
 use std::path::Path;
 
 use gpu_operator_health::catalog;

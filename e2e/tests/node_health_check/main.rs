@@ -25,7 +25,7 @@ use gpu_operator_harness::{
 };
 use k8s_openapi::api::core::v1::{Event, Namespace, Node};
 use kube::{
-    Api, ResourceExt as _,
+    Api, ResourceExt,
     api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams},
 };
 use serde_json::{Value, json};
@@ -108,7 +108,7 @@ async fn remediated(remediations: &Api<DynamicObject>) -> Vec<String> {
         .items
         .iter()
         .filter(|r| r.metadata.deletion_timestamp.is_none())
-        .map(|r| r.name_any())
+        .map(ResourceExt::name_any)
         .collect();
     nodes.sort();
     nodes
@@ -119,8 +119,7 @@ async fn nhc_status(checks: &Api<DynamicObject>, name: &str) -> Value {
     checks
         .get(name)
         .await
-        .map(|o| o.data["status"].clone())
-        .unwrap_or(Value::Null)
+        .map_or(Value::Null, |o| o.data["status"].clone())
 }
 
 /// Waits until the NodeHealthCheck's status satisfies `check`; returns it.
