@@ -77,6 +77,8 @@ booleans:
   - sandboxWorkloads.enabled
   - toolkit.enabled
   - toolkit.hostNetwork
+  - validator.health.enabled
+  - validator.health.taintUnhealthy
   - validator.hostNetwork
   - validator.liftStartupTaint
   - vfioManager.enabled
@@ -113,6 +115,7 @@ integers:
   - driver.upgradePolicy.gpuPodDeletion.timeoutSeconds
   - driver.upgradePolicy.maxParallelUpgrades
   - driver.upgradePolicy.waitForCompletion.timeoutSeconds
+  - validator.health.pollIntervalSeconds
 strings:
   - ccManager.defaultMode
   - ccManager.version

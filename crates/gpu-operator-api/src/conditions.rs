@@ -34,6 +34,10 @@ pub mod reason {
 /// per component and the first nodes that are not validated.
 pub const NODES_VALIDATED: &str = "NodesValidated";
 
+/// Our summary of the GPU health agents' reports on the ClusterPolicy: unhealthy GPU nodes and the
+/// first few with their fault class (informational; it does not gate `Ready`).
+pub const NODES_HEALTHY: &str = "NodesHealthy";
+
 /// Our summary of the driver upgrade on the ClusterPolicy: nodes on the current driver, nodes per
 /// upgrade state, the first stuck or failed nodes with the reason, and how long it has run.
 pub const DRIVER_UPGRADE: &str = "DriverUpgrade";
@@ -72,4 +76,23 @@ pub mod node {
     pub const GPU_DEVICE_PLUGIN_READY: &str = "GPUDevicePluginReady";
     /// The whole stack on the node is ready.
     pub const GPU_STACK_READY: &str = "GPUStackReady";
+    /// The GPU health agent's summary: no GPU of the node has a fault that needs its
+    /// administrator (status `Unknown` when the agent cannot read the GPUs).
+    pub const GPU_HEALTHY: &str = "GPUHealthy";
+    /// An XID whose catalog action is the node's, or the driver's recovery action.
+    pub const GPU_XID_ERROR: &str = "GPUXidError";
+    /// Uncorrectable GPU memory errors.
+    pub const GPU_MEMORY_ERROR: &str = "GPUMemoryError";
+    /// A GPU fell off the bus, or fewer GPUs answer than the node advertises.
+    pub const GPU_LOST: &str = "GPULost";
+    /// Clocks slowed by heat or the power brake (informational).
+    pub const GPU_THROTTLED: &str = "GPUThrottled";
+    /// Every condition the GPU health agent writes.
+    pub const GPU_HEALTH_TYPES: [&str; 5] = [
+        GPU_HEALTHY,
+        GPU_XID_ERROR,
+        GPU_MEMORY_ERROR,
+        GPU_LOST,
+        GPU_THROTTLED,
+    ];
 }

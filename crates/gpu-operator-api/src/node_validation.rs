@@ -11,13 +11,15 @@ use crate::conditions::node;
 /// Annotation the validator keeps on its node.
 pub const ANNOTATION: &str = "nvidia.com/gpu-operator.validation";
 
-/// The condition types the summary carries, in report order.
-pub const TYPES: [&str; 5] = [
+/// The condition types the summary carries, in report order: the validator's checks, then the
+/// GPU health agent's summary (which the agent keeps in the annotation too).
+pub const TYPES: [&str; 6] = [
     node::GPU_DRIVER_READY,
     node::GPU_TOOLKIT_READY,
     node::GPU_CUDA_READY,
     node::GPU_DEVICE_PLUGIN_READY,
     node::GPU_STACK_READY,
+    node::GPU_HEALTHY,
 ];
 
 /// One condition in the summary.

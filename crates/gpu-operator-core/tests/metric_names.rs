@@ -39,6 +39,10 @@ fn listed_operator_metrics_are_exposed_and_exposed_ones_are_listed() {
         ..DriverUpgrades::default()
     });
     metrics.count_driver_restart(DriverRestart::InPlace);
+    metrics.set_unhealthy_nodes(&std::collections::BTreeMap::from([(
+        "DoubleBitECC".to_owned(),
+        1,
+    )]));
     let text = metrics.encode().unwrap();
     let names = exposed(&text);
     let operator = listed("operator");

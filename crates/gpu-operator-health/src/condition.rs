@@ -16,25 +16,10 @@ use crate::{
     reading::NodeReading,
 };
 
-/// Summary: True when no GPU of the node has a fault that needs the node's administrator.
-pub const GPU_HEALTHY: &str = "GPUHealthy";
-/// An XID whose catalog action is the node's (reset, reboot, support), or the driver's recovery
-/// action.
-pub const GPU_XID_ERROR: &str = "GPUXidError";
-/// Uncorrectable memory errors.
-pub const GPU_MEMORY_ERROR: &str = "GPUMemoryError";
-/// A GPU fell off the bus, or fewer GPUs answer than the node advertises.
-pub const GPU_LOST: &str = "GPULost";
-/// Clocks slowed by heat or the power brake (informational: `GPUHealthy` stays True).
-pub const GPU_THROTTLED: &str = "GPUThrottled";
-/// Every type the agent writes.
-pub const TYPES: [&str; 5] = [
-    GPU_HEALTHY,
+pub use gpu_operator_api::conditions::node::{
+    GPU_HEALTH_TYPES as TYPES, GPU_HEALTHY, GPU_LOST, GPU_MEMORY_ERROR, GPU_THROTTLED,
     GPU_XID_ERROR,
-    GPU_MEMORY_ERROR,
-    GPU_LOST,
-    GPU_THROTTLED,
-];
+};
 
 /// `GPUHealthy=True`.
 pub const HEALTHY_REASON: &str = "GPUsHealthy";
@@ -335,6 +320,52 @@ pub fn changed(
                 message: Some(d.message.clone()),
                 last_heartbeat_time: Some(now),
                 last_transition_time: Some(transition),
+            })
+        })
+        .collect()
+}
+
+/// An Event to record about a condition's transition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transition {
+    /// Warning (a fault appeared) or Normal (it cleared).
+    pub warning: bool,
+    /// The fault's reason, or [`RECOVERED_REASON`].
+    pub reason: String,
+    /// The condition's type and message.
+    pub note: String,
+}
+
+/// The Event reason of a fault condition that cleared.
+pub const RECOVERED_REASON: &str = "GPUFaultCleared";
+
+/// The Events for `changed` (about to replace `existing`): a Warning for each fault condition
+/// that turns True (or changes its reason while True), a Normal one for each that turns False;
+/// nothing for the summary (it repeats them) or for message-only updates.
+pub fn transitions(existing: &[NodeCondition], changed: &[NodeCondition]) -> Vec<Transition> {
+    changed
+        .iter()
+        .filter(|c| c.type_ != GPU_HEALTHY)
+        .filter_map(|c| {
+            let old = existing.iter().find(|o| o.type_ == c.type_);
+            let was_true = old.is_some_and(|o| o.status == "True");
+            let message = c.message.clone().unwrap_or_default();
+            match (c.status.as_str(), was_true) {
+                ("True", false) => Some(true),
+                ("True", true) if old.and_then(|o| o.reason.as_ref()) != c.reason.as_ref() => {
+                    Some(true)
+                }
+                ("False", true) => Some(false),
+                _ => None,
+            }
+            .map(|warning| Transition {
+                warning,
+                reason: if warning {
+                    c.reason.clone().unwrap_or_default()
+                } else {
+                    RECOVERED_REASON.to_owned()
+                },
+                note: format!("{}: {message}", c.type_),
             })
         })
         .collect()

@@ -26,3 +26,4 @@ pub mod faults;
 pub mod reading;
 pub mod report;
 pub mod source;
+pub mod taint;

@@ -7,6 +7,7 @@
 //! [`run_nvidia_driver_status`] and [`run_node_validation`].
 
 mod controllers;
+pub mod node_health;
 pub mod node_validation;
 pub mod nvidia_driver_status;
 pub mod overall;

@@ -1,7 +1,8 @@
 //! Sums up what the validators report on each GPU node (their summary annotation, read from the
 //! metadata-only Node cache) into one ClusterPolicy condition, `NodesValidated`: validated/total
 //! GPU nodes per component and the first few nodes that are not validated, with the reason.
-//! It informs; it does not gate `Ready` (the validator DaemonSet's readiness already does).
+//! It informs; it does not gate `Ready` (the validator DaemonSet's readiness already does). The
+//! same reconciler writes [`crate::node_health`]'s `NodesHealthy` from the same reports.
 
 use std::{sync::Arc, time::Instant};
 
@@ -116,13 +117,19 @@ pub async fn reconcile(policy: Arc<ClusterPolicy>, ctx: Arc<Context>) -> Result<
         {
             return Ok(Action::requeue(labeller_wait::POLL));
         }
-        let summary = summarize(&ctx.stores.nodes.state());
-        Ok(
-            match status_write::write_gated(&ctx, policy.as_ref(), NAME, &summary) {
-                Outcome::Deferred(after) => Action::requeue(after),
-                Outcome::Current | Outcome::Written => Action::await_change(),
-            },
-        )
+        let nodes = ctx.stores.nodes.state();
+        let summary = summarize(&nodes);
+        let health = crate::node_health::summarize(&nodes);
+        ctx.metrics.set_unhealthy_nodes(&health.unhealthy_by_reason);
+        let mut action = Action::await_change();
+        for desired in [&summary, &health.condition] {
+            if let Outcome::Deferred(after) =
+                status_write::write_gated(&ctx, policy.as_ref(), NAME, desired)
+            {
+                action = Action::requeue(after);
+            }
+        }
+        Ok(action)
     }
     .await;
     ctx.metrics.observe(

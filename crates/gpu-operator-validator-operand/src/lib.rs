@@ -1,7 +1,8 @@
 //! The validator operand: `nvidia-operator-validator`, its ServiceAccount and RBAC, on nodes labelled
 //! `nvidia.com/gpu.deploy.operator-validator=true`. Its init containers run
 //! `gpu-operator-validator` for the driver, toolkit, CUDA and device plugin in that order and leave
-//! the status files other operands wait on. Pure validate and render steps.
+//! the status files other operands wait on; beside the idle main container, the `gpu-health`
+//! container runs the GPU health agent (ours, `validator.health`). Pure validate and render steps.
 
 mod render;
 mod validate;
@@ -15,6 +16,9 @@ use gpu_operator_core::{
 /// The validator's ClusterRole (what the chart's node-agent policy confines to its own node).
 pub use render::rbac::cluster_role;
 pub use validate::Input;
+
+/// The operator's variable with its own image, which the GPU health agent's container runs.
+pub const HEALTH_IMAGE_ENV: &str = "OPERATOR_IMAGE";
 
 /// Name of the DaemonSet, its `app` label and its ServiceAccount, as NVIDIA names them.
 pub const DAEMONSET: &str = "nvidia-operator-validator";
@@ -36,6 +40,12 @@ impl Operand for Validation {
         },
         ImageEnv {
             var: "CUDA_BASE_IMAGE",
+            chart_values: None,
+        },
+        // The operator's own image (set by the chart's Deployment, not from a values section):
+        // the GPU health agent's container runs it.
+        ImageEnv {
+            var: HEALTH_IMAGE_ENV,
             chart_values: None,
         },
     ];

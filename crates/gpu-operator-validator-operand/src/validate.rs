@@ -2,7 +2,7 @@
 
 use gpu_operator_api::{
     ClusterPolicySpec,
-    spec::{EnvVar, MigStrategy, ValidatorComponentSpec},
+    spec::{EnvVar, HealthSpec, MigStrategy, ValidatorComponentSpec},
 };
 use gpu_operator_core::{
     Error,
@@ -36,6 +36,39 @@ pub struct Input {
     pub gpu_access: GpuAccess,
     /// The operator namespace (subject of the validator's role bindings).
     pub namespace: String,
+    /// The GPU health agent, when it runs.
+    pub health: Option<HealthAgent>,
+}
+
+/// The GPU health agent's container settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HealthAgent {
+    /// The operator's own image.
+    pub image: String,
+    /// `validator.health.pollIntervalSeconds`, default 30.
+    pub poll_interval_seconds: u32,
+    /// `validator.health.taintUnhealthy`.
+    pub taint_unhealthy: bool,
+}
+
+/// The agent's poll interval when the policy names none.
+pub const DEFAULT_HEALTH_POLL_SECONDS: u32 = 30;
+
+impl HealthAgent {
+    /// The agent's settings from `validator.health`, with `image` (the operator's own, when
+    /// known); `None` when the agent is off or no image is known.
+    pub fn of(spec: Option<&HealthSpec>, image: Option<String>) -> Option<Self> {
+        if !HealthSpec::is_enabled(spec) {
+            return None;
+        }
+        Some(Self {
+            image: image?,
+            poll_interval_seconds: spec
+                .and_then(|h| h.poll_interval_seconds)
+                .unwrap_or(DEFAULT_HEALTH_POLL_SECONDS),
+            taint_unhealthy: spec.and_then(|h| h.taint_unhealthy) == Some(true),
+        })
+    }
 }
 
 /// The user's env of each check the validator pod runs, empty when unset.
@@ -58,6 +91,7 @@ impl Input {
         image: String,
         gpu_access: GpuAccess,
         namespace: String,
+        health_image: Option<String>,
     ) -> Self {
         let validator = spec.validator.clone().unwrap_or_default();
         let env =
@@ -82,6 +116,7 @@ impl Input {
             shared: Shared::of(spec),
             gpu_access,
             namespace,
+            health: HealthAgent::of(validator.health.as_ref(), health_image),
         }
     }
 }
@@ -93,12 +128,39 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Input
         cluster.validator_image(spec)?,
         GpuAccess::of(spec, cluster.facts),
         cluster.namespace.to_owned(),
+        (cluster.image_env)(crate::HEALTH_IMAGE_ENV),
     ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_health_agent_is_on_by_default_and_needs_the_operators_image() {
+        let image = || Some("ghcr.io/x/gpu-operator:1".to_owned());
+        assert!(HealthAgent::of(None, image()).is_some());
+        assert_eq!(
+            HealthAgent::of(None, None),
+            None,
+            "no image of ours: no agent"
+        );
+        let off = HealthSpec {
+            enabled: Some(false),
+            ..HealthSpec::default()
+        };
+        assert_eq!(HealthAgent::of(Some(&off), image()), None);
+        let tuned = HealthSpec {
+            enabled: None,
+            poll_interval_seconds: Some(10),
+            taint_unhealthy: Some(true),
+        };
+        let agent = HealthAgent::of(Some(&tuned), image()).unwrap();
+        assert_eq!(
+            (agent.poll_interval_seconds, agent.taint_unhealthy),
+            (10, true)
+        );
+    }
 
     fn check(
         spec: &ClusterPolicySpec,
@@ -116,6 +178,14 @@ mod tests {
                 .image,
             "ghcr.io/x/gpu-operator:1"
         );
+        let input = check(&spec, &|name| Some(format!("ghcr.io/x/{name}:1"))).unwrap();
+        let health = input.health.unwrap();
+        assert_eq!(
+            health.image, "ghcr.io/x/OPERATOR_IMAGE:1",
+            "the operator's own image"
+        );
+        assert_eq!(health.poll_interval_seconds, DEFAULT_HEALTH_POLL_SECONDS);
+        assert!(!health.taint_unhealthy);
         let error = check(&spec, &|_| None).unwrap_err().to_string();
         assert!(
             error.contains("validator") && error.contains("VALIDATOR_IMAGE"),

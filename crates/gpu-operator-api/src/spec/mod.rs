@@ -39,4 +39,4 @@ pub use sandbox::{
 };
 pub use toolkit::{CdiSpec, ToolkitSpec};
 pub use upgrade::{DrainSpec, DriverUpgradePolicySpec, PodDeletionSpec, WaitForCompletionSpec};
-pub use validator::{NodeStatusExporterSpec, ValidatorComponentSpec, ValidatorSpec};
+pub use validator::{HealthSpec, NodeStatusExporterSpec, ValidatorComponentSpec, ValidatorSpec};

@@ -26,6 +26,12 @@ pub struct ValidatorSpec {
     /// false.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lift_startup_taint: Option<bool>,
+    /// Ours, not in NVIDIA's API: the GPU health agent, a container of the validator's pods that
+    /// reads each GPU's health through NVML and reports it as Node conditions (`GPUHealthy`,
+    /// `GPUXidError`, `GPUMemoryError`, `GPULost`, `GPUThrottled`). It runs this operator's own
+    /// image whatever `validator.repository` names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub health: Option<HealthSpec>,
     /// Settings of the device plugin check.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plugin: Option<ValidatorComponentSpec>,
@@ -47,6 +53,31 @@ pub struct ValidatorSpec {
     /// Settings of the vGPU devices check.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vgpu_devices: Option<ValidatorComponentSpec>,
+}
+
+/// The GPU health agent (ours).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HealthSpec {
+    /// Run the agent. Defaults to true.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Seconds between two reads of the GPUs (the agent waits for XID events meanwhile).
+    /// Defaults to 30.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 3600))]
+    pub poll_interval_seconds: Option<u32>,
+    /// Taint a node `nvidia.com/gpu.unhealthy:NoSchedule` while `GPUHealthy` is False, and lift
+    /// the taint when it is True again. Defaults to false.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub taint_unhealthy: Option<bool>,
+}
+
+impl HealthSpec {
+    /// Whether the agent runs (`enabled` unset or true).
+    pub fn is_enabled(spec: Option<&Self>) -> bool {
+        spec.and_then(|h| h.enabled) != Some(false)
+    }
 }
 
 /// Settings of one validator check.

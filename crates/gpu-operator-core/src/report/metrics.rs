@@ -66,6 +66,11 @@ struct StateLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DecisionLabels {
     decision: &'static str,
 }
@@ -88,6 +93,7 @@ pub struct Metrics {
     durations: Family<ReconcileLabels, Histogram>,
     upgrades: UpgradeGauges,
     mig_failed_nodes: Gauge,
+    unhealthy_nodes: Family<ReasonLabels, Gauge>,
 }
 
 /// The driver upgrade gauges.
@@ -223,6 +229,12 @@ impl Metrics {
             "GPU nodes whose MIG layout failed to apply (nvidia.com/mig.config.state=failed)",
             mig_failed_nodes.clone(),
         );
+        let unhealthy_nodes = Family::<ReasonLabels, Gauge>::default();
+        registry.register(
+            "gpu_unhealthy_nodes",
+            "GPU nodes whose GPU health agent reports GPUHealthy=False, by fault class (the reason)",
+            unhealthy_nodes.clone(),
+        );
         Self {
             registry: root,
             gpu_nodes,
@@ -234,6 +246,7 @@ impl Metrics {
             durations,
             upgrades,
             mig_failed_nodes,
+            unhealthy_nodes,
         }
     }
 
@@ -307,6 +320,18 @@ impl Metrics {
     pub fn set_mig_failed_nodes(&self, nodes: usize) {
         self.mig_failed_nodes
             .set(i64::try_from(nodes).unwrap_or(i64::MAX));
+    }
+
+    /// Records the unhealthy GPU nodes by fault class; classes no node has any more are dropped.
+    pub fn set_unhealthy_nodes(&self, by_reason: &std::collections::BTreeMap<String, usize>) {
+        self.unhealthy_nodes.clear();
+        for (reason, n) in by_reason {
+            self.unhealthy_nodes
+                .get_or_create(&ReasonLabels {
+                    reason: reason.clone(),
+                })
+                .set(i64::try_from(*n).unwrap_or(i64::MAX));
+        }
     }
 
     /// The metrics in the Prometheus text format.

@@ -376,3 +376,45 @@ fn message_only_changes_wait_for_the_refresh_but_state_changes_do_not() {
     );
     assert_eq!(written[0].last_transition_time, Some(Time(at(5))));
 }
+
+#[test]
+fn a_fault_appearing_and_clearing_makes_one_event_each_and_message_updates_none() {
+    let mut tracker = Tracker::default();
+    let mut on_node = Vec::new();
+    let healthy = node(vec![healthy_gpu(0)], &[]);
+    let first = changed(&on_node, &step(&mut tracker, &healthy, None, at(0)), at(0));
+    assert!(
+        transitions(&on_node, &first).is_empty(),
+        "first report of a healthy node"
+    );
+    apply(&mut on_node, first);
+
+    let mut bad = healthy_gpu(0);
+    bad.row_remap_pending = Ok(true);
+    let faulty = node(vec![bad], &[]);
+    let written = changed(&on_node, &step(&mut tracker, &faulty, None, at(30)), at(30));
+    let events = transitions(&on_node, &written);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert!(events[0].warning);
+    assert_eq!(events[0].reason, reason::ROW_REMAP_PENDING_REASON);
+    assert!(
+        events[0].note.starts_with("GPUMemoryError: GPU 0"),
+        "{}",
+        events[0].note
+    );
+    apply(&mut on_node, written);
+
+    for poll in 0..CLEAR_AFTER {
+        let now = at(60 + i64::from(poll) * 30);
+        let written = changed(&on_node, &step(&mut tracker, &healthy, None, now), now);
+        let events = transitions(&on_node, &written);
+        if poll + 1 < CLEAR_AFTER {
+            assert!(events.is_empty(), "poll {poll}: {events:?}");
+        } else {
+            assert_eq!(events.len(), 1);
+            assert!(!events[0].warning);
+            assert_eq!(events[0].reason, RECOVERED_REASON);
+        }
+        apply(&mut on_node, written);
+    }
+}

@@ -2,7 +2,8 @@
 //! each running `nvidia-validator` with its `COMPONENT` and NVIDIA's switches, then a main
 //! container that idles and removes the status files on shutdown (preStop), so a restart re-gates
 //! every operand. The main container and its hook are `sh -c` scripts of shell builtins, `sleep`
-//! and `rm`: NVIDIA's validator image and ours both answer every command of this pod.
+//! and `rm`: NVIDIA's validator image and ours both answer every command of this pod, except the
+//! GPU health agent's container (`validator.health`), which runs the operator's own image.
 
 use gpu_operator_api::{
     labels::operand,
@@ -25,7 +26,7 @@ use k8s_openapi::api::{
     },
 };
 
-use crate::{DAEMONSET, Input, Validation};
+use crate::{DAEMONSET, Input, Validation, validate::HealthAgent};
 
 /// The validator binary: NVIDIA's name, which both validator images carry in `/usr/bin`.
 const BINARY: &str = "nvidia-validator";
@@ -59,10 +60,14 @@ pub fn build(input: &Input) -> DaemonSet {
         }),
         ..Container::default()
     };
+    let mut containers = vec![main];
+    if let Some(health) = &input.health {
+        containers.push(health_agent(health));
+    }
     let pod = PodSpec {
         service_account_name: Some(DAEMONSET.to_owned()),
         init_containers: Some(checks),
-        containers: vec![main],
+        containers,
         volumes: Some(vec![
             host_path(
                 "run-nvidia-validations",
@@ -213,21 +218,74 @@ fn check(
         security_context: Some(root()),
         volume_mounts: Some(vec![
             validations_mount(),
-            VolumeMount {
-                name: "driver-install-dir".to_owned(),
-                mount_path: "/run/nvidia/driver".to_owned(),
-                mount_propagation: Some("HostToContainer".to_owned()),
-                ..VolumeMount::default()
-            },
-            VolumeMount {
-                name: "host-root".to_owned(),
-                mount_path: "/host".to_owned(),
-                read_only: Some(true),
-                mount_propagation: Some("HostToContainer".to_owned()),
-                ..VolumeMount::default()
-            },
+            driver_root_mount(),
+            host_root_mount(),
         ]),
         ..Container::default()
+    }
+}
+
+/// The GPU health agent's container name.
+pub const HEALTH_CONTAINER: &str = "gpu-health";
+
+/// The GPU health agent: `gpu-operator-validator health` from the operator's own image, reading
+/// NVML from the host's (or the driver container's) root, writing its own Node's conditions.
+fn health_agent(health: &HealthAgent) -> Container {
+    let mut env = vec![
+        field_env(names::NODE_NAME, "spec.nodeName"),
+        field_env(names::OPERATOR_NAMESPACE, "metadata.namespace"),
+        plain_env(
+            "HEALTH_POLL_SECONDS",
+            health.poll_interval_seconds.to_string(),
+        ),
+        plain_env(names::HOST_ROOT_CTR_PATH, "/host".to_owned()),
+        plain_env(
+            names::DRIVER_INSTALL_DIR_CTR_PATH,
+            "/run/nvidia/driver".to_owned(),
+        ),
+    ];
+    if health.taint_unhealthy {
+        env.push(plain_env("HEALTH_TAINT_UNHEALTHY", "true".to_owned()));
+    }
+    Container {
+        name: HEALTH_CONTAINER.to_owned(),
+        image: Some(health.image.clone()),
+        command: Some(vec![
+            "gpu-operator-validator".to_owned(),
+            "health".to_owned(),
+        ]),
+        env: Some(env),
+        // Privileged for the GPUs' device nodes, which NVML opens.
+        security_context: Some(root()),
+        volume_mounts: Some(vec![driver_root_mount(), host_root_mount()]),
+        ..Container::default()
+    }
+}
+
+fn plain_env(name: &str, value: String) -> EnvVar {
+    EnvVar {
+        name: name.to_owned(),
+        value: Some(value),
+        value_from: None,
+    }
+}
+
+fn driver_root_mount() -> VolumeMount {
+    VolumeMount {
+        name: "driver-install-dir".to_owned(),
+        mount_path: "/run/nvidia/driver".to_owned(),
+        mount_propagation: Some("HostToContainer".to_owned()),
+        ..VolumeMount::default()
+    }
+}
+
+fn host_root_mount() -> VolumeMount {
+    VolumeMount {
+        name: "host-root".to_owned(),
+        mount_path: "/host".to_owned(),
+        read_only: Some(true),
+        mount_propagation: Some("HostToContainer".to_owned()),
+        ..VolumeMount::default()
     }
 }
 

@@ -1,7 +1,8 @@
 //! The validator's permissions, the least it needs: on its own node, read it (capacity, current
 //! conditions), patch its conditions (`nodes/status`) and patch the node itself (the startup
 //! taint and the summary annotation); in the operator namespace, run and clean up its workload
-//! pods (`cuda`, `plugin`) and read its own pod (their owner).
+//! pods (`cuda`, `plugin`), read its own pod (their owner) and record the GPU health agent's
+//! Events.
 
 use gpu_operator_core::{
     build::rbac::{Identity, rule},
@@ -25,13 +26,13 @@ pub fn cluster_role() -> ClusterRole {
     ])
 }
 
-/// Role `nvidia-operator-validator`: its workload pods and its own pod.
+/// Role `nvidia-operator-validator`: its workload pods and its own pod; the GPU health agent's
+/// Events about its node.
 pub fn role() -> Role {
-    IDENTITY.role(vec![rule(
-        "",
-        &["pods"],
-        &["get", "list", "create", "delete"],
-    )])
+    IDENTITY.role(vec![
+        rule("", &["pods"], &["get", "list", "create", "delete"]),
+        rule("events.k8s.io", &["events"], &["create"]),
+    ])
 }
 
 #[cfg(test)]
@@ -58,7 +59,13 @@ mod tests {
         );
         assert_eq!(
             grants(&role().rules.unwrap()),
-            ["pods:get", "pods:list", "pods:create", "pods:delete"]
+            [
+                "pods:get",
+                "pods:list",
+                "pods:create",
+                "pods:delete",
+                "events:create"
+            ]
         );
         let binding = IDENTITY.cluster_role_binding("gpu-operator");
         let subject = &binding.subjects.unwrap()[0];

@@ -10,6 +10,7 @@ use gpu_operator_health::{
     reading::NodeReading,
     report,
     source::{self, HealthSource},
+    taint::UNHEALTHY_TAINT_KEY,
 };
 use k8s_openapi::{api::core::v1::Node, jiff::Timestamp};
 use kube::{
@@ -74,6 +75,18 @@ pub fn boot_time(stat: &str) -> Option<Timestamp> {
         .and_then(|s| Timestamp::from_second(s).ok())
 }
 
+/// A tracker that carries over the node's XID condition of this boot (`/proc/stat`'s `btime`).
+fn resume(node: Option<&Node>) -> Tracker {
+    let existing = node
+        .and_then(|n| n.status.as_ref()?.conditions.clone())
+        .unwrap_or_default();
+    let boot = std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|s| boot_time(&s))
+        .unwrap_or(Timestamp::UNIX_EPOCH);
+    Tracker::resume(&existing, boot)
+}
+
 /// What the conditions are, from a poll: the faults and the desired conditions.
 pub fn evaluate(
     tracker: &mut Tracker,
@@ -113,12 +126,58 @@ fn expected_gpus(node: &Node) -> Option<u32> {
         .ok()
 }
 
+/// Adds or removes the unhealthy taint as `desired`'s `GPUHealthy` says; returns whether the
+/// taints changed.
+async fn taint(nodes: &Api<Node>, name: &str, desired: &[Desired]) -> Result<bool, ReportError> {
+    let unhealthy = desired
+        .iter()
+        .any(|d| d.type_ == condition::GPU_HEALTHY && d.status == "False");
+    let api = |action| ReportError::api(action, name);
+    for _ in 0..ATTEMPTS {
+        let node = nodes.get(name).await.map_err(api("getting"))?;
+        let taints = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.clone())
+            .unwrap_or_default();
+        let Some(new) = gpu_operator_health::taint::desired_taints(&taints, unhealthy) else {
+            return Ok(false);
+        };
+        let body = json!({
+            "metadata": {"resourceVersion": node.metadata.resource_version},
+            "spec": {"taints": new},
+        });
+        match nodes.patch(name, &params(), &Patch::Merge(body)).await {
+            Ok(_) => {
+                info!(
+                    node = name,
+                    unhealthy,
+                    "taint {UNHEALTHY_TAINT_KEY} {}",
+                    if unhealthy { "added" } else { "removed" }
+                );
+                return Ok(true);
+            }
+            Err(e) if is_conflict(&e) => {}
+            Err(e) => return Err(api("tainting")(e)),
+        }
+    }
+    Err(ReportError::Conflicts(name.to_owned(), ATTEMPTS))
+}
+
+fn params() -> PatchParams {
+    PatchParams {
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+        ..PatchParams::default()
+    }
+}
+
 /// Writes the conditions of `desired` that changed; returns how many were written and the GPU
 /// count the node advertises (read on the way).
 async fn write(
     nodes: &Api<Node>,
     name: &str,
     desired: &[Desired],
+    recorder: Option<(&Client, &str)>,
 ) -> Result<(usize, Option<u32>), ReportError> {
     let api = |action| ReportError::api(action, name);
     for _ in 0..ATTEMPTS {
@@ -131,21 +190,30 @@ async fn write(
             .unwrap_or_default();
         let changed = condition::changed(&existing, desired, Timestamp::now());
         if changed.is_empty() {
+            // Keeps the summary annotation, which the validator's checks also write, current.
+            crate::summary::annotate(nodes, &node, &existing).await?;
             return Ok((0, expected));
         }
         let body = json!({
             "metadata": {"resourceVersion": node.metadata.resource_version},
             "status": {"conditions": changed},
         });
-        let params = PatchParams {
-            field_manager: Some(FIELD_MANAGER.to_owned()),
-            ..PatchParams::default()
-        };
         match nodes
-            .patch_status(name, &params, &Patch::Strategic(body))
+            .patch_status(name, &params(), &Patch::Strategic(body))
             .await
         {
             Ok(_) => {
+                if let Some((client, namespace)) = recorder {
+                    let uid = node.metadata.uid.as_deref();
+                    let transitions = condition::transitions(&existing, &changed);
+                    super::events::record(client, namespace, name, uid, &transitions).await;
+                }
+                crate::summary::annotate(
+                    nodes,
+                    &node,
+                    &crate::summary::merged(&existing, &changed),
+                )
+                .await?;
                 for c in &changed {
                     info!(node = name, condition = %c.type_, status = %c.status, reason = c.reason.as_deref().unwrap_or(""), "GPU health condition written");
                 }
@@ -176,15 +244,7 @@ pub async fn once(
         ),
         _ => None,
     };
-    let existing = node
-        .as_ref()
-        .and_then(|n| n.status.as_ref()?.conditions.clone())
-        .unwrap_or_default();
-    let boot = std::fs::read_to_string("/proc/stat")
-        .ok()
-        .and_then(|s| boot_time(&s))
-        .unwrap_or(Timestamp::UNIX_EPOCH);
-    let mut tracker = Tracker::resume(&existing, boot);
+    let mut tracker = resume(node.as_ref());
     let expected = node.as_ref().and_then(expected_gpus);
     let mut desired = Vec::new();
     for n in 0..cfg.polls {
@@ -203,7 +263,7 @@ pub async fn once(
         }
     }
     if let (Some(nodes), Some(name)) = (&nodes, &cfg.node_name) {
-        let (written, _) = write(nodes, name, &desired).await?;
+        let (written, _) = write(nodes, name, &desired, None).await?;
         println!("{written} condition(s) written to node {name}");
     }
     Ok(())
@@ -216,22 +276,14 @@ pub async fn run(
     client: Client,
     name: &str,
 ) -> Result<(), AgentError> {
-    let nodes = Api::<Node>::all(client);
+    let nodes = Api::<Node>::all(client.clone());
     let node = nodes
         .get(name)
         .await
         .map_err(ReportError::api("getting", name))?;
-    let existing = node
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.clone())
-        .unwrap_or_default();
-    let boot = std::fs::read_to_string("/proc/stat")
-        .ok()
-        .and_then(|s| boot_time(&s))
-        .unwrap_or(Timestamp::UNIX_EPOCH);
-    let mut tracker = Tracker::resume(&existing, boot);
+    let mut tracker = resume(Some(&node));
     let mut expected = expected_gpus(&node);
+    let mut taint_synced = false;
     let mut stop = std::pin::pin!(crate::lifecycle::idle());
     info!(
         node = name,
@@ -246,8 +298,19 @@ pub async fn run(
         };
         source = returned;
         let (_, desired) = evaluate(&mut tracker, &polled.reading, expected, Timestamp::now());
-        match write(&nodes, name, &desired).await {
-            Ok((_, count)) => expected = count,
+        let recorder = cfg.namespace.as_deref().map(|ns| (&client, ns));
+        match write(&nodes, name, &desired, recorder).await {
+            Ok((written, count)) => {
+                expected = count;
+                // At start and on every change; with the taint off, one that was left is lifted.
+                if written > 0 || !taint_synced {
+                    let wanted: &[Desired] = if cfg.taint_unhealthy { &desired } else { &[] };
+                    taint_synced = taint(&nodes, name, wanted)
+                        .await
+                        .inspect_err(|e| warn!(node = name, "{e}; retried next poll"))
+                        .is_ok();
+                }
+            }
             Err(e) => warn!(
                 node = name,
                 "writing GPU health conditions: {e}; retried next poll"

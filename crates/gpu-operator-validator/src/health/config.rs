@@ -9,6 +9,9 @@ pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(30);
 /// The variable that sets it.
 pub const INTERVAL_ENV: &str = "HEALTH_POLL_SECONDS";
 
+/// The variable that turns the unhealthy taint on (`true`).
+pub const TAINT_ENV: &str = "HEALTH_TAINT_UNHEALTHY";
+
 /// What the agent needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HealthConfig {
@@ -24,6 +27,10 @@ pub struct HealthConfig {
     pub host_root: PathBuf,
     /// Where a containerized driver's root is mounted.
     pub driver_root: PathBuf,
+    /// `HEALTH_TAINT_UNHEALTHY`: taint the node while `GPUHealthy` is False.
+    pub taint_unhealthy: bool,
+    /// `OPERATOR_NAMESPACE`: where the agent records its Events (none without it).
+    pub namespace: Option<String>,
 }
 
 /// Parses `health [--once]`'s arguments (after the subcommand) and the environment.
@@ -72,6 +79,8 @@ pub fn parse(
         host_root: text(env::HOST_ROOT_CTR_PATH).map_or_else(|| "/host".into(), PathBuf::from),
         driver_root: text(env::DRIVER_INSTALL_DIR_CTR_PATH)
             .map_or_else(|| "/run/nvidia/driver".into(), PathBuf::from),
+        taint_unhealthy: text(TAINT_ENV).is_some_and(|v| v == "true"),
+        namespace: text(env::OPERATOR_NAMESPACE),
     })
 }
 
@@ -114,10 +123,10 @@ mod tests {
         assert_eq!(cfg.interval, Duration::from_secs(5));
         assert!(cfg.once);
         assert_eq!(cfg.polls, 1);
+        assert_eq!(cfg.node_name.as_deref(), Some("gpu-1"));
         let cfg = parse(&["--once".into(), "--polls".into(), "3".into()], vars(&[])).unwrap();
         assert_eq!(cfg.polls, 3);
         assert!(parse(&["--polls".into(), "0".into()], vars(&[])).is_err());
-        assert_eq!(cfg.node_name.as_deref(), Some("gpu-1"));
     }
 
     #[test]

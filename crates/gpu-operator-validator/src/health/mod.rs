@@ -14,5 +14,6 @@
 
 pub mod agent;
 pub mod config;
+pub mod events;
 
 pub use config::HealthConfig;

@@ -18,7 +18,7 @@
 
 use std::collections::BTreeSet;
 
-use gpu_operator_api::{labels, node_validation};
+use gpu_operator_api::{conditions::node, labels, node_validation};
 use gpu_operator_driver_upgrade::state::{FAILURE_REASON, RESTART_POD, STATE_SINCE, UpgradeState};
 use k8s_openapi::{api::core::v1::Node, apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry};
 use serde_json::{Map, Value, json};
@@ -156,7 +156,10 @@ pub fn node_cleanup(node: &Node) -> NodeCleanup {
         .and_then(|s| s.conditions.as_ref())
         .into_iter()
         .flatten()
-        .filter(|c| node_validation::TYPES.contains(&c.type_.as_str()))
+        .filter(|c| {
+            node_validation::TYPES.contains(&c.type_.as_str())
+                || node::GPU_HEALTH_TYPES.contains(&c.type_.as_str())
+        })
         .map(|c| c.type_.clone())
         .collect();
 

@@ -77,6 +77,15 @@ pub(super) fn alerts(s: &Settings) -> Vec<Alert> {
             description: "The MIG layout failed to apply on {{ $value }} node(s), which offer no GPUs until it does; the ClusterPolicy's MIGManagerReady condition names them.".into(),
         },
         Alert {
+            name: "GPUNodeUnhealthy",
+            group: Group::Stack,
+            severity: "warning",
+            expr: "gpu_operator_gpu_unhealthy_nodes > 0".into(),
+            for_: Some("5m".into()),
+            summary: "GPU nodes report unhealthy GPUs".into(),
+            description: "{{ $value }} GPU node(s) report GPUHealthy=False for {{ $labels.reason }}; the ClusterPolicy's NodesHealthy condition and each node's GPU conditions name the GPU and NVIDIA's recommended action.".into(),
+        },
+        Alert {
             name: "GPUOperatorReconcileFailing",
             group: Group::Stack,
             severity: "warning",

@@ -1,7 +1,7 @@
 //! The operator dashboard: reconciliation state, GPU nodes and how many passed validation, the
 //! stack's rollout per component across nodes (the node status exporter's barrier gauges),
-//! advertised GPUs per node, driver upgrade progress, and reconciles and their errors per
-//! operand.
+//! advertised GPUs per node, driver upgrade progress, reconciles and their errors per operand, and
+//! unhealthy GPU nodes by fault class.
 
 use super::{Dashboard, Kind, Panel};
 
@@ -38,6 +38,16 @@ pub(super) fn dashboard() -> Dashboard {
             kind: Kind::TimeSeries,
             unit: "s",
             targets: vec![(p95, "{{reconciler}}")],
+        },
+        Panel {
+            title: "Unhealthy GPU nodes",
+            help: "GPU nodes whose GPU health agent reports GPUHealthy=False, by fault class; the nodes' GPU conditions say which GPU and what to do.",
+            kind: Kind::TimeSeries,
+            unit: "none",
+            targets: vec![(
+                "sum by (reason) (gpu_operator_gpu_unhealthy_nodes)".to_owned(),
+                "{{reason}}",
+            )],
         },
         Panel {
             title: "Nodes not validated",

@@ -2,7 +2,7 @@
 
 use gpu_operator_api::{
     ClusterPolicySpec,
-    spec::{MigSpec, MigStrategy, ValidatorComponentSpec, ValidatorSpec},
+    spec::{HealthSpec, MigSpec, MigStrategy, ValidatorComponentSpec, ValidatorSpec},
 };
 use gpu_operator_core::build::runtime_class::GpuAccess;
 
@@ -14,6 +14,7 @@ fn render(spec: &ClusterPolicySpec) -> PodSpec {
         "ghcr.io/x/gpu-operator:1".into(),
         GpuAccess::RuntimeClass("nvidia".into()),
         "gpu-operator".into(),
+        Some("ghcr.io/x/operator:2".into()),
     ));
     assert_eq!(
         ds.metadata.name.as_deref(),
@@ -80,6 +81,7 @@ fn workload_checks_start_their_pods_with_the_runtime_class_or_nri_asks_for_the_t
         "ghcr.io/x/gpu-operator:1".into(),
         GpuAccess::NriAnnotation,
         "gpu-operator".into(),
+        None,
     ));
     let template = ds.spec.unwrap().template;
     let annotations = template.metadata.unwrap().annotations.unwrap();
@@ -292,5 +294,41 @@ fn the_driver_check_waits_for_the_driver_container_only_when_the_operator_deploy
     assert_eq!(
         env(driver, "DRIVER_MANAGED_BY_OPERATOR").as_deref(),
         Some("false")
+    );
+}
+
+#[test]
+fn the_health_agent_runs_the_operators_image_beside_the_idle_container() {
+    let pod = render(&ClusterPolicySpec::default());
+    let names: Vec<&str> = pod.containers.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["nvidia-operator-validator", "gpu-health"]);
+    let health = &pod.containers[1];
+    assert_eq!(health.image.as_deref(), Some("ghcr.io/x/operator:2"));
+    assert_eq!(
+        health.command.clone().unwrap(),
+        ["gpu-operator-validator", "health"]
+    );
+    assert_eq!(env(health, "HEALTH_POLL_SECONDS").as_deref(), Some("30"));
+    assert_eq!(env(health, "HEALTH_TAINT_UNHEALTHY"), None);
+    assert_eq!(env(health, "HOST_ROOT_CTR_PATH").as_deref(), Some("/host"));
+    assert_eq!(
+        health.security_context.as_ref().unwrap().privileged,
+        Some(true)
+    );
+
+    let spec = ClusterPolicySpec {
+        validator: Some(ValidatorSpec {
+            health: Some(HealthSpec {
+                enabled: Some(false),
+                ..HealthSpec::default()
+            }),
+            ..ValidatorSpec::default()
+        }),
+        ..ClusterPolicySpec::default()
+    };
+    assert_eq!(
+        render(&spec).containers.len(),
+        1,
+        "validator.health.enabled=false"
     );
 }
