@@ -54,6 +54,25 @@ impl Agent {
     pub fn start(node: &str, gpus: u32, poll_seconds: u32, kubeconfig: &Path, dir: &Path) -> Self {
         let root = dir.join(node);
         install(&root);
+        Self::spawn(node, gpus, poll_seconds, kubeconfig, &root)
+    }
+
+    /// Starts the agent for `node` on a host whose `libnvidia-ml.so.1` cannot be loaded (an
+    /// empty file, as a driver half installed leaves it): it reports `GPUHealthy=Unknown`,
+    /// reason `HealthUnknown`.
+    pub fn start_without_nvml(
+        node: &str,
+        poll_seconds: u32,
+        kubeconfig: &Path,
+        dir: &Path,
+    ) -> Self {
+        let root = dir.join(node);
+        std::fs::create_dir_all(root.join("usr/lib64")).unwrap();
+        std::fs::write(root.join("usr/lib64/libnvidia-ml.so.1"), "").unwrap();
+        Self::spawn(node, 0, poll_seconds, kubeconfig, &root)
+    }
+
+    fn spawn(node: &str, gpus: u32, poll_seconds: u32, kubeconfig: &Path, root: &Path) -> Self {
         let state = root.join("nvml-state");
         let log = std::fs::File::create(root.join("agent.log")).unwrap();
         let mut agent = Self {
@@ -65,7 +84,7 @@ impl Agent {
                 .env_clear()
                 .env("NODE_NAME", node)
                 .env("KUBECONFIG", kubeconfig)
-                .env("HOST_ROOT_CTR_PATH", &root)
+                .env("HOST_ROOT_CTR_PATH", root)
                 .env(
                     "DRIVER_INSTALL_DIR_CTR_PATH",
                     root.join("no-driver-container"),

@@ -1,13 +1,15 @@
 //! The GPU health signal acted on by the real engine: medik8s Node Health Check (built from its
-//! Go module, run as a host process) watches three simulated GPU nodes, each with the real health
-//! agent (`gpu-operator-validator health`, a host process) on the fake NVML library, through the
+//! Go module, run as a host process) watches four simulated GPU nodes, each with the real health
+//! agent (`gpu-operator-validator health`, a host process): three on the fake NVML library, the
+//! fourth on a library that cannot be loaded (`GPUHealthy=Unknown`, `HealthUnknown`), through the
 //! NodeHealthCheck the chart ships as an example (`healthCheck.nodeHealthCheck.enabled=true`,
 //! its selector narrowed to this test's nodes and its duration to seconds). While every GPU is
 //! healthy NHC creates no remediation object; a double-bit ECC error below the NVML boundary on
 //! node A makes A's agent write `GPUHealthy=False` and NHC create Self Node Remediation's object
-//! for exactly A; a second faulty node would leave fewer healthy nodes than `minHealthy` ("51%"
-//! of 3 is 2), so NHC skips it and says so; when the faults clear, the agents set
-//! `GPUHealthy=True` again and NHC deletes A's remediation.
+//! for exactly A, and nothing for the node whose health is unknown (the chart does not remediate
+//! `Unknown`); a second faulty node would leave fewer healthy nodes than `minHealthy` ("51%" of 4
+//! is 3), so NHC skips it and says so; when the faults clear, the agents set `GPUHealthy=True`
+//! again and NHC deletes A's remediation.
 #![cfg(feature = "e2e")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -162,7 +164,7 @@ async fn node_health_check_remediates_exactly_the_faulty_gpu_node_and_holds_min_
     let run = unique_name("nhc");
     let namespace = run.clone();
     let nodes: Api<Node> = Api::all(client.clone());
-    let names: Vec<String> = ["a", "b", "c"]
+    let names: Vec<String> = ["a", "b", "c", "unknown"]
         .iter()
         .map(|s| format!("{run}-{s}"))
         .collect();
@@ -186,22 +188,32 @@ async fn node_health_check_remediates_exactly_the_faulty_gpu_node_and_holds_min_
     let template = "self-node-remediation-automatic-strategy-template";
     kubectl_apply(&engine::snr_template(template, &namespace)).unwrap();
 
-    // Three GPU nodes, each with its health agent on the fake NVML library: all healthy.
+    // Three GPU nodes with their health agents on the fake NVML library, all healthy; a fourth
+    // whose agent cannot load NVML.
     let kubeconfig = kubeconfig_path().unwrap();
     let mut agents = Vec::new();
     for name in &names {
         create_node(&nodes, name, &run).await;
-        agents.push(Agent::start(
-            name,
-            Profile::H100.gpu_count(),
-            POLL_SECONDS,
-            &kubeconfig,
-            dir.path(),
-        ));
+        agents.push(if name.ends_with("-unknown") {
+            Agent::start_without_nvml(name, POLL_SECONDS, &kubeconfig, dir.path())
+        } else {
+            Agent::start(
+                name,
+                Profile::H100.gpu_count(),
+                POLL_SECONDS,
+                &kubeconfig,
+                dir.path(),
+            )
+        });
     }
-    for (name, agent) in names.iter().zip(&agents) {
+    for (name, agent) in names.iter().zip(&agents).take(3) {
         wait_condition(&nodes, name, "True", agent).await;
     }
+    wait_condition(&nodes, &names[3], "Unknown", &agents[3]).await;
+    assert_eq!(
+        condition(&nodes, &names[3], "GPUHealthy").await.unwrap().1,
+        "HealthUnknown"
+    );
 
     // The chart's example NodeHealthCheck, narrowed to this run's nodes and to seconds.
     let selector = json!({"matchLabels": {"nvidia.com/gpu.present": "true", RUN_LABEL: run}});
@@ -250,9 +262,9 @@ async fn node_health_check_remediates_exactly_the_faulty_gpu_node_and_holds_min_
         ),
     );
 
-    // Healthy: NHC has seen the three nodes healthy and created nothing.
-    wait_status(&checks, &nhc_name, "NHC to see 3 healthy nodes", |s| {
-        s["observedNodes"] == 3 && s["healthyNodes"] == 3
+    // Healthy or unknown: NHC has seen the four nodes healthy and created nothing.
+    wait_status(&checks, &nhc_name, "NHC to see 4 healthy nodes", |s| {
+        s["observedNodes"] == 4 && s["healthyNodes"] == 4
     })
     .await;
     assert_eq!(remediated(&remediations).await, Vec::<String>::new());
@@ -270,7 +282,11 @@ async fn node_health_check_remediates_exactly_the_faulty_gpu_node_and_holds_min_
     })
     .await
     .unwrap_or_else(|e| panic!("{e}\nNHC log:\n{}", nhc_log()));
-    assert_eq!(created, vec![names[0].clone()], "exactly node A");
+    assert_eq!(
+        created,
+        vec![names[0].clone()],
+        "exactly node A: nothing for the healthy nodes nor the one whose health is unknown"
+    );
     let remediation = remediations.get(&names[0]).await.unwrap();
     assert_eq!(
         remediation.data["spec"]["remediationStrategy"], "Automatic",
@@ -281,22 +297,23 @@ async fn node_health_check_remediates_exactly_the_faulty_gpu_node_and_holds_min_
         (owner.kind.as_str(), owner.name.as_str()),
         ("NodeHealthCheck", nhc_name.as_str())
     );
-    for name in &names[1..] {
+    for (name, status) in names[1..].iter().zip(["True", "True", "Unknown"]) {
         assert_eq!(
             condition(&nodes, name, "GPUHealthy").await.unwrap().0,
-            "True"
+            status
         );
     }
 
-    // Node B fails too: only C would stay healthy, fewer than minHealthy (51% of 3 = 2), so NHC
-    // marks B unhealthy and skips its remediation, with a Warning Event saying why.
+    // Node B fails too: only C and the unknown node would stay healthy, fewer than minHealthy
+    // (51% of 4, rounded up: 3), so NHC marks B unhealthy and skips its remediation, with a
+    // Warning Event saying why.
     agents[1].double_bit_ecc();
     wait_condition(&nodes, &names[1], "False", &agents[1]).await;
     let status = wait_status(&checks, &nhc_name, "NHC to see node B unhealthy", |s| {
         unhealthy_nodes(s) == [names[0].clone(), names[1].clone()]
     })
     .await;
-    assert_eq!(status["healthyNodes"], 1, "{status:#}");
+    assert_eq!(status["healthyNodes"], 2, "{status:#}");
     let events: Api<Event> = Api::all(client.clone());
     let skipped = wait_until("NHC's RemediationSkipped Event", TIMEOUT, || async {
         let list = events
@@ -306,7 +323,7 @@ async fn node_health_check_remediates_exactly_the_faulty_gpu_node_and_holds_min_
             e.reason.as_deref() == Some("RemediationSkipped")
                 && e.message
                     .as_deref()
-                    .is_some_and(|m| m.contains("is 1 and should equal or exceed 2"))
+                    .is_some_and(|m| m.contains("is 2 and should equal or exceed 3"))
         }))
     })
     .await
@@ -319,7 +336,7 @@ async fn node_health_check_remediates_exactly_the_faulty_gpu_node_and_holds_min_
     );
 
     // The faults clear (a GPU reset): the agents report healthy again, NHC deletes A's
-    // remediation and counts all three healthy; B was never remediated.
+    // remediation and counts all four healthy; B was never remediated.
     agents[0].healthy();
     agents[1].healthy();
     wait_condition(&nodes, &names[0], "True", &agents[0]).await;
@@ -327,8 +344,8 @@ async fn node_health_check_remediates_exactly_the_faulty_gpu_node_and_holds_min_
     wait_status(
         &checks,
         &nhc_name,
-        "NHC to see 3 healthy nodes again",
-        |s| s["healthyNodes"] == 3 && unhealthy_nodes(s).is_empty(),
+        "NHC to see 4 healthy nodes again",
+        |s| s["healthyNodes"] == 4 && unhealthy_nodes(s).is_empty(),
     )
     .await;
     wait_until("A's remediation to be deleted", TIMEOUT, || async {
