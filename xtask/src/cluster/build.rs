@@ -329,7 +329,12 @@ impl Go {
     }
 
     /// A module directory holding only a go.mod that requires what is to be built.
-    fn wrapper_module(&self, layout: &Layout, name: &str, module: &str) -> anyhow::Result<PathBuf> {
+    pub(super) fn wrapper_module(
+        &self,
+        layout: &Layout,
+        name: &str,
+        module: &str,
+    ) -> anyhow::Result<PathBuf> {
         let dir = layout.go_src(name);
         fs::create_dir_all(&dir)?;
         if !dir.join("go.mod").is_file() {
@@ -342,7 +347,13 @@ impl Go {
         Ok(dir)
     }
 
-    fn step(&self, layout: &Layout, what: &str, dir: &Path, args: &[&str]) -> anyhow::Result<()> {
+    pub(super) fn step(
+        &self,
+        layout: &Layout,
+        what: &str,
+        dir: &Path,
+        args: &[&str],
+    ) -> anyhow::Result<()> {
         let log = build_log(layout, what);
         process::run_logged(what, self.command().current_dir(dir).args(args), &log)
     }

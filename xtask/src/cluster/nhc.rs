@@ -2,11 +2,12 @@
 //! built on demand from its Go module into the cache like promtool: the `manager` binary and the
 //! module's own `NodeHealthCheck` CRD beside it, nothing of it committed here.
 //!
-//! The module comes from the Go module proxy, its dependencies too (a module zip leaves out the
-//! `vendor/` directory the repository keeps). Where the proxy refuses one of them (in the sandbox
-//! this was written in it served the module but answered 403 "This module version is not
-//! available" for `k8s.io/kube-aggregator@v0.34.7`, which `openshift/library-go` needs),
-//! `GPU_OPERATOR_NHC_SOURCE` names a checkout of the same tag instead (`git clone --branch <tag>
+//! The module comes from the Go module proxy, built in a wrapper module (a module zip leaves out
+//! the `vendor/` directory the repository keeps). The proxy refuses one of its dependencies
+//! (`k8s.io/kube-aggregator@v0.34.7`, which `openshift/library-go` needs: 403 "This module
+//! version is not available"), so the wrapper replaces it with the next patch release the proxy
+//! serves ([`AGGREGATOR_REPLACEMENT`]), as the control-plane build pins modules. Where that is not
+//! enough, `GPU_OPERATOR_NHC_SOURCE` names a checkout of the same tag (`git clone --branch <tag>
 //! https://github.com/medik8s/node-healthcheck-operator`), built offline from what it vendors.
 
 use std::{
@@ -27,6 +28,8 @@ use crate::process;
 pub const NHC_MODULE: &str = "github.com/medik8s/node-healthcheck-operator";
 /// A checkout of [`NHC_MODULE`] at [`NHC`] to build from when the module proxy refuses it.
 pub const NHC_SOURCE_ENV: &str = "GPU_OPERATOR_NHC_SOURCE";
+/// The patch release of `k8s.io/kube-aggregator` built instead of the refused v0.34.7.
+pub const AGGREGATOR_REPLACEMENT: &str = "k8s.io/kube-aggregator=k8s.io/kube-aggregator@v0.34.8";
 /// The CRD file, under `config/crd/bases` of the module and beside the binary in the cache.
 pub const NHC_CRD: &str = "remediation.medik8s.io_nodehealthchecks.yaml";
 
@@ -42,6 +45,25 @@ pub fn ensure_nhc(layout: &Layout) -> anyhow::Result<PathBuf> {
         Some(checkout) => checked_checkout(Path::new(&checkout))?,
         None => (download(&go)?, false),
     };
+    // From the proxy: built in a wrapper module that pins the refused dependency.
+    let (build_dir, package) = if vendored {
+        (source.clone(), "./cmd".to_owned())
+    } else {
+        let wrapper = go.wrapper_module(layout, &format!("nhc-{NHC}"), "e2e/nhcbin")?;
+        go.step(
+            layout,
+            "node-healthcheck: go mod edit",
+            &wrapper,
+            &["mod", "edit", &format!("-replace={AGGREGATOR_REPLACEMENT}")],
+        )?;
+        go.step(
+            layout,
+            "node-healthcheck: go get",
+            &wrapper,
+            &["get", &format!("{NHC_MODULE}/cmd@{NHC}")],
+        )?;
+        (wrapper, format!("{NHC_MODULE}/cmd"))
+    };
     eprintln!(
         "==> building Node Health Check {NHC} from {} into {} (first time only: about 5 min on 2 cores)",
         source.display(),
@@ -55,10 +77,10 @@ pub fn ensure_nhc(layout: &Layout) -> anyhow::Result<PathBuf> {
     go.build(
         layout,
         "node-healthcheck: go build",
-        &source,
+        &build_dir,
         &flags,
         &dir.join("manager"),
-        &["./cmd"],
+        &[&package],
     )
     .with_context(|| {
         if vendored {
