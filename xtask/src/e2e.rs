@@ -71,6 +71,13 @@ fn run_tests(layout: &Layout, test_args: &[String], real_node: bool) -> anyhow::
         "gpu-operator-validator",
         "--bins",
     ]))?;
+    // The Node Health Check test runs the engine; a build that fails here fails that test alone,
+    // with the command that builds it.
+    if let Err(e) = cluster::ensure_nhc(layout) {
+        eprintln!(
+            "warning: Node Health Check is not built, so the node_health_check test will fail: {e:#}"
+        );
+    }
     let mut command = Command::new(env!("CARGO"));
     command
         .args([
@@ -88,16 +95,22 @@ fn run_tests(layout: &Layout, test_args: &[String], real_node: bool) -> anyhow::
     test_counts::run(&mut command)
 }
 
+/// Where the e2e tests find Node Health Check's `manager` and CRD (`cargo xtask nhc` builds them).
+pub const NHC_DIR_ENV: &str = "GPU_OPERATOR_NHC_DIR";
+
 /// Points a command at the local cluster: `KUBECONFIG`, the harness's kubectl/helm first on `PATH`.
 pub fn with_cluster_env(command: &mut Command, layout: &Layout) {
     let mut path: Vec<std::path::PathBuf> = layout.path_dirs().to_vec();
     if let Some(existing) = std::env::var_os("PATH") {
         path.extend(std::env::split_paths(&existing));
     }
-    command.env("KUBECONFIG", layout.kubeconfig()).env(
-        gpu_operator_harness::access::BIN_DIR_ENV,
-        layout.kubernetes_bin(),
-    );
+    command
+        .env("KUBECONFIG", layout.kubeconfig())
+        .env(
+            gpu_operator_harness::access::BIN_DIR_ENV,
+            layout.kubernetes_bin(),
+        )
+        .env(NHC_DIR_ENV, layout.nhc_bin());
     if let Ok(joined) = std::env::join_paths(path) {
         command.env("PATH", joined);
     }

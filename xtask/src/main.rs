@@ -47,6 +47,10 @@ enum Task {
     Book,
     /// Build promtool (first time only) into the harness cache; the alert-rule tests need it.
     Promtool,
+    /// Build medik8s Node Health Check (first time only) into the harness cache; the
+    /// `node_health_check` e2e test runs it. Set GPU_OPERATOR_NHC_SOURCE to a checkout of its tag
+    /// where the Go module proxy refuses the module.
+    Nhc,
     /// Build our container image without Docker (OCI layout and tarball under target/image).
     Image(image::Args),
     /// Measure the operator on simulated fleets (100, 1,000, 5,000 nodes), each on its own cluster.
@@ -74,6 +78,9 @@ fn main() -> std::process::ExitCode {
         }),
         Task::Promtool => cluster::Layout::from_env()
             .and_then(|layout| cluster::ensure_promtool(&layout))
+            .map(|path| println!("{}", path.display())),
+        Task::Nhc => cluster::Layout::from_env()
+            .and_then(|layout| cluster::ensure_nhc(&layout))
             .map(|path| println!("{}", path.display())),
     };
     match result {

@@ -49,6 +49,7 @@ booleans:
   - gfd.enabled
   - gfd.hostNetwork
   - gpuCluster.deployCR
+  - healthCheck.nodeHealthCheck.enabled
   - kataManager.enabled
   - kataManager.hostNetwork
   - kataSandboxDevicePlugin.enabled

@@ -381,6 +381,7 @@ fn chart_only() -> Vec<(&'static str, Value)> {
                 "Confine the node agents (validator, discovery agent) to their own node and the keys they own (a ValidatingAdmissionPolicy; Kubernetes 1.30+).",
             ),
         ),
+        ("healthCheck", health_check()),
         (
             "clusterPolicy",
             switch(
@@ -428,6 +429,40 @@ fn chart_only() -> Vec<(&'static str, Value)> {
             }),
         ),
     ]
+}
+
+/// `healthCheck`: the optional example NodeHealthCheck (templates/node-health-check.yaml).
+fn health_check() -> Value {
+    let object = |description: &str| json!({"type": "object", "description": description});
+    json!({
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {"nodeHealthCheck": {
+            "type": "object",
+            "additionalProperties": false,
+            "properties": {
+                "enabled": {"type": "boolean", "description": "Render an example medik8s NodeHealthCheck (remediation.medik8s.io/v1alpha1) over the GPU nodes; Node Health Check must be installed."},
+                "name": {"type": "string", "description": "The NodeHealthCheck's name."},
+                "selector": object("Label selector of the nodes it watches (default: `nvidia.com/gpu.present: \"true\"`)."),
+                "minHealthy": {"type": ["string", "integer"], "description": "No remediation starts while fewer selected nodes are healthy (a number or a percentage)."},
+                "unhealthyConditions": {
+                    "type": "array",
+                    "description": "Node conditions that make a node unhealthy once held for `duration`.",
+                    "items": {
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": ["type", "status", "duration"],
+                        "properties": {
+                            "type": {"type": "string"},
+                            "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
+                            "duration": {"type": "string"},
+                        },
+                    },
+                },
+                "remediationTemplate": object("The remediator's template (apiVersion, kind, name, namespace; an empty namespace is the release's)."),
+            },
+        }},
+    })
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! run by `cargo xtask ci`; run alone without helm, they fail with the command that builds it.
 
 mod gitops;
+mod node_health_check;
 mod nvidia_values;
 mod value_types;
 

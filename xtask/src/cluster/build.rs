@@ -292,12 +292,12 @@ fn write_atomically(target: &Path, contents: &[u8]) -> anyhow::Result<()> {
 }
 
 /// The Go toolchain, run with settings that never download a toolchain and build static binaries.
-struct Go {
+pub(super) struct Go {
     program: PathBuf,
 }
 
 impl Go {
-    fn find() -> anyhow::Result<Self> {
+    pub(super) fn find() -> anyhow::Result<Self> {
         let program = PathBuf::from("go");
         if let Ok(version) = process::output(Command::new(&program).arg("version")) {
             let minor = version
@@ -319,7 +319,7 @@ impl Go {
         )
     }
 
-    fn command(&self) -> Command {
+    pub(super) fn command(&self) -> Command {
         let mut command = Command::new(&self.program);
         command
             .env("GOTOOLCHAIN", "local")
@@ -329,7 +329,12 @@ impl Go {
     }
 
     /// A module directory holding only a go.mod that requires what is to be built.
-    fn wrapper_module(&self, layout: &Layout, name: &str, module: &str) -> anyhow::Result<PathBuf> {
+    pub(super) fn wrapper_module(
+        &self,
+        layout: &Layout,
+        name: &str,
+        module: &str,
+    ) -> anyhow::Result<PathBuf> {
         let dir = layout.go_src(name);
         fs::create_dir_all(&dir)?;
         if !dir.join("go.mod").is_file() {
@@ -342,13 +347,19 @@ impl Go {
         Ok(dir)
     }
 
-    fn step(&self, layout: &Layout, what: &str, dir: &Path, args: &[&str]) -> anyhow::Result<()> {
+    pub(super) fn step(
+        &self,
+        layout: &Layout,
+        what: &str,
+        dir: &Path,
+        args: &[&str],
+    ) -> anyhow::Result<()> {
         let log = build_log(layout, what);
         process::run_logged(what, self.command().current_dir(dir).args(args), &log)
     }
 
     /// `go build -v -o <out>`, into a temporary path renamed on success so a cut build leaves nothing.
-    fn build(
+    pub(super) fn build(
         &self,
         layout: &Layout,
         what: &str,

@@ -14,6 +14,8 @@ pub const KWOK: &str = "v0.8.0";
 pub const HELM: &str = "v3.21.4";
 /// Go module version of Prometheus that promtool is built from (`v0.316.0` is Prometheus 3.16.0).
 pub const PROMETHEUS: &str = "v0.316.0";
+/// medik8s Node Health Check release (the remediation engine of the `node_health_check` e2e test).
+pub const NHC: &str = "v0.12.0";
 
 /// mdBook release the documentation book is built with (`cargo install`ed, not a Go module).
 pub const MDBOOK: &str = "0.4.52";
@@ -105,6 +107,10 @@ impl Layout {
     /// Where promtool lives (built apart from the control plane; see `build::ensure_promtool`).
     pub fn promtool_bin(&self) -> PathBuf {
         self.root.join("bin").join(format!("promtool-{PROMETHEUS}"))
+    }
+    /// Where Node Health Check's `manager` and its CRD are kept (see `nhc::ensure_nhc`).
+    pub fn nhc_bin(&self) -> PathBuf {
+        self.root.join("bin").join(format!("nhc-{NHC}"))
     }
     /// Where mdBook is installed (`cargo install --root`; see `docs::ensure_mdbook`).
     pub fn mdbook_root(&self) -> PathBuf {

@@ -4,6 +4,7 @@
 mod build;
 mod components;
 mod layout;
+mod nhc;
 mod nodes;
 mod pki;
 pub mod real_node;
@@ -19,6 +20,7 @@ pub use build::PROMTOOL_BUILD_COMMAND;
 pub use build::{ensure as ensure_built, ensure_promtool};
 pub use components::http_ok;
 pub use layout::{Layout, MDBOOK, display as display_path};
+pub use nhc::ensure_nhc;
 pub use nodes::is_ready as node_is_ready;
 pub use up::{UpArgs, restart};
 
