@@ -1,10 +1,14 @@
 //! Lifting the startup taint `nvidia.com/gpu.not-ready:NoSchedule` from the node once its stack
 //! is ready: a pure function computes the remaining taints, and a resourceVersion-guarded merge
-//! patch of the node writes them (retried on conflict).
+//! patch of the node writes them (retried on conflict; [`rewrite`], which the GPU health agent's
+//! taint uses too).
 
 use gpu_operator_api::validator::{STARTUP_TAINT_EFFECT, STARTUP_TAINT_KEY};
 use k8s_openapi::api::core::v1::{Node, Taint};
-use kube::{Api, api::Patch};
+use kube::{
+    Api,
+    api::{Patch, PatchParams},
+};
 use serde_json::json;
 
 use crate::node_conditions::{ATTEMPTS, ReportError, is_conflict};
@@ -29,6 +33,30 @@ pub fn patch_body(remaining: &[Taint], resource_version: &str) -> serde_json::Va
 
 /// Removes the startup taint from node `name`; returns whether it was there.
 pub async fn lift(nodes: &Api<Node>, name: &str) -> Result<bool, ReportError> {
+    let lifted = rewrite(
+        nodes,
+        name,
+        &crate::node_conditions::patch_params(),
+        "removing the startup taint from",
+        without_startup_taint,
+    )
+    .await?;
+    if lifted {
+        tracing::info!(node = name, "startup taint {STARTUP_TAINT_KEY} lifted");
+    }
+    Ok(lifted)
+}
+
+/// Replaces node `name`'s taints with what `change` makes of them (`None`: nothing to change),
+/// with a resourceVersion-guarded merge patch retried on conflict; returns whether it wrote.
+/// `action` names the write in errors.
+pub async fn rewrite(
+    nodes: &Api<Node>,
+    name: &str,
+    params: &PatchParams,
+    action: &'static str,
+    change: impl Fn(&[Taint]) -> Option<Vec<Taint>>,
+) -> Result<bool, ReportError> {
     let api = |action| ReportError::api(action, name);
     for _ in 0..ATTEMPTS {
         let node = nodes.get(name).await.map_err(api("getting"))?;
@@ -37,24 +65,17 @@ pub async fn lift(nodes: &Api<Node>, name: &str) -> Result<bool, ReportError> {
             .as_ref()
             .and_then(|s| s.taints.clone())
             .unwrap_or_default();
-        let Some(remaining) = without_startup_taint(&taints) else {
+        let Some(new) = change(&taints) else {
             return Ok(false);
         };
         let rv = node.metadata.resource_version.clone().unwrap_or_default();
         match nodes
-            .patch(
-                name,
-                &crate::node_conditions::patch_params(),
-                &Patch::Merge(patch_body(&remaining, &rv)),
-            )
+            .patch(name, params, &Patch::Merge(patch_body(&new, &rv)))
             .await
         {
-            Ok(_) => {
-                tracing::info!(node = name, "startup taint {STARTUP_TAINT_KEY} lifted");
-                return Ok(true);
-            }
+            Ok(_) => return Ok(true),
             Err(e) if is_conflict(&e) => {}
-            Err(e) => return Err(api("removing the startup taint from")(e)),
+            Err(e) => return Err(api(action)(e)),
         }
     }
     Err(ReportError::Conflicts(name.to_owned(), ATTEMPTS))

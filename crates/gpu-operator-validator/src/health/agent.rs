@@ -132,36 +132,19 @@ async fn taint(nodes: &Api<Node>, name: &str, desired: &[Desired]) -> Result<boo
     let unhealthy = desired
         .iter()
         .any(|d| d.type_ == condition::GPU_HEALTHY && d.status == "False");
-    let api = |action| ReportError::api(action, name);
-    for _ in 0..ATTEMPTS {
-        let node = nodes.get(name).await.map_err(api("getting"))?;
-        let taints = node
-            .spec
-            .as_ref()
-            .and_then(|s| s.taints.clone())
-            .unwrap_or_default();
-        let Some(new) = gpu_operator_health::taint::desired_taints(&taints, unhealthy) else {
-            return Ok(false);
-        };
-        let body = json!({
-            "metadata": {"resourceVersion": node.metadata.resource_version},
-            "spec": {"taints": new},
-        });
-        match nodes.patch(name, &params(), &Patch::Merge(body)).await {
-            Ok(_) => {
-                info!(
-                    node = name,
-                    unhealthy,
-                    "taint {UNHEALTHY_TAINT_KEY} {}",
-                    if unhealthy { "added" } else { "removed" }
-                );
-                return Ok(true);
-            }
-            Err(e) if is_conflict(&e) => {}
-            Err(e) => return Err(api("tainting")(e)),
-        }
+    let changed = crate::taint::rewrite(nodes, name, &params(), "tainting", |taints| {
+        gpu_operator_health::taint::desired_taints(taints, unhealthy)
+    })
+    .await?;
+    if changed {
+        info!(
+            node = name,
+            unhealthy,
+            "taint {UNHEALTHY_TAINT_KEY} {}",
+            if unhealthy { "added" } else { "removed" }
+        );
     }
-    Err(ReportError::Conflicts(name.to_owned(), ATTEMPTS))
+    Ok(changed)
 }
 
 fn params() -> PatchParams {
