@@ -401,6 +401,11 @@ async fn the_metrics_component_serves_nvidias_node_gauges() {
     assert!(value("gpu_operator_node_device_plugin_validation_last_success_ts_seconds") > 0);
     assert_eq!(value("gpu_operator_nvidia_pci_devices_total"), 2);
     assert!(value("gpu_operator_node_metrics_ready_ts_seconds") > 0);
+    assert_eq!(
+        value("gpu_operator_node_gpu_healthy"),
+        -1,
+        "no health agent reports on this node: unknown, not healthy"
+    );
     let (status, body) = http_get(port, "/healthz").await.unwrap();
     assert!(
         status.contains(" 200 ") && body.trim() == "ok",

@@ -6,6 +6,7 @@
 //! another operator binary under a user of its own, and prints both side by side.
 
 mod compare;
+mod health;
 pub(crate) mod patch_parts;
 pub(crate) mod patches;
 pub(crate) mod policy;
@@ -91,6 +92,11 @@ pub struct Args {
     /// `maxUnavailable: 25%`): its time, writes per node upgraded, memory and CPU.
     #[arg(long)]
     pub upgrade: bool,
+    /// After the patch series, every GPU node's health agent reports a healthy node and polls
+    /// again (the agent's code on a healthy reading): its writes, and the operator's writes and
+    /// memory before and after.
+    #[arg(long)]
+    pub health: bool,
 }
 
 /// The ServiceAccount our operator runs as in the bench.
@@ -181,6 +187,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         dir: out.clone(),
         revision: revision(),
         upgrade: args.upgrade,
+        health: args.health,
         policy: policy.clone(),
     };
     let mut report = ours.report();
@@ -197,6 +204,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         crds: args.against_crds.clone(),
         dir: out.join("against"),
         upgrade: false,
+        health: false,
         policy,
     });
     let mut their_report = theirs.as_ref().map(Column::report);
@@ -241,6 +249,8 @@ struct Column {
     revision: String,
     /// Whether runs end with the driver upgrade step.
     upgrade: bool,
+    /// Whether runs include the GPU health step.
+    health: bool,
     /// The ClusterPolicy it gets.
     policy: policy::Policy,
 }
@@ -283,6 +293,7 @@ impl Column {
                     account: self.account.to_owned(),
                     crds: self.crds.clone(),
                     upgrade: self.upgrade,
+                    health: self.health,
                     policy: self.policy.object.clone(),
                 };
                 let runtime = tokio::runtime::Runtime::new()?;

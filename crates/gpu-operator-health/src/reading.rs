@@ -54,6 +54,26 @@ pub struct GpuReading {
     pub slowdown: Read<Slowdown>,
 }
 
+impl GpuReading {
+    /// What NVML reads from a healthy GPU numbered `index` (its UUID made from the index): every
+    /// counter zero, nothing pending, no slowdown. The reading the bench's simulated nodes and the
+    /// tests start from.
+    pub fn healthy(index: u32) -> Self {
+        Self {
+            index,
+            uuid: Ok(format!("GPU-{index:08}")),
+            lost: false,
+            volatile_dbe: Ok(0),
+            aggregate_dbe: Ok(0),
+            retired_pages_pending: Ok(false),
+            row_remap_pending: Ok(false),
+            row_remap_failure: Ok(false),
+            recovery_action: Ok(RecoveryAction::None),
+            slowdown: Ok(Slowdown::default()),
+        }
+    }
+}
+
 /// The driver's own verdict on what a GPU needs (NVML's `nvmlDeviceGpuRecoveryAction_t`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RecoveryAction {
@@ -129,4 +149,14 @@ pub struct NodeReading {
     pub xid_watch: Option<Unreadable>,
     /// Other sources that could not be read this poll, each with why (the DCGM exporter).
     pub other_unreadable: Vec<String>,
+}
+
+impl NodeReading {
+    /// A poll of a node whose `gpus` GPUs are all healthy and reported no XID.
+    pub fn healthy(gpus: u32) -> Self {
+        Self {
+            gpus: (0..gpus).map(GpuReading::healthy).collect(),
+            ..Self::default()
+        }
+    }
 }

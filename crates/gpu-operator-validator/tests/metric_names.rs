@@ -1,8 +1,9 @@
 //! `docs/metrics.txt` (the names the shipped alerts and dashboards may read) against the node
-//! status exporter's exposition: exactly the `node-status` names, each with its `node` label.
+//! status exporter's exposition: exactly the `node-status` names, each with its `node` label (the health
+//! agent's fault gauge with one fault).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use gpu_operator_validator::metrics::gauges::{Gauges, render};
+use gpu_operator_validator::metrics::gauges::{Gauges, Health, render};
 
 #[test]
 fn listed_node_status_metrics_are_exactly_the_exposed_ones() {
@@ -15,14 +16,21 @@ fn listed_node_status_metrics_are_exactly_the_exposed_ones() {
         .filter(|(s, _)| *s == "node-status")
         .map(|(_, name)| name.trim())
         .collect();
-    let text = render("gpu-node-1", &Gauges::default());
+    let gauges = Gauges {
+        health: Health {
+            healthy: 1,
+            faults: vec![("GPUXidError".into(), "NoXidErrors".into(), false)],
+        },
+        ..Gauges::default()
+    };
+    let text = render("gpu-node-1", &gauges);
     let mut exposed: Vec<&str> = text
         .lines()
         .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.split_once("{node=\"gpu-node-1\"}").map(|(name, _)| name))
+        .filter_map(|l| l.split_once("{node=\"gpu-node-1\"").map(|(name, _)| name))
         .collect();
     listed.sort_unstable();
     exposed.sort_unstable();
     assert_eq!(listed, exposed);
-    assert_eq!(exposed.len(), 10);
+    assert_eq!(exposed.len(), 12);
 }

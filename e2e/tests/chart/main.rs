@@ -1,7 +1,9 @@
 //! The Helm chart end to end: `helm install --wait` (kwok makes the operator pod Ready; the
 //! operator itself runs as a host process under the chart's ServiceAccount) gives a ready
 //! ClusterPolicy; `helm upgrade` rolls only the DaemonSet whose values changed; the CRD hook's
-//! `gpu-operator crds apply` updates a stale CRD in place under the hook's own RBAC; `helm
+//! `gpu-operator crds apply` updates a stale CRD in place under the hook's own RBAC;
+//! `driver.nvidiaDriverCRD.enabled` hands the driver to the chart's default NVIDIADriver and back;
+//! `helm
 //! uninstall` plus the node cleanup hook (on by default) leave nothing of ours behind, on the nodes
 //! neither (and, as a positive control, the driver upgrade's keys stay without it); a reinstall works; a typo
 //! in the values fails the install with the key named. A default install is quiet: helm prints no
@@ -105,6 +107,14 @@ async fn install_upgrade_crd_hook_uninstall_and_reinstall() {
     }
 
     steps::the_crd_hook_updates_a_stale_crd(&client, &release, &dir).await;
+    steps::the_nvidia_driver_switch(&env, &release).await;
+    wait_policy(
+        &env,
+        POLICY,
+        "the ClusterPolicy to be ready with the driver back",
+        is_ready,
+    )
+    .await;
 
     // Driver upgrades are on by default: the nodes carry the upgrade's keys.
     node_keys::wait_for_upgrade_keys(&client).await;

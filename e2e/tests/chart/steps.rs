@@ -3,6 +3,7 @@
 
 use std::{path::Path, process::Command};
 
+use gpu_operator_api::{NvidiaDriver, nvidia_driver::NvidiaDriverState};
 use gpu_operator_harness::{
     access::kubectl_ok,
     chart::{chart_dir, helm, helm_ok, kubectl_apply, render, token_kubeconfig},
@@ -10,13 +11,59 @@ use gpu_operator_harness::{
     wait_until,
 };
 use k8s_openapi::{
-    api::{node::v1::RuntimeClass, rbac::v1::ClusterRole},
+    api::{apps::v1::DaemonSet, node::v1::RuntimeClass, rbac::v1::ClusterRole},
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 };
 use kube::{Api, ResourceExt as _, api::ListParams};
 use serde_json::Value;
 
 use super::support::{Env, TIMEOUT};
+
+/// NVIDIA's switch to NVIDIADrivers through the chart (`driver.nvidiaDriverCRD.enabled`): the API
+/// server stores the default NVIDIADriver the chart renders (from the `driver.*` values), the
+/// ClusterPolicy hands the driver over and the operator gives the NVIDIADriver its DaemonSets
+/// and status; switching back deletes the NVIDIADriver and the ClusterPolicy is ready again.
+pub async fn the_nvidia_driver_switch(env: &Env, release: &str) {
+    let drivers: Api<NvidiaDriver> = Api::all(env.client.clone());
+    let daemonsets: Api<DaemonSet> = Api::namespaced(env.client.clone(), &env.namespace);
+    upgrade(release, &["--set", "driver.nvidiaDriverCRD.enabled=true"]);
+    let cr = drivers.get("default").await.unwrap();
+    assert!(
+        cr.spec.default,
+        "the chart's NVIDIADriver is the default one"
+    );
+    assert_eq!(cr.spec.image.version.as_deref(), Some("595.91.07"));
+    wait_until(
+        "the NVIDIADriver `default` to be served",
+        TIMEOUT,
+        || async {
+            let served = drivers
+                .get("default")
+                .await?
+                .status
+                .is_some_and(|s| s.state != NvidiaDriverState::Disabled);
+            let owned = daemonsets
+                .list(&ListParams::default().labels("app.kubernetes.io/component=nvidia-driver"))
+                .await?
+                .items
+                .iter()
+                .any(|ds| {
+                    ds.owner_references()
+                        .iter()
+                        .any(|o| o.kind == "NVIDIADriver" && o.name == "default")
+                });
+            Ok((served && owned).then_some(()))
+        },
+    )
+    .await
+    .unwrap();
+    upgrade(release, &["--set", "driver.nvidiaDriverCRD.enabled=false"]);
+    wait_until("the NVIDIADriver `default` to go", TIMEOUT, || async {
+        Ok(drivers.get_opt("default").await?.is_none().then_some(()))
+    })
+    .await
+    .unwrap();
+}
 
 /// `helm install --wait` of the chart as `release` into namespace `release`, without hooks.
 /// Returns what helm printed on stderr (its warnings and the API server's).

@@ -55,6 +55,18 @@ impl Writes {
             .sum()
     }
 
+    /// `patch nodes 5, patch nodes/status 5`, or `none`.
+    pub fn summary_by_resource(&self) -> String {
+        if self.by_resource.is_empty() {
+            return "none".to_owned();
+        }
+        self.by_resource
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// `patch 12, create 3` (plus `(2 refused)` when some were), or `0`.
     pub fn summary(&self) -> String {
         if self.by_verb.is_empty() {
@@ -116,6 +128,8 @@ pub struct Run {
     pub cpu_total_s: Option<f64>,
     /// `/proc/loadavg` when the run started and when it ended: the machine may be shared.
     pub load_average: Vec<String>,
+    /// The GPU health step (`--health`), when it ran.
+    pub health: Option<super::health::HealthRun>,
     /// The driver upgrade step (`--upgrade`), when it ran.
     pub upgrade: Option<super::upgrade::UpgradeRun>,
     /// What went wrong, if a step failed or timed out.
@@ -237,16 +251,7 @@ impl Report {
         }
         out.push_str("\nWrites by resource (rollout; steady, lease renewals excluded):\n\n");
         for run in &self.runs {
-            let list = |w: &Writes| {
-                if w.by_resource.is_empty() {
-                    return "none".to_owned();
-                }
-                w.by_resource
-                    .iter()
-                    .map(|(k, n)| format!("{k} {n}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
+            let list = Writes::summary_by_resource;
             let _ = writeln!(
                 out,
                 "- {} nodes: rollout: {}; steady: {} (+{} lease renewals); {} patches: {}",
@@ -294,6 +299,9 @@ impl Report {
                     "  - load average (1, 5, 15 min) at start, end: {}",
                     run.load_average.join("; ")
                 );
+            }
+            if let Some(health) = &run.health {
+                let _ = writeln!(out, "  {}", super::health::line(health));
             }
             if let Some(upgrade) = &run.upgrade {
                 let _ = writeln!(

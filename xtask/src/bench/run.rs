@@ -69,6 +69,8 @@ pub struct Options {
     pub account: String,
     /// CRD manifests applied (server-side) before the operator starts, besides ours.
     pub crds: Vec<PathBuf>,
+    /// Run the GPU health step (see [`super::health`]) after the patch series.
+    pub health: bool,
     /// End with the driver upgrade step (see [`super::upgrade`]).
     pub upgrade: bool,
     /// The ClusterPolicy to create (see [`super::policy`]).
@@ -86,6 +88,8 @@ struct Marks {
     patches: Vec<Timed>,
     policy: Option<String>,
     upgrade: Option<(Timestamp, Timestamp)>,
+    /// The health step's window and the agents' audit-log user.
+    health: Option<(super::health::Window, String)>,
 }
 
 /// Measures one run on the cluster of the admin `kubeconfig`; a failed step is recorded in
@@ -162,7 +166,16 @@ async fn steps(
         )?,
     };
     let pid = operator.pid();
-    let result = Box::pin(observe(&client, &mut operator, run, options, marks, ticks)).await;
+    let result = Box::pin(observe(
+        kubeconfig,
+        &client,
+        &mut operator,
+        run,
+        options,
+        marks,
+        ticks,
+    ))
+    .await;
     run.peak_rss_mib = status_mib(pid, "VmHWM");
     run.cpu_total_s = cpu_seconds(pid, ticks);
     operator.stop()?;
@@ -171,6 +184,7 @@ async fn steps(
 
 /// The measured part: caches synced, ClusterPolicy to ready, steady state, patch.
 async fn observe(
+    kubeconfig: &Path,
     client: &kube::Client,
     operator: &mut Operator,
     run: &mut Run,
@@ -245,6 +259,21 @@ async fn observe(
     marks.patches_to = Some(Timestamp::now());
     marks.patches = series?;
     run.patch_latencies_s = marks.patches.iter().map(|t| t.latency_s).collect();
+    if options.health {
+        let mut health = super::health::HealthRun::default();
+        let step = super::health::run(
+            kubeconfig,
+            client,
+            operator,
+            &name,
+            options.steady,
+            &options.dir,
+            &mut health,
+        )
+        .await;
+        run.health = Some(health);
+        marks.health = Some(step?);
+    }
     if options.upgrade {
         let mut upgrade = super::upgrade::UpgradeRun::default();
         let window =
@@ -386,6 +415,18 @@ fn count_writes(
         let admin = writes_in(&log, patch_parts::ADMIN, from)?;
         run.patch_parts = patch_parts::split(&marks.patches, &admin, &writes, policy, PLUGIN);
     }
+    if let Some(((from, counted, _), agents)) = &marks.health
+        && let Some(health) = run.health.as_mut()
+    {
+        for (at, write) in writes_in(&log, agents, *from)? {
+            let target = if at <= *counted {
+                &mut health.agent_first
+            } else {
+                &mut health.agent_again
+            };
+            target.add(&write.verb, &write.resource, write.code);
+        }
+    }
     for (at, write) in writes {
         let resource = write.resource.as_str();
         let window = |from: Option<Timestamp>, to: Option<Timestamp>| {
@@ -397,6 +438,19 @@ fn count_writes(
             (&mut run.steady_writes, &mut run.steady_lease_writes)
         } else if window(marks.patches_from, marks.patches_to) {
             (&mut run.patch_writes, &mut run.patch_lease_writes)
+        } else if let Some(((from, counted, to), _)) = &marks.health
+            && let Some(health) = run.health.as_mut()
+            && window(Some(*from), Some(*to))
+        {
+            if resource != "leases" {
+                let target = if at <= *counted {
+                    &mut health.operator_reports
+                } else {
+                    &mut health.operator_steady
+                };
+                target.add(&write.verb, resource, write.code);
+            }
+            continue;
         } else if let Some((from, to)) = marks.upgrade
             && let Some(upgrade) = run.upgrade.as_mut()
             && window(Some(from), Some(to))

@@ -166,6 +166,7 @@ async fn one(
         account: ACCOUNT.to_owned(),
         crds: Vec::new(),
         upgrade: false,
+        health: false,
         policy: bench::policy::load(
             &gpu_operator_harness::crd::repo_root().join(bench::policy::DEFAULT),
             None,

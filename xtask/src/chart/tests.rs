@@ -6,6 +6,7 @@
 
 mod gitops;
 mod node_health_check;
+mod nvidia_driver;
 mod nvidia_values;
 mod value_types;
 

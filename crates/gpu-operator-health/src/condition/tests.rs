@@ -14,21 +14,6 @@ fn at(second: i64) -> Timestamp {
     Timestamp::from_second(1_764_000_000 + second).unwrap()
 }
 
-pub(crate) fn healthy_gpu(index: u32) -> GpuReading {
-    GpuReading {
-        index,
-        uuid: Ok(format!("GPU-{index:08}")),
-        lost: false,
-        volatile_dbe: Ok(0),
-        aggregate_dbe: Ok(0),
-        retired_pages_pending: Ok(false),
-        row_remap_pending: Ok(false),
-        row_remap_failure: Ok(false),
-        recovery_action: Ok(RecoveryAction::None),
-        slowdown: Ok(Slowdown::default()),
-    }
-}
-
 fn node(gpus: Vec<GpuReading>, xids: &[u64]) -> NodeReading {
     NodeReading {
         gpus,
@@ -78,7 +63,7 @@ fn apply(node: &mut Vec<NodeCondition>, changed: Vec<NodeCondition>) {
 fn a_healthy_node_is_written_once_then_never_again() {
     let mut tracker = Tracker::default();
     let mut on_node = Vec::new();
-    let reading = node(vec![healthy_gpu(0), healthy_gpu(1)], &[]);
+    let reading = node(vec![GpuReading::healthy(0), GpuReading::healthy(1)], &[]);
     let desired = step(&mut tracker, &reading, Some(2), at(0));
     assert_eq!(get(&desired, GPU_HEALTHY).status, "True");
     assert_eq!(get(&desired, GPU_HEALTHY).reason, HEALTHY_REASON);
@@ -101,11 +86,11 @@ fn a_healthy_node_is_written_once_then_never_again() {
 #[test]
 fn a_double_bit_error_sets_memory_error_at_once_and_clears_after_three_clean_polls() {
     let mut tracker = Tracker::default();
-    let mut bad = healthy_gpu(1);
+    let mut bad = GpuReading::healthy(1);
     bad.volatile_dbe = Ok(2);
     bad.aggregate_dbe = Ok(5);
-    let faulty = node(vec![healthy_gpu(0), bad], &[]);
-    let clean = node(vec![healthy_gpu(0), healthy_gpu(1)], &[]);
+    let faulty = node(vec![GpuReading::healthy(0), bad], &[]);
+    let clean = node(vec![GpuReading::healthy(0), GpuReading::healthy(1)], &[]);
 
     let desired = step(&mut tracker, &faulty, Some(2), at(0));
     let memory = get(&desired, GPU_MEMORY_ERROR);
@@ -168,7 +153,7 @@ fn a_double_bit_error_sets_memory_error_at_once_and_clears_after_three_clean_pol
 #[test]
 fn an_xid_needing_a_reset_stays_until_the_node_reboots() {
     let mut tracker = Tracker::default();
-    let gpus = || vec![healthy_gpu(0)];
+    let gpus = || vec![GpuReading::healthy(0)];
     // XID 13 is the application's (RESTART_APP): no node fault.
     let desired = step(&mut tracker, &node(gpus(), &[13]), None, at(0));
     assert_eq!(get(&desired, GPU_XID_ERROR).status, "False");
@@ -213,11 +198,11 @@ fn an_xid_needing_a_reset_stays_until_the_node_reboots() {
 #[test]
 fn a_lost_gpu_and_a_short_count_are_gpu_lost() {
     let mut tracker = Tracker::default();
-    let mut lost = healthy_gpu(1);
+    let mut lost = GpuReading::healthy(1);
     lost.lost = true;
     let desired = step(
         &mut tracker,
-        &node(vec![healthy_gpu(0), lost], &[]),
+        &node(vec![GpuReading::healthy(0), lost], &[]),
         Some(4),
         at(0),
     );
@@ -241,7 +226,7 @@ fn a_lost_gpu_and_a_short_count_are_gpu_lost() {
 #[test]
 fn throttling_is_reported_but_the_node_stays_healthy() {
     let mut tracker = Tracker::default();
-    let mut hot = healthy_gpu(0);
+    let mut hot = GpuReading::healthy(0);
     hot.slowdown = Ok(Slowdown {
         thermal: true,
         power_brake: false,
@@ -258,7 +243,7 @@ fn throttling_is_reported_but_the_node_stays_healthy() {
 #[test]
 fn the_drivers_recovery_action_and_row_remapping_are_faults() {
     let mut tracker = Tracker::default();
-    let mut gpu = healthy_gpu(0);
+    let mut gpu = GpuReading::healthy(0);
     gpu.recovery_action = Ok(RecoveryAction::NodeReboot);
     gpu.row_remap_failure = Ok(true);
     gpu.row_remap_pending = Ok(true);
@@ -283,7 +268,7 @@ fn the_drivers_recovery_action_and_row_remapping_are_faults() {
 #[test]
 fn unreadable_counters_are_named_but_unsupported_ones_are_not() {
     let mut tracker = Tracker::default();
-    let mut gpu = healthy_gpu(0);
+    let mut gpu = GpuReading::healthy(0);
     gpu.retired_pages_pending = Err(Unreadable {
         query: "nvmlDeviceGetRetiredPagesPendingStatus",
         error: "NotSupported".into(),
@@ -382,7 +367,7 @@ fn message_only_changes_wait_for_the_refresh_but_state_changes_do_not() {
 fn a_fault_appearing_and_clearing_makes_one_event_each_and_message_updates_none() {
     let mut tracker = Tracker::default();
     let mut on_node = Vec::new();
-    let healthy = node(vec![healthy_gpu(0)], &[]);
+    let healthy = node(vec![GpuReading::healthy(0)], &[]);
     let first = changed(&on_node, &step(&mut tracker, &healthy, None, at(0)), at(0));
     assert!(
         transitions(&on_node, &first).is_empty(),
@@ -390,7 +375,7 @@ fn a_fault_appearing_and_clearing_makes_one_event_each_and_message_updates_none(
     );
     apply(&mut on_node, first);
 
-    let mut bad = healthy_gpu(0);
+    let mut bad = GpuReading::healthy(0);
     bad.row_remap_pending = Ok(true);
     let faulty = node(vec![bad], &[]);
     let written = changed(&on_node, &step(&mut tracker, &faulty, None, at(30)), at(30));

@@ -156,7 +156,7 @@ fn params() -> PatchParams {
 
 /// Writes the conditions of `desired` that changed; returns how many were written and the GPU
 /// count the node advertises (read on the way).
-async fn write(
+pub async fn write(
     nodes: &Api<Node>,
     name: &str,
     desired: &[Desired],

@@ -1,10 +1,11 @@
 //! The node status exporter's gauges — NVIDIA's names, meanings and `node` label, so dashboards
 //! and alerts written for `nvidia-node-status-exporter` keep working — their Prometheus text
 //! exposition, and the pure readings behind them: status files, PCI vendors in sysfs, and the
-//! GPU capacity of a Node.
+//! GPU capacity of a Node; plus two of ours, the GPU health agent's conditions on the Node.
 
 use std::{fmt::Write as _, fs, path::Path};
 
+use gpu_operator_api::conditions::node as node_conditions;
 use k8s_openapi::api::core::v1::Node;
 
 use crate::{
@@ -18,9 +19,14 @@ pub const NVIDIA_PCI_VENDOR: &str = "0x10de";
 /// Where the PCI devices are, relative to the host root.
 pub const PCI_DEVICES_DIR: &str = "sys/bus/pci/devices";
 
+/// The summary gauge of the GPU health agent's report.
+pub const HEALTHY: &str = "gpu_operator_node_gpu_healthy";
+/// The per-fault-class gauge of the GPU health agent's report.
+pub const FAULT: &str = "gpu_operator_node_gpu_fault";
+
 /// One scrape's values. Counts are -1 when they could not be read, timestamps are Unix seconds
 /// (0: never).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Gauges {
     /// When the exporter started.
     pub metrics_ready_ts: i64,
@@ -37,6 +43,51 @@ pub struct Gauges {
     pub device_plugin_validation_last_success_ts: i64,
     /// NVIDIA PCI devices on the host; -1 when sysfs cannot be read.
     pub nvidia_pci_devices: i64,
+    /// The GPU health agent's conditions on the Node.
+    pub health: Health,
+}
+
+/// The GPU health agent's report on the Node (its conditions, see
+/// [`gpu_operator_api::conditions::node::GPU_HEALTH_TYPES`]), as gauges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Health {
+    /// `GPUHealthy`: 1 True, 0 False, -1 Unknown, not reported, or the Node unreadable.
+    pub healthy: i64,
+    /// Each fault condition the Node carries: its type, reason, and whether it is True.
+    pub faults: Vec<(String, String, bool)>,
+}
+
+impl Default for Health {
+    fn default() -> Self {
+        Self {
+            healthy: -1,
+            faults: Vec::new(),
+        }
+    }
+}
+
+impl Health {
+    /// The health conditions of `node` (none: unknown).
+    pub fn of(node: &Node) -> Self {
+        let conditions = node.status.as_ref().and_then(|s| s.conditions.as_ref());
+        let mut health = Self::default();
+        for c in conditions.into_iter().flatten() {
+            if c.type_ == node_conditions::GPU_HEALTHY {
+                health.healthy = match c.status.as_str() {
+                    "True" => 1,
+                    "False" => 0,
+                    _ => -1,
+                };
+            } else if node_conditions::GPU_HEALTH_TYPES.contains(&c.type_.as_str()) {
+                health.faults.push((
+                    c.type_.clone(),
+                    c.reason.clone().unwrap_or_default(),
+                    c.status == "True",
+                ));
+            }
+        }
+        health
+    }
 }
 
 /// The validator's barriers: which `*-ready` status files exist.
@@ -158,14 +209,39 @@ pub fn render(node: &str, gauges: &Gauges) -> String {
         ),
     ];
     let label = escape_label(node);
-    rows.iter()
+    let mut out = rows
+        .iter()
         .fold(String::new(), |mut out, (name, help, value)| {
             let _ = write!(
                 out,
                 "# HELP {name} {help}\n# TYPE {name} gauge\n{name}{{node=\"{label}\"}} {value}\n"
             );
             out
-        })
+        });
+    render_health(&mut out, &label, &gauges.health);
+    out
+}
+
+/// The health agent's gauges: the summary, and one series per fault condition labelled with its
+/// type and reason (the fault class).
+fn render_health(out: &mut String, label: &str, health: &Health) {
+    let _ = write!(
+        out,
+        "# HELP {HEALTHY} 1 when the GPU health agent reports the node's GPUs healthy (GPUHealthy=True), 0 when unhealthy, -1 when unknown or not reported\n\
+         # TYPE {HEALTHY} gauge\n{HEALTHY}{{node=\"{label}\"}} {}\n\
+         # HELP {FAULT} 1 while the GPU health condition `condition` is True with the fault class `reason`, 0 while it is False\n\
+         # TYPE {FAULT} gauge\n",
+        health.healthy
+    );
+    for (condition, reason, present) in &health.faults {
+        let _ = writeln!(
+            out,
+            "{FAULT}{{node=\"{label}\",condition=\"{}\",reason=\"{}\"}} {}",
+            escape_label(condition),
+            escape_label(reason),
+            i64::from(*present)
+        );
+    }
 }
 
 /// A label value as the text format wants it: backslash, double quote and newline escaped.

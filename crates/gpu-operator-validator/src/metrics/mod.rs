@@ -12,8 +12,10 @@
 //! | `gpu_operator_node_device_plugin_devices_total` | capacity of the Node's `nvidia.com/gpu*` and `nvidia.com/mig-*` resources (cached 30 s); -1 when the Node cannot be read or `DEVICE_PLUGIN_ENABLED=false` |
 //! | `gpu_operator_node_device_plugin_validation_last_success_ts_seconds` | when more than 0 devices were last seen |
 //! | `gpu_operator_nvidia_pci_devices_total` | PCI devices of vendor `0x10de` under `HOST_ROOT_CTR_PATH/sys/bus/pci/devices`; -1 when unreadable |
+//! | `gpu_operator_node_gpu_healthy` | the health agent's `GPUHealthy` on the Node: 1 True, 0 False, -1 unknown or not reported (cached 30 s) |
+//! | `gpu_operator_node_gpu_fault` (also `condition`, `reason`) | 1 while the fault condition is True, 0 while False, one series per fault condition the Node carries |
 //!
-//! The text is written here (ten gauges, one label) rather than through a metrics registry,
+//! The text is written here (twelve gauges) rather than through a metrics registry,
 //! since every value is computed per scrape and nothing accumulates.
 
 pub mod gauges;

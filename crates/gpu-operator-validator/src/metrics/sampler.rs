@@ -1,5 +1,6 @@
 //! Computes the gauges when Prometheus scrapes: status files and PCI devices are read every time
-//! (a few `stat`s), while the driver check and the Node read are cached for [`CACHE_TTL`] so that
+//! (a few `stat`s), while the driver check and the Node read (its GPU capacity and the health
+//! agent's conditions) are cached for [`CACHE_TTL`] so that
 //! frequent scrapes stay cheap for the node and the API server. Concurrent scrapes wait for one
 //! refresh instead of each running the checks.
 
@@ -13,7 +14,7 @@ use kube::Api;
 use tokio::sync::Mutex;
 use tracing::{info, warn};
 
-use super::gauges::{self, Gauges, StatusFiles};
+use super::gauges::{self, Gauges, Health, StatusFiles};
 use crate::{
     components::{self, driver},
     config::MetricsConfig,
@@ -30,10 +31,29 @@ struct Reading<T> {
     value: T,
 }
 
-impl<T: Copy> Reading<T> {
-    fn fresh(this: Option<Self>, now: Instant, ttl: Duration) -> Option<T> {
+impl<T: Clone> Reading<T> {
+    fn fresh(this: Option<&Self>, now: Instant, ttl: Duration) -> Option<T> {
         this.filter(|r| now.duration_since(r.at) < ttl)
-            .map(|r| r.value)
+            .map(|r| r.value.clone())
+    }
+}
+
+/// What the exporter reads from its Node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct NodeView {
+    /// See [`Gauges::device_plugin_devices`].
+    devices: i64,
+    /// See [`Gauges::health`].
+    health: Health,
+}
+
+impl NodeView {
+    /// The Node could not be read.
+    fn unknown() -> Self {
+        Self {
+            devices: -1,
+            health: Health::default(),
+        }
     }
 }
 
@@ -42,7 +62,7 @@ impl<T: Copy> Reading<T> {
 struct State {
     driver: Option<Reading<bool>>,
     driver_last_success: i64,
-    devices: Option<Reading<i64>>,
+    node: Option<Reading<NodeView>>,
     devices_last_success: i64,
 }
 
@@ -85,7 +105,7 @@ impl Sampler {
     pub async fn sample(&self) -> Gauges {
         let mut state = self.state.lock().await;
         let now = Instant::now();
-        let driver_ok = if let Some(ok) = Reading::fresh(state.driver, now, self.ttl) {
+        let driver_ok = if let Some(ok) = Reading::fresh(state.driver.as_ref(), now, self.ttl) {
             ok
         } else {
             let ok = self.check_driver(state.driver.map(|r| r.value)).await;
@@ -95,27 +115,28 @@ impl Sampler {
             state.driver = Some(Reading { at: now, value: ok });
             ok
         };
-        let devices = if let Some(count) = Reading::fresh(state.devices, now, self.ttl) {
-            count
+        let node = if let Some(view) = Reading::fresh(state.node.as_ref(), now, self.ttl) {
+            view
         } else {
-            let count = self.count_devices(state.devices.map(|r| r.value)).await;
-            if count > 0 {
+            let view = self.read_node(state.node.as_ref().map(|r| &r.value)).await;
+            if view.devices > 0 {
                 state.devices_last_success = unix_now();
             }
-            state.devices = Some(Reading {
+            state.node = Some(Reading {
                 at: now,
-                value: count,
+                value: view.clone(),
             });
-            count
+            view
         };
         Gauges {
             metrics_ready_ts: self.started,
             status_files: StatusFiles::read(&self.cfg.checks.output_dir),
             driver_validation: driver_ok,
             driver_validation_last_success_ts: state.driver_last_success,
-            device_plugin_devices: devices,
+            device_plugin_devices: node.devices,
             device_plugin_validation_last_success_ts: state.devices_last_success,
             nvidia_pci_devices: gauges::count_nvidia_pci(&self.cfg.checks.host_root_ctr_path),
+            health: node.health,
         }
     }
 
@@ -142,32 +163,37 @@ impl Sampler {
         ok
     }
 
-    /// The node's GPU devices: -1 when the device plugin is disabled (so a disabled plugin does
-    /// not look like a node without GPUs) or the Node cannot be read.
-    async fn count_devices(&self, previous: Option<i64>) -> i64 {
-        if !self.cfg.device_plugin_enabled {
-            return -1;
-        }
+    /// The node's GPU devices and health report: devices -1 when the device plugin is disabled
+    /// (so a disabled plugin does not look like a node without GPUs), everything unknown when
+    /// the Node cannot be read.
+    async fn read_node(&self, previous: Option<&NodeView>) -> NodeView {
         let (Some(client), Some(name)) = (&self.client, &self.cfg.checks.node_name) else {
-            return -1;
+            return NodeView::unknown();
         };
-        let count = match Api::<Node>::all(client.clone()).get(name).await {
-            Ok(node) => gauges::gpu_capacity(&node),
+        let view = match Api::<Node>::all(client.clone()).get(name).await {
+            Ok(node) => NodeView {
+                devices: if self.cfg.device_plugin_enabled {
+                    gauges::gpu_capacity(&node)
+                } else {
+                    -1
+                },
+                health: Health::of(&node),
+            },
             Err(e) => {
-                if previous != Some(-1) {
+                if previous != Some(&NodeView::unknown()) {
                     warn!(
                         node = %name,
                         error = %components::api_error(&e),
-                        "metrics: cannot read the Node; reporting -1 devices"
+                        "metrics: cannot read the Node; reporting -1 devices and unknown health"
                     );
                 }
-                return -1;
+                return NodeView::unknown();
             }
         };
-        if previous != Some(count) {
-            info!(node = %name, count, "metrics: GPU devices advertised on the node");
+        if previous.map(|p| p.devices) != Some(view.devices) {
+            info!(node = %name, count = view.devices, "metrics: GPU devices advertised on the node");
         }
-        count
+        view
     }
 }
 
@@ -179,6 +205,8 @@ mod tests {
         extract::Path,
         http::{StatusCode, header},
     };
+
+    use k8s_openapi::api::core::v1::NodeCondition;
 
     use super::*;
     use crate::{
@@ -324,8 +352,51 @@ mod tests {
         assert_eq!(gauges.device_plugin_devices, -1);
         assert_eq!(
             hits.load(Ordering::SeqCst),
-            2,
-            "a disabled plugin is not looked up"
+            3,
+            "the Node is still read for its health report"
         );
+    }
+
+    #[tokio::test]
+    async fn the_health_agents_conditions_become_gauges() {
+        let mut f = Fixture::new("metrics");
+        f.set("NODE_NAME", "gpu-node-1");
+        let mut node = node_with_capacity(&[("nvidia.com/gpu", "8")]);
+        let condition = |type_: &str, status: &str, reason: &str| NodeCondition {
+            type_: type_.into(),
+            status: status.into(),
+            reason: Some(reason.into()),
+            ..NodeCondition::default()
+        };
+        node.status.get_or_insert_default().conditions = Some(vec![
+            condition("Ready", "True", "KubeletReady"),
+            condition("GPUHealthy", "False", "XidRebootNode"),
+            condition("GPUXidError", "True", "XidRebootNode"),
+            condition("GPUMemoryError", "False", "NoMemoryErrors"),
+        ]);
+        let (client, _) = api_serving(node).await;
+        let sampler = Sampler::new(
+            metrics_config(&f),
+            Arc::new(FakeNvml::ok("1", 1)),
+            Some(client.clone()),
+        );
+        let health = sampler.sample().await.health;
+        assert_eq!(health.healthy, 0);
+        assert_eq!(
+            health.faults,
+            [
+                ("GPUXidError".into(), "XidRebootNode".into(), true),
+                ("GPUMemoryError".into(), "NoMemoryErrors".into(), false),
+            ]
+        );
+
+        f.set("NODE_NAME", "gone");
+        let unread = Sampler::new(
+            metrics_config(&f),
+            Arc::new(FakeNvml::ok("1", 1)),
+            Some(client),
+        );
+        assert_eq!(unread.sample().await.health, Health::default());
+        assert_eq!(Health::default().healthy, -1, "unknown, not healthy");
     }
 }

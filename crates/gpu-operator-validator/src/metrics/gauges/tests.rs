@@ -75,6 +75,13 @@ fn the_exposition_has_nvidias_names_and_the_node_label() {
         device_plugin_devices: -1,
         device_plugin_validation_last_success_ts: 0,
         nvidia_pci_devices: 2,
+        health: Health {
+            healthy: 0,
+            faults: vec![
+                ("GPUXidError".into(), "XidRebootNode".into(), true),
+                ("GPUMemoryError".into(), "NoMemoryErrors".into(), false),
+            ],
+        },
     };
     let text = render("gpu-node-1", &gauges);
     for line in [
@@ -89,10 +96,13 @@ fn the_exposition_has_nvidias_names_and_the_node_label() {
         r#"gpu_operator_node_device_plugin_validation_last_success_ts_seconds{node="gpu-node-1"} 0"#,
         r#"gpu_operator_nvidia_pci_devices_total{node="gpu-node-1"} 2"#,
         "# TYPE gpu_operator_nvidia_pci_devices_total gauge",
+        r#"gpu_operator_node_gpu_healthy{node="gpu-node-1"} 0"#,
+        r#"gpu_operator_node_gpu_fault{node="gpu-node-1",condition="GPUXidError",reason="XidRebootNode"} 1"#,
+        r#"gpu_operator_node_gpu_fault{node="gpu-node-1",condition="GPUMemoryError",reason="NoMemoryErrors"} 0"#,
     ] {
         assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");
     }
-    assert_eq!(text.lines().filter(|l| l.starts_with("# TYPE")).count(), 10);
+    assert_eq!(text.lines().filter(|l| l.starts_with("# TYPE")).count(), 12);
     assert!(text.ends_with('\n'));
     assert!(
         render("a\"b\\c", &gauges).contains(r#"{node="a\"b\\c"}"#),
