@@ -276,7 +276,7 @@ fn config_map_data() -> Value {
 fn nvidia_driver_crd() -> Value {
     json!({
         "type": "object",
-        "description": "NVIDIA's NVIDIADriver CRD mode; not served by this operator (`enabled: true` fails the install).",
+        "description": "NVIDIA's NVIDIADriver CRD mode: `enabled` hands the driver to NVIDIADrivers (the ClusterPolicy's driver.useNvidiaDriverCRD); `deployDefaultCR` creates the NVIDIADriver `default` from the driver values, with `driverType` and `nodeSelector`.",
         "additionalProperties": false,
         "properties": {
             "enabled": {"type": "boolean"},
