@@ -115,6 +115,7 @@ integers:
   - driver.upgradePolicy.gpuPodDeletion.timeoutSeconds
   - driver.upgradePolicy.maxParallelUpgrades
   - driver.upgradePolicy.waitForCompletion.timeoutSeconds
+  - migManager.watchdog.timeoutSeconds
   - validator.health.pollIntervalSeconds
 strings:
   - ccManager.defaultMode

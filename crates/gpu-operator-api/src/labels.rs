@@ -18,6 +18,11 @@ pub const MIG_CAPABLE: &str = "nvidia.com/mig.capable";
 pub const MIG_CONFIG: &str = "nvidia.com/mig.config";
 /// Progress of the MIG manager: `pending`, `rebooting`, `success` or `failed`.
 pub const MIG_CONFIG_STATE: &str = "nvidia.com/mig.config.state";
+/// Ours: the MIG watchdog's mark on a node whose `nvidia.com/mig.config.state` has been
+/// `pending` or `rebooting` (the value) for longer than `migManager.watchdog.timeoutSeconds`.
+pub const MIG_STUCK: &str = "nvidia.com/gpu-operator.mig-stuck";
+/// The value NVIDIA's MIG manager gives the deploy labels of the GPU operands it pauses.
+pub const PAUSED_FOR_MIG_CHANGE: &str = "paused-for-mig-change";
 /// `"true"` on nodes whose device plugin configuration uses MPS, written by GPU Feature Discovery.
 pub const MPS_CAPABLE: &str = "nvidia.com/mps.capable";
 /// The device plugin configuration (ConfigMap key) a node uses.

@@ -57,12 +57,13 @@ impl Operand for MigManager {
     }
 
     fn unserved(input: &Input) -> Option<String> {
-        watchdog::unserved(&input.failed)
+        watchdog::unserved(&input.failed, &input.stuck)
     }
 
     fn warnings(input: &Input) -> Vec<Warning> {
         let mut warnings = validate::warnings(input);
         warnings.extend(watchdog::warning(&input.failed));
+        warnings.extend(watchdog::stuck_warning(&input.stuck));
         warnings
     }
 }

@@ -51,6 +51,8 @@ pub struct Input {
     pub shared: Shared,
     /// GPU nodes whose layout failed to apply, by layout (see [`crate::watchdog`]).
     pub failed: BTreeMap<String, NodeSample>,
+    /// GPU nodes stuck applying their layout past the watchdog's timeout, by layout.
+    pub stuck: BTreeMap<String, NodeSample>,
 }
 
 /// `Ok(None)` when `migManager.enabled` is false (it defaults to true).
@@ -86,6 +88,7 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
         cdi_hook_path: runtime_class::cdi_hook_path(spec),
         shared: Shared::of(spec),
         failed: cluster.facts.mig_failed.clone(),
+        stuck: cluster.facts.mig_stuck.clone(),
     }))
 }
 

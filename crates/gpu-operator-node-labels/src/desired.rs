@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use gpu_operator_api::{
     ClusterPolicySpec,
     labels::{self, operand},
-    spec::{MigPartedConfigSpec, SandboxMode, WorkloadConfig},
+    spec::{MigPartedConfigSpec, MigWatchdogSpec, SandboxMode, WorkloadConfig},
 };
 
 use crate::{
@@ -64,10 +64,17 @@ pub fn decide(node_labels: &BTreeMap<String, String>, policy: &ClusterPolicySpec
 }
 
 /// What of the policy [`label_changes`] reads: the workload config nodes default to when sandbox
-/// workloads are enabled (`None` when not), the sandbox mode, the MIG layout seeded and whether
-/// the MIG manager is enabled (the MIG layout wait). Any other spec change (a `mig.strategy` or
-/// `devicePlugin.config` patch) changes no node's labels.
-pub type PolicyInputs = (Option<WorkloadConfig>, SandboxMode, Option<String>, bool);
+/// workloads are enabled (`None` when not), the sandbox mode, the MIG layout seeded, whether
+/// the MIG manager is enabled (the MIG layout wait), and the MIG watchdog's settings
+/// ([`crate::mig_watchdog`]). Any other spec change (a `mig.strategy` or `devicePlugin.config`
+/// patch) changes no node's labels.
+pub type PolicyInputs = (
+    Option<WorkloadConfig>,
+    SandboxMode,
+    Option<String>,
+    bool,
+    Option<MigWatchdogSpec>,
+);
 
 /// The [`PolicyInputs`] of `policy`.
 pub fn policy_inputs(policy: &ClusterPolicySpec) -> PolicyInputs {
@@ -81,6 +88,7 @@ pub fn policy_inputs(policy: &ClusterPolicySpec) -> PolicyInputs {
         workload::sandbox_mode(policy),
         mig_config_default(policy).map(str::to_owned),
         mig_layout::mig_manager_enabled(policy),
+        policy.mig_manager.as_ref().and_then(|m| m.watchdog.clone()),
     )
 }
 

@@ -7,12 +7,16 @@
 //! [`desired`] is the contract as a pure function; [`reconcile`] runs it per node on the shared
 //! metadata-only Node cache and writes one JSON merge patch per node when something changes.
 //! [`mig_layout`] holds the GPU clients' deploy labels back on a node that waits for its MIG
-//! layout, and the reconciler says so in an Event on the node. The binary calls [`controller`].
+//! layout, and the reconciler says so in an Event on the node. [`mig_watchdog`] marks a node whose
+//! MIG reconfiguration is stuck and recovers failed or stuck ones as the policy says
+//! ([`mig_recovery`]). The binary calls [`controller`].
 
 pub mod desired;
 pub mod driver_owner;
 mod layout_events;
 pub mod mig_layout;
+pub mod mig_recovery;
+pub mod mig_watchdog;
 mod own_writes;
 pub mod reconcile;
 pub mod triggers;

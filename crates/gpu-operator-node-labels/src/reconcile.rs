@@ -51,6 +51,8 @@ use crate::{
     desired::{LabelChanges, decide},
     driver_owner,
     layout_events::{self, LayoutEvents},
+    mig_recovery,
+    mig_watchdog::{self, MigWatch},
     own_writes::{self, OwnWrites},
     triggers::ActivePolicyFilter,
 };
@@ -77,6 +79,8 @@ pub struct NodeLabeler {
     own_writes: OwnWrites,
     /// The MIG layout waits already said on their nodes.
     layout_events: LayoutEvents,
+    /// The MIG watchdog's memory of nodes whose reconfiguration is not done.
+    mig_watch: MigWatch,
     patches: AtomicU64,
 }
 
@@ -97,6 +101,7 @@ impl NodeLabeler {
             ctx,
             own_writes: OwnWrites::default(),
             layout_events: LayoutEvents::default(),
+            mig_watch: MigWatch::default(),
             patches: AtomicU64::new(0),
         })
     }
@@ -174,10 +179,19 @@ impl NodeLabeler {
         if let Some(owner) = driver_owner::owner_change(&after, &policy.spec, &drivers) {
             changes.insert(labels::DRIVER_OWNER.to_owned(), owner);
         }
-        if changes.is_empty() {
-            return Ok(Action::requeue(RESYNC));
+        let finding = self
+            .mig_watch
+            .observe(&name, &labels, &policy.spec, Instant::now());
+        if let Some(trouble) = &finding.trouble {
+            mig_recovery::act(&self.ctx, &policy.spec, &name, trouble).await;
         }
-        self.patch(&name, version, &labels, &changes).await
+        changes.extend(mig_watchdog::label_changes(&after, &finding, &policy.spec));
+        // A node whose MIG reconfiguration is in progress is looked at again at its timeout.
+        let resync = finding.recheck_in.map_or(RESYNC, |d| d.min(RESYNC));
+        if changes.is_empty() {
+            return Ok(Action::requeue(resync));
+        }
+        self.patch(&name, version, &labels, &changes, resync).await
     }
 
     async fn patch(
@@ -186,6 +200,7 @@ impl NodeLabeler {
         version: Option<String>,
         cached: &BTreeMap<String, String>,
         changes: &LabelChanges,
+        resync: Duration,
     ) -> Result<Action, Error> {
         let api: Api<Node> = Api::all(self.ctx.client.clone());
         let params = PatchParams {
@@ -222,7 +237,7 @@ impl NodeLabeler {
                         cached,
                     );
                 }
-                Ok(Action::requeue(RESYNC))
+                Ok(Action::requeue(resync))
             }
             Err(kube::Error::Api(status)) if labels_moved(&status) => {
                 // The API's reason for a failed test is generic: name what moved, and in which

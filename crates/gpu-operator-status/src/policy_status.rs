@@ -154,8 +154,12 @@ pub async fn reconcile(
     if summary.state != State::Ignored {
         ctx.metrics
             .set_policy_status(summary.metric, facts.gpu_nodes, facts.has_nfd_labels);
+        let nodes = |by_layout: &std::collections::BTreeMap<
+            _,
+            gpu_operator_core::cache::facts::NodeSample,
+        >| { by_layout.values().map(|s| s.count).sum() };
         ctx.metrics
-            .set_mig_failed_nodes(facts.mig_failed.values().map(|s| s.count).sum());
+            .set_mig_troubled_nodes(nodes(&facts.mig_failed), nodes(&facts.mig_stuck));
     }
     // psa.enabled: the namespace is labelled before the status is written (NVIDIA's operator
     // labels it first thing); a refusal is retried, and does not hold the status back.

@@ -15,7 +15,10 @@
 
 use gpu_operator_e2e::scenario as support;
 mod mig_watchdog;
-use mig_watchdog::a_failed_mig_layout_is_reported_until_it_applies;
+use mig_watchdog::{
+    a_failed_mig_layout_is_reported_until_it_applies,
+    a_stuck_or_failed_layout_is_recovered_as_the_policy_says,
+};
 
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, conditions::operand, labels};
 use gpu_operator_harness::{
@@ -72,6 +75,7 @@ async fn monitoring_and_mig_operands_follow_the_cluster_policy() {
     a_seeded_layout_the_defaults_lack_is_reported(&env, &name).await;
     a_users_layouts_are_checked_before_they_are_mounted(&env, &name).await;
     a_failed_mig_layout_is_reported_until_it_applies(&env, &name, &operator).await;
+    a_stuck_or_failed_layout_is_recovered_as_the_policy_says(&env, &name).await;
     operator.stop().unwrap();
 }
 

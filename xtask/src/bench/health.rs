@@ -6,9 +6,10 @@
 //! fake library does in the e2e. The agents write under a ServiceAccount of their own, so the
 //! audit log tells their writes from the operator's.
 //!
-//! Measured: the agents' writes on the first report and on the next poll (the claim: 0), the
-//! operator's writes while the reports arrive (its `NodesHealthy` condition counting them) and in
-//! a steady window after, and the operator's RSS before and after.
+//! It starts once the patch series' rollouts are done (the ClusterPolicy ready, every GPU node
+//! covered) and quiet. Measured: the agents' writes on the first report and on the next poll (the
+//! claim: 0), the operator's writes while the reports arrive (its `NodesHealthy` condition
+//! counting them) and in a steady window after, and the operator's RSS before and after.
 
 use std::{
     path::Path,
@@ -102,7 +103,7 @@ pub async fn run(
     kubeconfig: &Path,
     client: &kube::Client,
     operator: &mut Operator,
-    policy: &str,
+    (policy, gpu_nodes): (&str, u32),
     steady: Duration,
     dir: &Path,
     out: &mut HealthRun,
@@ -132,6 +133,19 @@ pub async fn run(
         })
         .collect();
     out.nodes = u32::try_from(agents.len())?;
+    let policies: Api<ClusterPolicy> = Api::all(client.clone());
+    // The patch series' rollouts finish first, so their progress is not counted here.
+    let daemonsets = Api::namespaced(client.clone(), super::run::NAMESPACE);
+    let deadline = Instant::now() + Duration::from_secs(1800);
+    while !(super::run::is_ready(&policies.get(policy).await?)
+        && super::run::covered(&daemonsets, gpu_nodes).await?)
+    {
+        if !operator.is_running() || Instant::now() > deadline {
+            bail!("the patch series' rollouts did not finish before the health step");
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    tokio::time::sleep(super::run::SETTLE).await;
     let pid = operator.pid();
     out.rss_before_mib = status_mib(pid, "VmRSS");
     let from = Timestamp::now();
@@ -143,7 +157,6 @@ pub async fn run(
         started.elapsed().as_secs_f64()
     );
     let all = format!("{n}/{n} GPU nodes report healthy GPUs", n = agents.len());
-    let policies: Api<ClusterPolicy> = Api::all(client.clone());
     let deadline = Instant::now() + Duration::from_secs(600);
     loop {
         let message = nodes_healthy(&policies, policy).await?;
@@ -188,7 +201,7 @@ pub fn line(health: &HealthRun) -> String {
     format!(
         "- health: {} GPU nodes' agents reported healthy, counted by the operator after {}; \
          agents' writes: first report {} ({}), next poll and {} s after: {}; operator's writes \
-         while reports arrived: {} ({}), then: {}; operator RSS {} before, {} after; \
+         while reports arrived: {} ({}{}), then: {}{}; operator RSS {} before, {} after; \
          NodesHealthy: {}",
         health.nodes,
         health
@@ -200,9 +213,24 @@ pub fn line(health: &HealthRun) -> String {
         health.agent_again.total(),
         health.operator_reports.total(),
         health.operator_reports.summary_by_resource(),
+        writers(&health.operator_reports),
         health.operator_steady.total(),
+        writers(&health.operator_steady),
         mib(health.rss_before_mib),
         mib(health.rss_after_mib),
         health.nodes_healthy,
     )
+}
+
+/// `; status by writer: gpu-operator/status 2`, or nothing when no status was written.
+fn writers(writes: &Writes) -> String {
+    if writes.status_by_manager.is_empty() {
+        return String::new();
+    }
+    let by: Vec<String> = writes
+        .status_by_manager
+        .iter()
+        .map(|(m, n)| format!("{m} {n}"))
+        .collect();
+    format!("; status by writer: {}", by.join(", "))
 }

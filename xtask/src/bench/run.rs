@@ -44,7 +44,7 @@ const PLUGIN: &str = "nvidia-device-plugin-daemonset";
 const DAEMONSETS: [&str; 2] = [PLUGIN, "nvidia-operator-validator"];
 /// Quiet time after `ready` before the steady window: longer than every debounce, so the
 /// status writes that follow `ready` count as rollout.
-const SETTLE: Duration = Duration::from_secs(10);
+pub(super) const SETTLE: Duration = Duration::from_secs(10);
 /// How often progress is printed while waiting.
 const PROGRESS_EVERY: Duration = Duration::from_secs(15);
 
@@ -265,7 +265,7 @@ async fn observe(
             kubeconfig,
             client,
             operator,
-            &name,
+            (&name, gpu_nodes),
             options.steady,
             &options.dir,
             &mut health,
@@ -323,7 +323,7 @@ async fn wait_for<T>(
 
 /// Whether every operand DaemonSet has a ready pod on each of the `gpu_nodes` (the ClusterPolicy
 /// may say `ready` while nodes are still being labelled: the bench waits for the whole fleet).
-async fn covered(daemonsets: &Api<DaemonSet>, gpu_nodes: u32) -> anyhow::Result<bool> {
+pub(super) async fn covered(daemonsets: &Api<DaemonSet>, gpu_nodes: u32) -> anyhow::Result<bool> {
     let want = i32::try_from(gpu_nodes)?;
     for name in DAEMONSETS {
         let Some(ds) = daemonsets.get_opt(name).await? else {
@@ -449,6 +449,9 @@ fn count_writes(
                     &mut health.operator_steady
                 };
                 target.add(&write.verb, resource, write.code);
+                if resource == super::report::STATUS_WRITES {
+                    target.add_status_writer(write.field_manager.as_deref());
+                }
             }
             continue;
         } else if let Some((from, to)) = marks.upgrade

@@ -89,6 +89,63 @@ pub struct MigManagerSpec {
     /// Host services that use the GPUs and must stop while the MIG layout changes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu_clients_config: Option<MigGpuClientsConfigSpec>,
+    /// Ours, not in NVIDIA's API: what the operator does about a node whose MIG reconfiguration
+    /// failed (`nvidia.com/mig.config.state=failed`) or has been `pending` or `rebooting` for
+    /// longer than `timeoutSeconds`. It always reports the node (`MIGManagerReady`, an Event, a
+    /// metric).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub watchdog: Option<MigWatchdogSpec>,
+}
+
+/// The MIG watchdog (ours).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MigWatchdogSpec {
+    /// Seconds a node may stay `pending` or `rebooting` before it is reported as stuck.
+    /// Defaults to 1800.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 86400))]
+    pub timeout_seconds: Option<u32>,
+    /// What to do once a node failed or is stuck, besides reporting it: `retry` (default)
+    /// restarts the node's MIG manager once, which applies the layout again, but only while no
+    /// pod on the node uses its GPUs; `restoreClients` sets the GPU operands the MIG manager
+    /// paused (`paused-for-mig-change`) back to `true`, so the node offers its GPUs as they are;
+    /// `report` does nothing more.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<MigRecovery>,
+}
+
+/// What the MIG watchdog does about a failed or stuck node.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum MigRecovery {
+    /// Report only.
+    Report,
+    /// Restore the paused GPU operands' deploy labels.
+    RestoreClients,
+    /// Restart the node's MIG manager once, when no pod uses the node's GPUs.
+    #[default]
+    Retry,
+}
+
+impl MigWatchdogSpec {
+    /// The timeout when unset.
+    pub const DEFAULT_TIMEOUT_SECONDS: u32 = 1800;
+
+    /// The timeout of `spec` (the default when unset).
+    #[must_use]
+    pub fn timeout(spec: Option<&Self>) -> std::time::Duration {
+        std::time::Duration::from_secs(u64::from(
+            spec.and_then(|w| w.timeout_seconds)
+                .unwrap_or(Self::DEFAULT_TIMEOUT_SECONDS),
+        ))
+    }
+
+    /// The recovery of `spec` (the default when unset).
+    #[must_use]
+    pub fn recovery(spec: Option<&Self>) -> MigRecovery {
+        spec.and_then(|w| w.recovery).unwrap_or_default()
+    }
 }
 
 impl MigManagerSpec {

@@ -25,7 +25,10 @@ pub use driver::{
     DriverRepoConfigSpec, DriverSpec, GpuDirectRdmaSpec, KernelModuleConfigSpec, KernelModuleType,
     VirtualTopologyConfigSpec,
 };
-pub use mig::{MigGpuClientsConfigSpec, MigManagerSpec, MigPartedConfigSpec, MigSpec, MigStrategy};
+pub use mig::{
+    MigGpuClientsConfigSpec, MigManagerSpec, MigPartedConfigSpec, MigRecovery, MigSpec,
+    MigStrategy, MigWatchdogSpec,
+};
 pub use monitoring::{RelabelConfig, ServiceMonitorConfig};
 pub use operator::{
     DaemonsetsSpec, InitContainerSpec, OperatorMetricsSpec, OperatorSpec, RollingUpdateSpec,

@@ -64,6 +64,9 @@ pub struct ClusterFacts {
     /// MIG manager leaves such a node's GPU operands `paused-for-mig-change`: it offers no GPUs
     /// until a layout applies.
     pub mig_failed: BTreeMap<String, NodeSample>,
+    /// GPU nodes the MIG watchdog marked stuck (`nvidia.com/gpu-operator.mig-stuck`: `pending`
+    /// or `rebooting` past `migManager.watchdog.timeoutSeconds`), by the layout they ask for.
+    pub mig_stuck: BTreeMap<String, NodeSample>,
     /// The operator's DaemonSets as they run now, by name: what a render must keep stable
     /// (the driver's per-OS DaemonSets keep the OS they were created for).
     pub daemonsets: BTreeMap<String, LiveDaemonSet>,
@@ -191,13 +194,16 @@ impl ClusterFacts {
             {
                 facts.gpu_nodes_without_plugin_config.add(name);
             }
+            let layout = || {
+                node_labels
+                    .get(labels::MIG_CONFIG)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
             if node_labels.get(labels::MIG_CONFIG_STATE) == Some("failed") {
-                let layout = node_labels.get(labels::MIG_CONFIG).unwrap_or_default();
-                facts
-                    .mig_failed
-                    .entry(layout.to_owned())
-                    .or_default()
-                    .add(name);
+                facts.mig_failed.entry(layout()).or_default().add(name);
+            } else if node_labels.get(labels::MIG_STUCK).is_some() {
+                facts.mig_stuck.entry(layout()).or_default().add(name);
             }
             let workload = node_labels
                 .get(labels::GPU_WORKLOAD_CONFIG)
@@ -435,8 +441,22 @@ mod tests {
             node("c", "all-2g.20gb", "failed"),
             node("d", "all-1g.10gb", "success"),
             node("e", "all-1g.10gb", "pending"),
+            NodeMeta::new(
+                "f",
+                &[
+                    (labels::GPU_PRESENT, "true"),
+                    (labels::MIG_CONFIG, "all-1g.10gb"),
+                    (labels::MIG_CONFIG_STATE, "rebooting"),
+                    (labels::MIG_STUCK, "rebooting"),
+                ],
+            ),
         ];
         let facts = ClusterFacts::from_nodes(&nodes, []);
+        assert_eq!(
+            facts.mig_stuck["all-1g.10gb"].describe(),
+            "1 node(s) (f)",
+            "marked by the watchdog; e is pending, not stuck"
+        );
         let described: Vec<(&str, String)> = facts
             .mig_failed
             .iter()

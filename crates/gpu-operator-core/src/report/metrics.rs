@@ -93,6 +93,7 @@ pub struct Metrics {
     durations: Family<ReconcileLabels, Histogram>,
     upgrades: UpgradeGauges,
     mig_failed_nodes: Gauge,
+    mig_stuck_nodes: Gauge,
     unhealthy_nodes: Family<ReasonLabels, Gauge>,
 }
 
@@ -229,6 +230,12 @@ impl Metrics {
             "GPU nodes whose MIG layout failed to apply (nvidia.com/mig.config.state=failed)",
             mig_failed_nodes.clone(),
         );
+        let mig_stuck_nodes = Gauge::default();
+        registry.register(
+            "mig_config_stuck_nodes",
+            "GPU nodes whose MIG reconfiguration has been pending or rebooting past migManager.watchdog.timeoutSeconds",
+            mig_stuck_nodes.clone(),
+        );
         let unhealthy_nodes = Family::<ReasonLabels, Gauge>::default();
         registry.register(
             "gpu_unhealthy_nodes",
@@ -246,6 +253,7 @@ impl Metrics {
             durations,
             upgrades,
             mig_failed_nodes,
+            mig_stuck_nodes,
             unhealthy_nodes,
         }
     }
@@ -316,10 +324,12 @@ impl Metrics {
         self.has_nfd_labels.set(i64::from(has_nfd_labels));
     }
 
-    /// Records how many GPU nodes report a failed MIG layout.
-    pub fn set_mig_failed_nodes(&self, nodes: usize) {
-        self.mig_failed_nodes
-            .set(i64::try_from(nodes).unwrap_or(i64::MAX));
+    /// Records how many GPU nodes report a failed MIG layout, and how many the watchdog marked
+    /// stuck.
+    pub fn set_mig_troubled_nodes(&self, failed: usize, stuck: usize) {
+        let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        self.mig_failed_nodes.set(count(failed));
+        self.mig_stuck_nodes.set(count(stuck));
     }
 
     /// Records the unhealthy GPU nodes by fault class; classes no node has any more are dropped.

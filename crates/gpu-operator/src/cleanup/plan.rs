@@ -7,7 +7,7 @@
 //!   discovery agent) and under no other: a value a person or another component set or changed
 //!   (`kubectl label … nvidia.com/gpu.deploy.driver=false`, a user's `nvidia.com/mig.config`)
 //!   moved the key to their manager and stays;
-//! - or it is one of the driver upgrade's and the validator's own keys, by name (writes of earlier
+//! - or it is one of the driver upgrade's, the MIG watchdog's and the validator's own keys, by name (writes of
 //!   releases carried no field manager; NVIDIA's operator writes the same upgrade keys);
 //! - or it is a `nvidia.com/gpu.deploy.*` label paused by an operand (`paused-for-mig-change`,
 //!   `paused-for-driver-upgrade`): only the operator's operands write those values.
@@ -29,7 +29,7 @@ pub const OUR_MANAGER_PREFIX: &str = "gpu-operator/";
 pub const DISCOVERY_MANAGER: &str = "gpu-operator-node-discovery";
 
 /// Node labels that are the operator's by name.
-const LABELS_BY_NAME: [&str; 1] = [labels::DRIVER_UPGRADE_STATE];
+const LABELS_BY_NAME: [&str; 2] = [labels::DRIVER_UPGRADE_STATE, labels::MIG_STUCK];
 /// Node annotations that are the operator's by name. Not the user's requests
 /// (`nvidia.com/gpu-driver-upgrade-requested`, the skip label): those stay.
 const ANNOTATIONS_BY_NAME: [&str; 6] = [

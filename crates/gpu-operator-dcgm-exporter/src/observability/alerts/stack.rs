@@ -77,6 +77,15 @@ pub(super) fn alerts(s: &Settings) -> Vec<Alert> {
             description: "The MIG layout failed to apply on {{ $value }} node(s), which offer no GPUs until it does; the ClusterPolicy's MIGManagerReady condition names them.".into(),
         },
         Alert {
+            name: "GPUMIGReconfigurationStuck",
+            group: Group::Stack,
+            severity: "warning",
+            expr: "gpu_operator_mig_config_stuck_nodes > 0".into(),
+            for_: Some("5m".into()),
+            summary: "MIG reconfiguration stuck on nodes".into(),
+            description: "The MIG layout of {{ $value }} node(s) has been pending or rebooting past migManager.watchdog.timeoutSeconds; they offer no GPUs meanwhile. The ClusterPolicy's MIGManagerReady condition names them.".into(),
+        },
+        Alert {
             name: "GPUNodeUnhealthy",
             group: Group::Stack,
             severity: "warning",

@@ -22,7 +22,7 @@ fn runbook() -> String {
 }
 
 /// The alerts the issue asks for, by group: a hand-written table.
-const EXPECTED: [(&str, &str); 19] = [
+const EXPECTED: [(&str, &str); 20] = [
     ("gpu-hardware-health", "GPUCriticalXid"),
     ("gpu-hardware-health", "GPUXidError"),
     ("gpu-hardware-health", "GPUDoubleBitEccError"),
@@ -40,6 +40,7 @@ const EXPECTED: [(&str, &str); 19] = [
     ("gpu-stack-health", "GPUDriverUpgradeStuck"),
     ("gpu-stack-health", "GPUDriverUpgradeFailed"),
     ("gpu-stack-health", "GPUMIGReconfigurationFailed"),
+    ("gpu-stack-health", "GPUMIGReconfigurationStuck"),
     ("gpu-stack-health", "GPUNodeUnhealthy"),
     ("gpu-stack-health", "GPUOperatorReconcileFailing"),
 ];
@@ -64,6 +65,7 @@ fn every_alert_is_grouped_annotated_and_in_the_runbook() {
                 "GPUDriverUpgradeStuck",
                 "GPUDriverUpgradeFailed",
                 "GPUMIGReconfigurationFailed",
+                "GPUMIGReconfigurationStuck",
                 "GPUNodeUnhealthy",
                 "GPUOperatorReconcileFailing",
             ];
