@@ -75,18 +75,30 @@ async fn retry(ctx: &Context, node: &str, said: &str) {
         publish(ctx, node, EventType::Warning, RETRY_HELD, message).await;
         return;
     }
+    // Listed, then deleted one by one: the operator's Role grants `delete`, not `deletecollection`.
     let managers = Api::<Pod>::namespaced(ctx.client.clone(), &ctx.namespace);
-    let params = on_node.labels(MIG_MANAGER_APP);
-    let deleted = match managers
-        .delete_collection(&DeleteParams::default(), &params)
-        .await
-    {
-        Ok(either) => either.left().map_or(0, |list| list.items.len()),
+    let found = match managers.list(&on_node.labels(MIG_MANAGER_APP)).await {
+        Ok(list) => list.items,
         Err(error) => {
-            tracing::warn!(node, %error, "MIG watchdog: cannot restart the node's MIG manager");
+            tracing::warn!(node, %error, "MIG watchdog: cannot find the node's MIG manager");
             return;
         }
     };
+    let mut deleted = 0;
+    for pod in &found {
+        match managers
+            .delete(&pod.name_any(), &DeleteParams::default())
+            .await
+        {
+            Ok(_) => deleted += 1,
+            Err(error) => {
+                tracing::warn!(node, pod = %pod.name_any(), %error, "MIG watchdog: cannot restart the node's MIG manager");
+            }
+        }
+    }
+    if deleted == 0 {
+        return;
+    }
     let message = format!(
         "{said}; retrying (migManager.watchdog.recovery=retry): restarted the node's MIG manager \
          ({deleted} pod(s) deleted), which applies the layout again"
