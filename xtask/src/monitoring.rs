@@ -98,7 +98,7 @@ fn rules_with_default_values_pass_promtool_check_and_their_unit_tests() {
     let settings = Settings::of(&DcgmExporterSpec::default(), true);
     let dir = workdir("defaults", &settings, Some("defaults.yaml"));
     let (ok, out) = run(&dir, &["check", "rules", "rules.yaml"]);
-    assert!(ok && out.contains("19 rules found"), "{out}");
+    assert!(ok && out.contains("20 rules found"), "{out}");
     let (ok, out) = run(&dir, &["test", "rules", "defaults.yaml"]);
     assert!(ok, "promtool test rules defaults.yaml:\n{out}");
 }
@@ -108,7 +108,7 @@ fn rules_with_default_values_pass_promtool_check_and_their_unit_tests() {
 fn rules_with_custom_values_pass_their_unit_tests() {
     let dir = workdir("custom", &custom_settings(), Some("custom.yaml"));
     let (ok, out) = run(&dir, &["check", "rules", "rules.yaml"]);
-    assert!(ok && out.contains("18 rules found"), "{out}");
+    assert!(ok && out.contains("19 rules found"), "{out}");
     let (ok, out) = run(&dir, &["test", "rules", "custom.yaml"]);
     assert!(ok, "promtool test rules custom.yaml:\n{out}");
     // Positive control: the same tests fail against the default rules (85 °C, XID 31 not

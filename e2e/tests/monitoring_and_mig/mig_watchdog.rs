@@ -216,8 +216,25 @@ pub async fn a_stuck_or_failed_layout_is_recovered_as_the_policy_says(env: &Env,
         .min()
         .unwrap();
     let before = labels_of(env, &node).await;
+    a_stuck_node_is_marked_and_its_clients_restored_on_request(env, name, &node).await;
+    a_failed_layout_is_retried_unless_gpu_pods_run(env, name, &node).await;
+    watchdog(env, name, serde_json::Value::Null).await;
+    let restore: Vec<(&str, Option<&str>)> =
+        [labels::MIG_CONFIG, labels::MIG_CONFIG_STATE, PLUGIN_DEPLOY]
+            .into_iter()
+            .map(|key| (key, before.get(key).map(String::as_str)))
+            .collect();
+    label(&node, &restore);
+}
 
-    // Stuck, report only: marked and named; the pause stays.
+/// `pending` past the timeout: marked and named; under `report` the pause stays (the control),
+/// under `restoreClients` it goes; moving on clears it all.
+async fn a_stuck_node_is_marked_and_its_clients_restored_on_request(
+    env: &Env,
+    name: &str,
+    node: &str,
+) {
+    let node = node.to_owned();
     watchdog(
         env,
         name,
@@ -282,8 +299,12 @@ pub async fn a_stuck_or_failed_layout_is_recovered_as_the_policy_says(env: &Env,
     })
     .await;
     assert_eq!(labels_of(env, &node).await.get(labels::MIG_STUCK), None);
+}
 
-    // retry, held by a GPU pod on the node.
+/// `retry`: held while a pod on the node requests a GPU (named in `MIGRetryHeld`, the MIG manager
+/// pod kept), done once it is gone (the pod replaced).
+async fn a_failed_layout_is_retried_unless_gpu_pods_run(env: &Env, name: &str, node: &str) {
+    let node = node.to_owned();
     watchdog(env, name, json!({"recovery": "retry"})).await;
     let manager = mig_manager_pod(env, &node).await;
     let gpu_pod: Pod = serde_json::from_value(json!({
@@ -340,12 +361,4 @@ pub async fn a_stuck_or_failed_layout_is_recovered_as_the_policy_says(env: &Env,
     })
     .await
     .unwrap();
-
-    watchdog(env, name, serde_json::Value::Null).await;
-    let restore: Vec<(&str, Option<&str>)> =
-        [labels::MIG_CONFIG, labels::MIG_CONFIG_STATE, PLUGIN_DEPLOY]
-            .into_iter()
-            .map(|key| (key, before.get(key).map(String::as_str)))
-            .collect();
-    label(&node, &restore);
 }
