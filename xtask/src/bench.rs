@@ -92,7 +92,7 @@ pub struct Args {
     /// `maxUnavailable: 25%`): its time, writes per node upgraded, memory and CPU.
     #[arg(long)]
     pub upgrade: bool,
-    /// After the patch series, every GPU node's health agent reports a healthy node and polls
+    /// After the steady window, every GPU node's health agent reports a healthy node and polls
     /// again (the agent's code on a healthy reading): its writes, and the operator's writes and
     /// memory before and after.
     #[arg(long)]

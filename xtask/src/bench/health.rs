@@ -6,8 +6,8 @@
 //! fake library does in the e2e. The agents write under a ServiceAccount of their own, so the
 //! audit log tells their writes from the operator's.
 //!
-//! It starts once the patch series' rollouts are done (the ClusterPolicy ready, every GPU node
-//! covered) and quiet. Measured: the agents' writes on the first report and on the next poll (the
+//! It runs on the converged fleet, right after the steady window and before the patch series
+//! starts rollouts. Measured: the agents' writes on the first report and on the next poll (the
 //! claim: 0), the operator's writes while the reports arrive (its `NodesHealthy` condition
 //! counting them) and in a steady window after, and the operator's RSS before and after.
 
@@ -103,7 +103,7 @@ pub async fn run(
     kubeconfig: &Path,
     client: &kube::Client,
     operator: &mut Operator,
-    (policy, gpu_nodes): (&str, u32),
+    policy: &str,
     steady: Duration,
     dir: &Path,
     out: &mut HealthRun,
@@ -134,18 +134,6 @@ pub async fn run(
         .collect();
     out.nodes = u32::try_from(agents.len())?;
     let policies: Api<ClusterPolicy> = Api::all(client.clone());
-    // The patch series' rollouts finish first, so their progress is not counted here.
-    let daemonsets = Api::namespaced(client.clone(), super::run::NAMESPACE);
-    let deadline = Instant::now() + Duration::from_secs(1800);
-    while !(super::run::is_ready(&policies.get(policy).await?)
-        && super::run::covered(&daemonsets, gpu_nodes).await?)
-    {
-        if !operator.is_running() || Instant::now() > deadline {
-            bail!("the patch series' rollouts did not finish before the health step");
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
-    tokio::time::sleep(super::run::SETTLE).await;
     let pid = operator.pid();
     out.rss_before_mib = status_mib(pid, "VmRSS");
     let from = Timestamp::now();

@@ -44,7 +44,7 @@ const PLUGIN: &str = "nvidia-device-plugin-daemonset";
 const DAEMONSETS: [&str; 2] = [PLUGIN, "nvidia-operator-validator"];
 /// Quiet time after `ready` before the steady window: longer than every debounce, so the
 /// status writes that follow `ready` count as rollout.
-pub(super) const SETTLE: Duration = Duration::from_secs(10);
+const SETTLE: Duration = Duration::from_secs(10);
 /// How often progress is printed while waiting.
 const PROGRESS_EVERY: Duration = Duration::from_secs(15);
 
@@ -69,7 +69,7 @@ pub struct Options {
     pub account: String,
     /// CRD manifests applied (server-side) before the operator starts, besides ours.
     pub crds: Vec<PathBuf>,
-    /// Run the GPU health step (see [`super::health`]) after the patch series.
+    /// Run the GPU health step (see [`super::health`]) after the steady window.
     pub health: bool,
     /// End with the driver upgrade step (see [`super::upgrade`]).
     pub upgrade: bool,
@@ -254,18 +254,15 @@ async fn observe(
             operator.log_tail()
         );
     }
-    marks.patches_from = Some(Timestamp::now());
-    let series = patches::series(client, operator, NAMESPACE, PLUGIN, &name).await;
-    marks.patches_to = Some(Timestamp::now());
-    marks.patches = series?;
-    run.patch_latencies_s = marks.patches.iter().map(|t| t.latency_s).collect();
+    // The health step runs on the converged fleet, before the patch series starts rollouts
+    // (at 5,000 nodes a device plugin rollout, one node at a time, takes over an hour).
     if options.health {
         let mut health = super::health::HealthRun::default();
         let step = super::health::run(
             kubeconfig,
             client,
             operator,
-            (&name, gpu_nodes),
+            &name,
             options.steady,
             &options.dir,
             &mut health,
@@ -274,6 +271,11 @@ async fn observe(
         run.health = Some(health);
         marks.health = Some(step?);
     }
+    marks.patches_from = Some(Timestamp::now());
+    let series = patches::series(client, operator, NAMESPACE, PLUGIN, &name).await;
+    marks.patches_to = Some(Timestamp::now());
+    marks.patches = series?;
+    run.patch_latencies_s = marks.patches.iter().map(|t| t.latency_s).collect();
     if options.upgrade {
         let mut upgrade = super::upgrade::UpgradeRun::default();
         let window =
@@ -323,7 +325,7 @@ async fn wait_for<T>(
 
 /// Whether every operand DaemonSet has a ready pod on each of the `gpu_nodes` (the ClusterPolicy
 /// may say `ready` while nodes are still being labelled: the bench waits for the whole fleet).
-pub(super) async fn covered(daemonsets: &Api<DaemonSet>, gpu_nodes: u32) -> anyhow::Result<bool> {
+async fn covered(daemonsets: &Api<DaemonSet>, gpu_nodes: u32) -> anyhow::Result<bool> {
     let want = i32::try_from(gpu_nodes)?;
     for name in DAEMONSETS {
         let Some(ds) = daemonsets.get_opt(name).await? else {
