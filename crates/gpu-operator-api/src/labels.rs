@@ -23,6 +23,12 @@ pub const MIG_CONFIG_STATE: &str = "nvidia.com/mig.config.state";
 pub const MIG_STUCK: &str = "nvidia.com/gpu-operator.mig-stuck";
 /// The value NVIDIA's MIG manager gives the deploy labels of the GPU operands it pauses.
 pub const PAUSED_FOR_MIG_CHANGE: &str = "paused-for-mig-change";
+/// The value NVIDIA's driver manager, and our driver upgrade, give the deploy labels of the GPU
+/// clients they pause while a node's driver is replaced.
+pub const PAUSED_FOR_DRIVER_UPGRADE: &str = "paused-for-driver-upgrade";
+/// The node label third-party GPU clients name in their `nodeSelector` (NVIDIA v26.7): `true` on
+/// GPU nodes, paused while the node's driver or MIG layout changes, so their pods leave first.
+pub const DEPLOY_CLIENT: &str = "nvidia.com/gpu.deploy.client";
 /// `"true"` on nodes whose device plugin configuration uses MPS, written by GPU Feature Discovery.
 pub const MPS_CAPABLE: &str = "nvidia.com/mps.capable";
 /// The device plugin configuration (ConfigMap key) a node uses.

@@ -79,20 +79,21 @@ pub async fn pods_on(ctx: &Context, node: &str) -> Result<Vec<Workload>, Error> 
 pub fn patch_json(step: &Step) -> Option<Value> {
     let p = &step.patch;
     let mut metadata = Map::new();
+    let mut node_labels = Map::new();
     match p.state {
         StateLabel::Keep => {}
         StateLabel::Set(s) => {
-            metadata.insert(
-                "labels".into(),
-                json!({ labels::DRIVER_UPGRADE_STATE: s.as_str() }),
-            );
+            node_labels.insert(labels::DRIVER_UPGRADE_STATE.into(), s.as_str().into());
         }
         StateLabel::Remove => {
-            metadata.insert(
-                "labels".into(),
-                json!({ labels::DRIVER_UPGRADE_STATE: null }),
-            );
+            node_labels.insert(labels::DRIVER_UPGRADE_STATE.into(), Value::Null);
         }
+    }
+    if let Some(client) = p.client {
+        node_labels.insert(labels::DEPLOY_CLIENT.into(), client.into());
+    }
+    if !node_labels.is_empty() {
+        metadata.insert("labels".into(), Value::Object(node_labels));
     }
     if !p.annotations.is_empty() {
         let annotations: Map<String, Value> = p

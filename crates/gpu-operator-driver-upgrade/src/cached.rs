@@ -25,10 +25,11 @@ pub const VALIDATOR_APP: &str = "nvidia-operator-validator";
 pub const DEPLOY_DRIVER: &str = "nvidia.com/gpu.deploy.driver";
 
 /// Node labels the upgrade reads.
-const LABELS: [&str; 3] = [
+const LABELS: [&str; 4] = [
     labels::DRIVER_UPGRADE_STATE,
     labels::DRIVER_UPGRADE_SKIP,
     DEPLOY_DRIVER,
+    labels::DEPLOY_CLIENT,
 ];
 
 /// Node annotations the upgrade reads.

@@ -37,6 +37,8 @@ pub struct NodeFacts {
     pub restart_pod: Option<String>,
     /// Annotation `nvidia.com/gpu-driver-upgrade-enabled=true`.
     pub upgrade_enabled: bool,
+    /// Label `nvidia.com/gpu.deploy.client`: `true`, paused, or absent.
+    pub client: Option<String>,
     /// The node's driver pod (the live one when an old one is still terminating).
     pub driver: Option<PodFacts>,
     /// The node's validator pod (`app=nvidia-operator-validator`).
@@ -101,6 +103,14 @@ pub struct Workload {
     pub empty_dir: bool,
     /// A static (mirror) pod, which the API cannot evict.
     pub mirror: bool,
+    /// Its `nodeSelector` names `nvidia.com/gpu.deploy.client` (NVIDIA v26.7's contract for
+    /// third-party GPU clients): a DaemonSet's pod leaves once the label is paused.
+    pub client: bool,
+    /// The ResourceClaims it uses (by name, in its namespace).
+    pub claims: Vec<String>,
+    /// The first of `claims` allocated devices of NVIDIA's DRA driver (`gpu.nvidia.com`), looked
+    /// up when the node's pods are listed.
+    pub dra_claim: Option<String>,
 }
 
 impl Workload {
@@ -109,22 +119,26 @@ impl Workload {
         format!("{}/{}", self.namespace, self.name)
     }
 
-    /// Whether it holds the GPUs, and so keeps the driver in use: it requests an NVIDIA device
-    /// or runs under one of `runtime_classes` (the NVIDIA ones). Finished pods hold nothing.
-    pub fn uses_gpu(&self, runtime_classes: &[String]) -> bool {
-        !self.finished
-            && (self.gpu
-                || self
-                    .runtime_class
-                    .as_ref()
-                    .is_some_and(|c| runtime_classes.contains(c)))
-    }
-
-    /// How a GPU user is named: `namespace/name`, and why it counts when it requests nothing.
-    pub fn gpu_user(&self) -> String {
-        match (&self.runtime_class, self.gpu) {
-            (Some(class), false) => format!("{} (runtime class {class})", self.key()),
-            _ => self.key(),
+    /// Why it holds the GPUs, and so keeps the driver in use, found from the pod alone: it
+    /// requests an NVIDIA device (`""`: said by its name), holds a DRA claim on NVIDIA's driver,
+    /// runs under one of `runtime_classes` (the NVIDIA ones), or selects the GPU-client label.
+    /// Finished pods hold nothing.
+    pub fn gpu_use(&self, runtime_classes: &[String]) -> Option<String> {
+        if self.finished {
+            None
+        } else if self.gpu {
+            Some(String::new())
+        } else if let Some(claim) = &self.dra_claim {
+            Some(format!("DRA claim {claim}"))
+        } else if let Some(class) = self
+            .runtime_class
+            .as_ref()
+            .filter(|c| runtime_classes.contains(c))
+        {
+            Some(format!("runtime class {class}"))
+        } else {
+            self.client
+                .then(|| format!("nodeSelector {}", gpu_operator_api::labels::DEPLOY_CLIENT))
         }
     }
 }

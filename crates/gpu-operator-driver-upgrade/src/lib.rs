@@ -11,14 +11,17 @@
 mod actions;
 mod cached;
 mod caught_up;
+mod dra_claims;
 pub mod condition;
 pub mod facts;
+mod gpu_clients;
 mod in_flight;
 pub mod plan;
 pub mod policy;
 pub mod reconcile;
 pub mod report;
 pub mod selector;
+mod selector_check;
 pub mod state;
 mod transitions;
 pub mod triggers;

@@ -17,6 +17,7 @@ use k8s_openapi::jiff::Timestamp;
 
 use crate::{
     facts::{NodeFacts, Workload},
+    gpu_clients,
     policy::Policy,
     state::{RESTART_POD, STATE_SINCE, UpgradeState},
     transitions::{
@@ -49,6 +50,9 @@ pub struct NodePatch {
     pub unschedulable: Option<bool>,
     /// Annotations to set (`Some`) or remove (`None`).
     pub annotations: BTreeMap<&'static str, Option<String>>,
+    /// The new value of `nvidia.com/gpu.deploy.client`, when it changes: paused while GPU users
+    /// leave, `true` again when the upgrade ends.
+    pub client: Option<&'static str>,
 }
 
 impl NodePatch {
@@ -56,6 +60,7 @@ impl NodePatch {
         self.state == StateLabel::Keep
             && self.unschedulable.is_none()
             && self.annotations.is_empty()
+            && self.client.is_none()
     }
 }
 
@@ -229,26 +234,7 @@ pub fn step(
             wait_for_jobs(policy, workloads, elapsed, &mut step, now);
         }
         UpgradeState::PodDeletionRequired => {
-            let gpu: Vec<&Workload> = workloads
-                .iter()
-                .filter(|w| policy.gpu_user(w) && !w.daemonset)
-                .collect();
-            let next = if policy.drain.is_some() {
-                UpgradeState::DrainRequired
-            } else {
-                UpgradeState::PodRestartRequired
-            };
-            remove(
-                node,
-                &gpu,
-                &policy.deletion,
-                "gpuPodDeletion",
-                "GPU pod",
-                next,
-                elapsed,
-                &mut step,
-                now,
-            );
+            gpu_clients::pod_deletion(node, policy, workloads, elapsed, &mut step, now);
         }
         UpgradeState::DrainRequired => match &policy.drain {
             None => move_to_restart(node, &mut step, now),
@@ -280,40 +266,7 @@ pub fn step(
         UpgradeState::UncordonRequired => uncordon(node, &mut step, now),
         UpgradeState::Failed => failed(node, admitted, &mut step, now),
     }
-    if step.patch.state == StateLabel::Set(UpgradeState::PodRestartRequired) {
-        name_remaining_gpu_users(node, policy, workloads, &mut step);
-    }
     finish(node, step, now)
-}
-
-/// On the way to the driver pod's restart, the GPU users eviction does not move (DaemonSet pods:
-/// a standalone DCGM exporter, a monitoring agent) are named in a Warning Event: they keep the
-/// driver in use, and the new driver pod then fails with "driver is in use" until they go. Their
-/// DaemonSet can select `nvidia.com/gpu.deploy.client=true`, which NVIDIA's MIG manager pauses.
-fn name_remaining_gpu_users(
-    node: &NodeFacts,
-    policy: &Policy,
-    workloads: &[Workload],
-    step: &mut Step,
-) {
-    let remaining: Vec<String> = workloads
-        .iter()
-        .filter(|w| w.daemonset && !w.terminating && policy.gpu_user(w))
-        .map(Workload::gpu_user)
-        .collect();
-    if remaining.is_empty() {
-        return;
-    }
-    step.event = Some(NodeEvent {
-        warning: true,
-        reason: "DriverUpgradeGpuUsersRemain",
-        note: format!(
-            "restarting the driver on node {} while {} DaemonSet pod(s) still use the GPU, which eviction does not move and which keep the driver in use: {}",
-            node.name,
-            remaining.len(),
-            remaining.join(", ")
-        ),
-    });
 }
 
 /// Adds what every patch of a managed node carries: the time a state without one was entered,
@@ -340,6 +293,7 @@ pub fn release(node: &NodeFacts) -> Option<NodePatch> {
     if node.state.is_some() {
         patch.state = StateLabel::Remove;
     }
+    gpu_clients::resume(node, &mut patch);
     for (present, key) in [
         (node.since.is_some(), STATE_SINCE),
         (node.upgrade_enabled, labels::DRIVER_UPGRADE_ENABLED),

@@ -35,6 +35,8 @@ pub struct Policy {
     pub wait_timeout: Option<Duration>,
     /// `podDeletion` (the chart's `gpuPodDeletion`).
     pub deletion: Removal,
+    /// `podDeletion.podSelector` (ours): more pods that count as GPU users.
+    pub user_selector: Option<Selector>,
     /// `drain`, when `drain.enable`.
     pub drain: Option<Drain>,
     /// The NVIDIA runtime classes (see [`Policy::with_gpu_users`]): a pod running under one is
@@ -138,6 +140,7 @@ impl Policy {
                 wait.pod_selector.as_deref(),
             )?,
             wait_timeout: seconds(wait.timeout_seconds, 0),
+            user_selector: selector("podDeletion.podSelector", deletion.pod_selector.as_deref())?,
             deletion: Removal {
                 force: deletion.force.unwrap_or(false),
                 delete_empty_dir: deletion.delete_empty_dir.unwrap_or(false),
@@ -169,10 +172,32 @@ impl Policy {
         self
     }
 
-    /// Whether `workload` is a workload that holds the GPUs (see [`Workload::uses_gpu`]), not
-    /// one of the operator's own pods.
+    /// Why `workload` holds the GPUs (see [`Workload::gpu_use`]), or matches
+    /// `podDeletion.podSelector`; `None` for the operator's own pods and for pods that do not.
+    pub fn gpu_use(&self, workload: &Workload) -> Option<String> {
+        if workload.namespace == self.operator_namespace {
+            return None;
+        }
+        workload.gpu_use(&self.runtime_classes).or_else(|| {
+            let selected = self
+                .user_selector
+                .as_ref()
+                .is_some_and(|s| s.matches(&workload.labels));
+            (selected && !workload.finished).then(|| "podDeletion.podSelector".to_owned())
+        })
+    }
+
+    /// Whether `workload` is a workload that holds the GPUs, not one of the operator's own pods.
     pub fn gpu_user(&self, workload: &Workload) -> bool {
-        workload.namespace != self.operator_namespace && workload.uses_gpu(&self.runtime_classes)
+        self.gpu_use(workload).is_some()
+    }
+
+    /// How a GPU user is named: `namespace/name`, and why it counts when it requests nothing.
+    pub fn name_gpu_user(&self, workload: &Workload) -> String {
+        match self.gpu_use(workload) {
+            Some(why) if !why.is_empty() => format!("{} ({why})", workload.key()),
+            _ => workload.key(),
+        }
     }
 
     /// How many of `total` GPU nodes may be unavailable at once.
@@ -260,6 +285,7 @@ mod tests {
                 force: Some(true),
                 timeout_seconds: Some(0),
                 delete_empty_dir: Some(true),
+                pod_selector: Some("app=vllm".into()),
             }),
             wait_for_completion: Some(WaitForCompletionSpec {
                 pod_selector: Some("app=training".into()),
@@ -280,7 +306,7 @@ mod tests {
         assert_eq!(p.wait_timeout, Some(Duration::from_secs(60)));
         assert_eq!(p.deletion.timeout, None, "0 waits forever");
         assert!(p.deletion.force && p.deletion.delete_empty_dir);
-        let drain = p.drain.unwrap();
+        let drain = p.drain.clone().unwrap();
         assert_eq!(drain.removal.timeout, Some(Duration::from_secs(30)));
         let labels = |pairs: &[(&str, &str)]| {
             pairs
@@ -289,6 +315,18 @@ mod tests {
                 .collect()
         };
         assert!(drain.selector.matches(&labels(&[("tier", "gpu")])));
+        let vllm = Workload {
+            namespace: "ml".into(),
+            name: "vllm-0".into(),
+            labels: labels(&[("app", "vllm")]),
+            ..Workload::default()
+        };
+        assert_eq!(p.name_gpu_user(&vllm), "ml/vllm-0 (podDeletion.podSelector)");
+        let finished = Workload {
+            finished: true,
+            ..vllm
+        };
+        assert!(!p.gpu_user(&finished), "a finished pod holds nothing");
         assert!(!drain.selector.matches(&labels(&[
             ("tier", "gpu"),
             ("nvidia.com/gpu-driver-upgrade-drain.skip", "true")

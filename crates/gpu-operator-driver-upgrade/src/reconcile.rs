@@ -50,6 +50,7 @@ use crate::{
     in_flight::InFlight,
     plan::{self, POLL, StateLabel, Step, Wait},
     policy::Policy,
+    selector_check::SelectorCheck,
     state::UpgradeState,
     triggers,
     view::{self, DRIVER_APP, OperandPod, Templates, UpgradeNode, VALIDATOR_APP},
@@ -68,6 +69,7 @@ pub struct Upgrades {
     nodes: Store<UpgradeNode>,
     pods: Store<OperandPod>,
     written: InFlight,
+    selector_check: SelectorCheck,
 }
 
 /// Runs the driver upgrade reconciler until `shutdown` resolves.
@@ -123,6 +125,7 @@ pub fn controller(
         nodes,
         pods,
         written: InFlight::default(),
+        selector_check: SelectorCheck::default(),
     });
     let node_changes = throttle(node_changes, BURST_PERIOD);
     let pod_changes = throttle(pod_changes, BURST_PERIOD);
@@ -240,6 +243,10 @@ async fn pass(policy: &ClusterPolicy, up: &Upgrades) -> Result<Action, Error> {
             return Ok(write_condition(ctx, policy, &desired, None));
         }
     };
+    let selector = spec.driver.upgrade_policy.as_ref().and_then(|u| {
+        u.pod_deletion.as_ref()?.pod_selector.as_deref()
+    });
+    up.selector_check.check(ctx, policy, selector).await;
     let mut facts = view::node_facts(&nodes, &pods, &templates, false);
     let in_flight = up.written.overlay(&mut facts);
     let admitted: BTreeSet<String> = plan::admit(&facts, &policy_ok).into_iter().collect();
@@ -329,7 +336,9 @@ async fn run_node(
         )
     );
     let workloads = if lists_pods {
-        pods_on(ctx, &node.name).await?
+        let mut workloads = pods_on(ctx, &node.name).await?;
+        crate::dra_claims::mark(ctx, &mut workloads).await?;
+        workloads
     } else {
         Vec::new()
     };

@@ -8,6 +8,7 @@ use k8s_openapi::jiff::Timestamp;
 
 use crate::{
     facts::{NodeFacts, Workload},
+    gpu_clients,
     plan::{NodeEvent, POLL, StateLabel, Step, Wait},
     policy::{Policy, RESTART_TIMEOUT, Removal, VALIDATION_TIMEOUT},
     state::{FAILURE_REASON, RESTART_POD, STATE_SINCE, UPGRADE_REQUESTED, UpgradeState},
@@ -302,6 +303,7 @@ pub(crate) fn fail(node: &NodeFacts, step: &mut Step, reason: &str, now: Timesta
     step.evict.clear();
     step.delete.clear();
     move_to(step, UpgradeState::Failed, now);
+    gpu_clients::resume(node, &mut step.patch);
     step.patch
         .annotations
         .insert(FAILURE_REASON, Some(reason.to_owned()));
@@ -331,6 +333,7 @@ pub(crate) fn move_to(step: &mut Step, state: UpgradeState, now: Timestamp) {
 /// Ends the upgrade: uncordons the node unless its user had cordoned it, drops our records.
 pub(crate) fn uncordon(node: &NodeFacts, step: &mut Step, now: Timestamp) {
     move_to(step, UpgradeState::Done, now);
+    gpu_clients::resume(node, &mut step.patch);
     if !node.initially_unschedulable && node.unschedulable {
         step.patch.unschedulable = Some(false);
     }
@@ -387,7 +390,7 @@ pub(crate) fn skipped() -> Wait {
 
 /// How long a node has waited, in whole minutes: the condition that shows it is not rewritten
 /// on every pass while a node waits.
-fn waited(elapsed: Duration) -> String {
+pub(crate) fn waited(elapsed: Duration) -> String {
     match elapsed.as_secs() / 60 {
         0 => "under a minute".to_owned(),
         minutes => format!("{minutes}m"),

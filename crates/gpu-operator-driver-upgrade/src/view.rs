@@ -142,6 +142,7 @@ pub fn node_facts(
                 failure: annotation(FAILURE_REASON).map(str::to_owned),
                 restart_pod: annotation(RESTART_POD).map(str::to_owned),
                 upgrade_enabled: is_true(labels::DRIVER_UPGRADE_ENABLED),
+                client: label(labels::DEPLOY_CLIENT).map(str::to_owned),
                 driver,
                 validator: validators
                     .get(name.as_str())

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use gpu_operator_api::labels;
 use k8s_openapi::{api::core::v1::Pod, apimachinery::pkg::apis::meta::v1::OwnerReference};
 use kube::api::ObjectMeta;
 use serde::{Deserialize, de::IgnoredAny};
@@ -63,6 +64,17 @@ struct WireSpec {
     #[serde(default)]
     volumes: Vec<WireVolume>,
     runtime_class_name: Option<String>,
+    /// Only the keys are read.
+    node_selector: Option<BTreeMap<String, IgnoredAny>>,
+    #[serde(default)]
+    resource_claims: Vec<WireClaim>,
+}
+
+/// A pod's claim: by name, or made from a template (its name then in the status).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireClaim {
+    resource_claim_name: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -88,8 +100,12 @@ struct WireVolume {
 }
 
 #[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct WireStatus {
     phase: Option<String>,
+    /// The claims made from templates, named by the API server.
+    #[serde(default)]
+    resource_claim_statuses: Vec<WireClaim>,
 }
 
 /// Whether a resource name is an NVIDIA device: NVIDIA's filter (`nvidia.com/gpu*`,
@@ -133,6 +149,18 @@ impl From<Wire> for WorkloadPod {
             empty_dir: wire.spec.volumes.iter().any(|v| v.empty_dir.is_some()),
             runtime_class: wire.spec.runtime_class_name,
             mirror: annotations.is_some_and(|a| a.contains_key(MIRROR)),
+            client: wire
+                .spec
+                .node_selector
+                .is_some_and(|s| s.contains_key(labels::DEPLOY_CLIENT)),
+            claims: wire
+                .spec
+                .resource_claims
+                .into_iter()
+                .chain(wire.status.resource_claim_statuses)
+                .filter_map(|c| c.resource_claim_name)
+                .collect(),
+            dra_claim: None,
         };
         Self {
             metadata: ObjectMeta {
@@ -190,6 +218,9 @@ mod tests {
                 empty_dir: true,
                 mirror: false,
                 runtime_class: None,
+                client: false,
+                claims: Vec::new(),
+                dra_claim: None,
             }
         );
         // A static pod's mirror being deleted, a MIG device in its limits, no controller.
@@ -221,20 +252,44 @@ mod tests {
             "spec": {"runtimeClassName": "nvidia", "containers": [{"name": "c"}]}
         }));
         let ours = ["nvidia".to_owned(), "nvidia-cdi".to_owned()];
-        assert!(!exporter.gpu && exporter.uses_gpu(&ours) && !exporter.uses_gpu(&[]));
+        assert!(!exporter.gpu && exporter.gpu_use(&[]).is_none());
         assert_eq!(
-            exporter.gpu_user(),
-            "monitoring/dcgm-exporter-x (runtime class nvidia)"
+            exporter.gpu_use(&ours).as_deref(),
+            Some("runtime class nvidia")
         );
+        // A GPU client of NVIDIA's v26.7 contract: its nodeSelector names the client label.
+        let client = read(json!({
+            "metadata": {"name": "agent-y", "namespace": "ops"},
+            "spec": {"nodeSelector": {"nvidia.com/gpu.deploy.client": "true"}, "containers": [{"name": "c"}]}
+        }));
+        assert_eq!(
+            client.gpu_use(&ours).as_deref(),
+            Some("nodeSelector nvidia.com/gpu.deploy.client")
+        );
+        // DRA claims, by name and made from a template; which driver allocated them is looked up.
+        let dra = read(json!({
+            "metadata": {"name": "infer", "namespace": "ml"},
+            "spec": {"containers": [{"name": "c"}], "resourceClaims": [
+                {"name": "gpu", "resourceClaimName": "shared-gpu"},
+                {"name": "t", "resourceClaimTemplateName": "one-gpu"}]},
+            "status": {"resourceClaimStatuses": [{"name": "t", "resourceClaimName": "infer-t-x7"}]}
+        }));
+        assert_eq!(dra.claims, ["shared-gpu", "infer-t-x7"]);
+        assert_eq!(dra.gpu_use(&ours), None, "until a claim is NVIDIA's");
+        let dra = Workload {
+            dra_claim: Some("infer-t-x7".into()),
+            ..dra
+        };
+        assert_eq!(dra.gpu_use(&ours).as_deref(), Some("DRA claim infer-t-x7"));
         let shared = read(json!({
             "metadata": {"name": "s", "namespace": "ml"},
             "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu.shared": "1"}}}]}
         }));
-        assert!(shared.gpu && shared.uses_gpu(&[]));
+        assert_eq!(shared.gpu_use(&[]).as_deref(), Some(""));
         let done = Workload {
             finished: true,
             ..shared
         };
-        assert!(!done.uses_gpu(&ours), "a finished pod holds nothing");
+        assert_eq!(done.gpu_use(&ours), None, "a finished pod holds nothing");
     }
 }

@@ -52,6 +52,12 @@ pub struct PodDeletionSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = false))]
     pub delete_empty_dir: Option<bool>,
+    /// Label selector of more pods that hold the GPUs without requesting one, such as
+    /// `app=vllm`: they are deleted with the GPU pods (ours; proposed to NVIDIA's upgrade library
+    /// as `PodDeletionSpec.PodSelector`). Empty: only the pods found by their requests, runtime
+    /// class, DRA claims and `nvidia.com/gpu.deploy.client` node selector.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod_selector: Option<String>,
 }
 
 /// Jobs to wait for before a node is upgraded.

@@ -181,14 +181,21 @@ fn every_nvidia_field_is_ours_with_the_same_shape() {
 
 #[test]
 fn ours_adds_only_what_we_mean_to() {
-    // Fields of ours beyond NVIDIA's, each on purpose: the generation the status was computed
-    // from (issue 33's status per NVIDIADriver).
+    // Fields of ours beyond NVIDIA's, each on purpose: the GPU-user selector the upgrade policy
+    // shares with the ClusterPolicy's (proposed to NVIDIA's upgrade library), and the generation
+    // the status was computed from (issue 33's status per NVIDIADriver).
     let nvidia = nvidia_facts();
     let extra: Vec<String> = facts(&crd_schema())
         .into_keys()
         .filter(|path| !nvidia.contains_key(path))
         .collect();
-    assert_eq!(extra, ["status.observedGeneration"]);
+    assert_eq!(
+        extra,
+        [
+            "spec.upgradePolicy.podDeletion.podSelector",
+            "status.observedGeneration"
+        ]
+    );
 }
 
 #[test]

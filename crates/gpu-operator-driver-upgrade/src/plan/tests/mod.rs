@@ -13,6 +13,7 @@ use crate::{
     state::{FAILURE_REASON, RESTART_POD, STATE_SINCE, UPGRADE_REQUESTED},
 };
 
+mod gpu_clients;
 mod removal;
 
 fn t(seconds: i64) -> Timestamp {
@@ -88,6 +89,9 @@ fn apply(node: &mut NodeFacts, step: &Step, now: i64) {
     }
     if let Some(u) = step.patch.unschedulable {
         node.unschedulable = u;
+    }
+    if let Some(client) = step.patch.client {
+        node.client = Some(client.to_owned());
     }
     for (key, value) in &step.patch.annotations {
         match *key {

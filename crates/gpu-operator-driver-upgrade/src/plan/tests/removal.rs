@@ -103,6 +103,7 @@ fn pods_without_controller_or_with_empty_dir_need_force_and_delete_empty_dir() {
             force: Some(true),
             delete_empty_dir: Some(true),
             timeout_seconds: Some(0),
+            pod_selector: None,
         }),
         ..DriverUpgradePolicySpec::default()
     });
@@ -266,7 +267,20 @@ fn every_gpu_user_is_found_and_the_ones_eviction_cannot_move_are_named() {
         (s.patch.state, s.event.as_ref().map(|e| e.reason)),
         (StateLabel::Set(UpgradeState::PodRestartRequired), None)
     );
-    let s = step(&n, &p, false, &[exporter, other_runtime], t(110));
+    // Until gpuPodDeletion.timeoutSeconds (300 s) the node waits, naming it and the fix.
+    let s = step(&n, &p, false, &[exporter.clone(), other_runtime.clone()], t(110));
+    assert_eq!(s.patch.state, StateLabel::Keep);
+    let wait = s.wait.unwrap();
+    assert!(wait.stuck);
+    assert!(
+        wait.reason
+            .contains("1 DaemonSet pod(s) hold the GPU and eviction does not move them: ml/dcgm-exporter-x (runtime class nvidia-cdi)")
+            && wait.reason.contains("nvidia.com/gpu.deploy.client: \"true\"")
+            && wait.reason.contains("without them after 300s"),
+        "{}",
+        wait.reason
+    );
+    let s = step(&n, &p, false, &[exporter, other_runtime], t(401));
     assert_eq!(
         s.patch.state,
         StateLabel::Set(UpgradeState::PodRestartRequired)
