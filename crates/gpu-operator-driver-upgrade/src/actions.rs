@@ -3,7 +3,7 @@
 
 use gpu_operator_api::labels;
 use gpu_operator_core::{Context, Error};
-use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::{
     Api,
     api::{EvictParams, ListParams, Patch, PatchParams},
@@ -146,12 +146,6 @@ pub async fn release(ctx: &Context, nodes: &[NodeFacts]) -> Result<(), Error> {
 
 /// Publishes `event` about node `node`.
 pub async fn publish(ctx: &Context, node: &str, event: &plan::NodeEvent) {
-    let reference = ObjectReference {
-        api_version: Some("v1".into()),
-        kind: Some("Node".into()),
-        name: Some(node.to_owned()),
-        ..ObjectReference::default()
-    };
     let event = Event {
         type_: if event.warning {
             EventType::Warning
@@ -163,7 +157,5 @@ pub async fn publish(ctx: &Context, node: &str, event: &plan::NodeEvent) {
         action: "DriverUpgrade".to_owned(),
         secondary: None,
     };
-    if let Err(error) = ctx.one_off_events.publish(&event, &reference).await {
-        tracing::warn!(%error, node, "could not publish an Event");
-    }
+    ctx.one_off_events.publish_on_node(node, &event).await;
 }

@@ -11,8 +11,8 @@
 mod actions;
 mod cached;
 mod caught_up;
-mod dra_claims;
 pub mod condition;
+mod dra_claims;
 pub mod facts;
 mod gpu_clients;
 mod in_flight;

@@ -321,7 +321,10 @@ mod tests {
             labels: labels(&[("app", "vllm")]),
             ..Workload::default()
         };
-        assert_eq!(p.name_gpu_user(&vllm), "ml/vllm-0 (podDeletion.podSelector)");
+        assert_eq!(
+            p.name_gpu_user(&vllm),
+            "ml/vllm-0 (podDeletion.podSelector)"
+        );
         let finished = Workload {
             finished: true,
             ..vllm

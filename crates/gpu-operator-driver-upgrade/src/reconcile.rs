@@ -243,9 +243,11 @@ async fn pass(policy: &ClusterPolicy, up: &Upgrades) -> Result<Action, Error> {
             return Ok(write_condition(ctx, policy, &desired, None));
         }
     };
-    let selector = spec.driver.upgrade_policy.as_ref().and_then(|u| {
-        u.pod_deletion.as_ref()?.pod_selector.as_deref()
-    });
+    let selector = spec
+        .driver
+        .upgrade_policy
+        .as_ref()
+        .and_then(|u| u.pod_deletion.as_ref()?.pod_selector.as_deref());
     up.selector_check.check(ctx, policy, selector).await;
     let mut facts = view::node_facts(&nodes, &pods, &templates, false);
     let in_flight = up.written.overlay(&mut facts);

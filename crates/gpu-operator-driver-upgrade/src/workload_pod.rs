@@ -56,6 +56,10 @@ struct WireMeta {
 
 #[derive(Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[allow(
+    clippy::zero_sized_map_values,
+    reason = "a JSON object whose values the parser skips: only its keys are read"
+)]
 struct WireSpec {
     #[serde(default)]
     containers: Vec<WireContainer>,

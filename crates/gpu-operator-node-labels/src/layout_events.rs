@@ -24,7 +24,7 @@ use std::{
 
 use gpu_operator_api::{ClusterPolicySpec, labels};
 use gpu_operator_core::Context;
-use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::runtime::{
     events::{Event, EventType},
     reflector::ObjectRef,
@@ -72,12 +72,6 @@ pub async fn publish(ctx: &Context, policy: &ClusterPolicySpec, node: &str, wait
     } else {
         tracing::info!(node, layout = %wait.layout, state = ?wait.state, "{message}");
     }
-    let reference = ObjectReference {
-        api_version: Some("v1".into()),
-        kind: Some("Node".into()),
-        name: Some(node.to_owned()),
-        ..ObjectReference::default()
-    };
     let event = Event {
         type_: if wait.failed() || reason == NOT_FOUND {
             EventType::Warning
@@ -89,9 +83,7 @@ pub async fn publish(ctx: &Context, policy: &ClusterPolicySpec, node: &str, wait
         action: "HoldDeployLabels".to_owned(),
         secondary: None,
     };
-    if let Err(error) = ctx.one_off_events.publish(&event, &reference).await {
-        tracing::warn!(%error, node, "could not publish the MIG layout Event");
-    }
+    ctx.one_off_events.publish_on_node(node, &event).await;
 }
 
 /// The report of `wait`'s layout when the MIG manager's configuration lacks it; `None` when it

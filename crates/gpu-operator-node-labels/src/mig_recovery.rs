@@ -4,7 +4,7 @@
 
 use gpu_operator_api::{ClusterPolicySpec, spec::MigRecovery};
 use gpu_operator_core::Context;
-use k8s_openapi::api::core::v1::{ObjectReference, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use kube::{
     Api, ResourceExt as _,
     api::{DeleteParams, ListParams},
@@ -133,12 +133,6 @@ pub fn uses_gpus(pod: &Pod) -> bool {
 }
 
 async fn publish(ctx: &Context, node: &str, type_: EventType, reason: &str, message: String) {
-    let reference = ObjectReference {
-        api_version: Some("v1".into()),
-        kind: Some("Node".into()),
-        name: Some(node.to_owned()),
-        ..ObjectReference::default()
-    };
     let event = Event {
         type_,
         reason: reason.to_owned(),
@@ -146,9 +140,7 @@ async fn publish(ctx: &Context, node: &str, type_: EventType, reason: &str, mess
         action: "WatchMIGReconfiguration".to_owned(),
         secondary: None,
     };
-    if let Err(error) = ctx.one_off_events.publish(&event, &reference).await {
-        tracing::warn!(%error, node, "could not publish the MIG watchdog Event");
-    }
+    ctx.one_off_events.publish_on_node(node, &event).await;
 }
 
 #[cfg(test)]

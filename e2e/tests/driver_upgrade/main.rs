@@ -142,6 +142,8 @@ async fn a_driver_upgrade_rolls_through_the_fleet_within_the_policy() {
     world.gpu_replicaset("inference", &plain);
     world.runtime_replicaset("render", &plain);
     world.gpu_daemonset("exporter", &plain);
+    world.client_daemonset("profiler", &plain);
+    world.dra_replicaset("infer-dra", &plain);
     world.training_job("train-0", &trained);
     kubectl_ok(&["cordon", &cordoned]).unwrap();
     kubectl_ok(&["label", "node", &skipped, &format!("{SKIP}=true")]).unwrap();
@@ -156,7 +158,8 @@ async fn a_driver_upgrade_rolls_through_the_fleet_within_the_policy() {
     spec.driver.upgrade_policy = Some(
         serde_json::from_value(json!({
             "autoUpgrade": true, "maxParallelUpgrades": 3, "maxUnavailable": "25%",
-            "waitForCompletion": {"podSelector": "app=training"}
+            "waitForCompletion": {"podSelector": "app=training"},
+            "podDeletion": {"timeoutSeconds": 0}
         }))
         .unwrap(),
     );
@@ -178,7 +181,7 @@ async fn a_driver_upgrade_rolls_through_the_fleet_within_the_policy() {
     .await
     .unwrap_or_else(|e| panic!("{e}\n{}", operator.log_tail()));
     let skipped_driver = pods_of(&env, DRIVER_APP).await[&skipped].clone();
-    let render = gpu_users::uid_of(&env, &world.namespace, "render").await;
+    let users = gpu_users::Before::read(&env, &world.namespace, &plain).await;
     let (seen, recorder) = record(&env, gpus.clone());
 
     env.policies()
@@ -241,6 +244,17 @@ async fn a_driver_upgrade_rolls_through_the_fleet_within_the_policy() {
         "{before:?}"
     );
 
+    // The DaemonSet GPU user that does not select the client label holds the node, named.
+    wait_message(
+        &env,
+        &name,
+        "the DaemonSet GPU user named as blocking",
+        &[&plain, "/exporter-", "eviction does not move them"],
+        &operator,
+    )
+    .await;
+    gpu_users::client_label_paused(&env, &plain).await;
+    gpu_users::select_the_client_label(&world.namespace, "exporter");
     world.finish("train-0");
     world.pdb("guarded", 0);
     let upgraded = wait_until("every node upgraded", LONG, || async {
@@ -257,14 +271,7 @@ async fn a_driver_upgrade_rolls_through_the_fleet_within_the_policy() {
         panic!("{e}: {message}\n{}", operator.log_tail());
     }
     recorder.abort();
-    gpu_users::were_found(
-        &env,
-        &world.namespace,
-        &plain,
-        ("render", &render),
-        "exporter",
-    )
-    .await;
+    users.were_moved(&env, &world.namespace, &plain).await;
     let seen = std::mem::take(&mut *seen.lock().unwrap());
     for node in &others {
         assert_eq!(
@@ -354,6 +361,8 @@ async fn a_driver_upgrade_rolls_through_the_fleet_within_the_policy() {
         &operator,
     )
     .await;
+
+    gpu_users::an_unmatched_selector_is_said_once(&env, &name).await;
 
     // autoUpgrade off: the labels go.
     env.policies()

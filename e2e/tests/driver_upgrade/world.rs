@@ -25,6 +25,8 @@ use super::support::{Env, TEMPORARY};
 
 pub const STATE: &str = "nvidia.com/gpu-driver-upgrade-state";
 pub const SKIP: &str = "nvidia.com/gpu-driver-upgrade.skip";
+/// NVIDIA v26.7's GPU-client node label.
+pub const CLIENT: &str = "nvidia.com/gpu.deploy.client";
 /// The node annotations of driver upgrades (NVIDIA's and ours).
 const ANNOTATIONS: [&str; 6] = [
     "nvidia.com/gpu-driver-upgrade-enabled",
@@ -114,10 +116,62 @@ impl World {
         );
     }
 
+    /// A DaemonSet on `node` whose nodeSelector names `nvidia.com/gpu.deploy.client=true`
+    /// (NVIDIA v26.7's contract for third-party GPU clients), `app=<app>`.
+    pub fn client_daemonset(&self, app: &str, node: &str) {
+        self.workload(
+            "DaemonSet",
+            app,
+            node,
+            json!({
+                "nodeSelector": {CLIENT: "true"},
+                "containers": [{"name": "profiler", "image": "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"}],
+            }),
+        );
+    }
+
+    /// A ResourceClaim `<app>-gpu` allocated a GPU of NVIDIA's DRA driver (written as the
+    /// scheduler writes an allocation; no DRA driver runs here), and a ReplicaSet of one pod on
+    /// `node` that uses it and requests nothing else, `app=<app>`.
+    pub fn dra_replicaset(&self, app: &str, node: &str) {
+        let claim = format!("{app}-gpu");
+        apply(&json!({
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": claim, "namespace": self.namespace},
+            "spec": {"devices": {"requests": [
+                {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}
+        }));
+        let allocation = json!({"status": {"allocation": {
+            "allocationTimestamp": "2026-01-01T00:00:00Z",
+            "devices": {"results": [
+            {"request": "gpu", "driver": "gpu.nvidia.com", "pool": node, "device": "gpu-0"}]}}}});
+        kubectl_ok(&[
+            "patch",
+            "resourceclaim",
+            &claim,
+            "-n",
+            &self.namespace,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &allocation.to_string(),
+        ])
+        .unwrap();
+        self.workload(
+            "ReplicaSet",
+            app,
+            node,
+            json!({
+                "resourceClaims": [{"name": "gpu", "resourceClaimName": claim}],
+                "containers": [{"name": "infer", "image": "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"}],
+            }),
+        );
+    }
+
     /// A `kind` (ReplicaSet of one pod, or DaemonSet) named and labelled `app=<app>`, whose pod
     /// runs `pod` (its spec without the node selector) on `node`.
     fn workload(&self, kind: &str, app: &str, node: &str, mut pod: serde_json::Value) {
-        pod["nodeSelector"] = json!({"kubernetes.io/hostname": node});
+        pod["nodeSelector"]["kubernetes.io/hostname"] = json!(node);
         let mut spec = json!({
             "selector": {"matchLabels": {"app": app}},
             "template": {"metadata": {"labels": {"app": app}}, "spec": pod},
@@ -215,6 +269,15 @@ fn scrub_upgrade_marks() {
     annotate.extend(ANNOTATIONS.iter().map(|a| format!("{a}-")));
     let args: Vec<&str> = annotate.iter().map(String::as_str).collect();
     let _ = kubectl_ok(&args);
+    let paused = format!("{CLIENT}=paused-for-driver-upgrade");
+    let _ = kubectl_ok(&[
+        "label",
+        "nodes",
+        "-l",
+        &paused,
+        &format!("{CLIENT}=true"),
+        "--overwrite",
+    ]);
 }
 
 /// What the recorder saw of the GPU nodes.

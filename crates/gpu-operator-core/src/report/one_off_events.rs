@@ -46,6 +46,19 @@ impl OneOffEvents {
             .await
             .map(drop)
     }
+
+    /// Creates `event` about Node `node`; a refusal is logged, as an Event is only said once.
+    pub async fn publish_on_node(&self, node: &str, event: &Event) {
+        let reference = ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Node".into()),
+            name: Some(node.to_owned()),
+            ..ObjectReference::default()
+        };
+        if let Err(error) = self.publish(event, &reference).await {
+            tracing::warn!(%error, node, reason = %event.reason, "could not publish an Event");
+        }
+    }
 }
 
 /// The Event object for `event` about `regarding` at `now`.

@@ -38,7 +38,10 @@ fn the_client_label_is_paused_until_its_pods_leave_and_restored_when_the_upgrade
         "{}",
         wait.reason
     );
-    assert!(!wait.stuck && s.evict.is_empty(), "its DaemonSet removes it");
+    assert!(
+        !wait.stuck && s.evict.is_empty(),
+        "its DaemonSet removes it"
+    );
     apply(&mut n, &s, 104);
     assert_eq!(n.client.as_deref(), Some(PAUSED));
     // Gone: the node moves to the restart, the label stays paused.

@@ -268,7 +268,13 @@ fn every_gpu_user_is_found_and_the_ones_eviction_cannot_move_are_named() {
         (StateLabel::Set(UpgradeState::PodRestartRequired), None)
     );
     // Until gpuPodDeletion.timeoutSeconds (300 s) the node waits, naming it and the fix.
-    let s = step(&n, &p, false, &[exporter.clone(), other_runtime.clone()], t(110));
+    let s = step(
+        &n,
+        &p,
+        false,
+        &[exporter.clone(), other_runtime.clone()],
+        t(110),
+    );
     assert_eq!(s.patch.state, StateLabel::Keep);
     let wait = s.wait.unwrap();
     assert!(wait.stuck);
