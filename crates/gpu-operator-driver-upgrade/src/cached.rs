@@ -18,6 +18,9 @@ use crate::state::{FAILURE_REASON, RESTART_POD, STATE_SINCE, UPGRADE_REQUESTED};
 
 /// The `app` label of the driver pods (every pool's).
 pub const DRIVER_APP: &str = gpu_operator_driver::DAEMONSET;
+/// The `app.kubernetes.io/component` label of every driver DaemonSet and pod, the ClusterPolicy's
+/// and each NVIDIADriver pool's (whose `app` labels differ per pool).
+pub const DRIVER_COMPONENT: &str = "nvidia-driver";
 /// The `app` label of the validator pods, whose readiness validates a node's new driver.
 pub const VALIDATOR_APP: &str = "nvidia-operator-validator";
 
@@ -25,11 +28,12 @@ pub const VALIDATOR_APP: &str = "nvidia-operator-validator";
 pub const DEPLOY_DRIVER: &str = "nvidia.com/gpu.deploy.driver";
 
 /// Node labels the upgrade reads.
-const LABELS: [&str; 4] = [
+const LABELS: [&str; 5] = [
     labels::DRIVER_UPGRADE_STATE,
     labels::DRIVER_UPGRADE_SKIP,
     DEPLOY_DRIVER,
     labels::DEPLOY_CLIENT,
+    labels::DRIVER_OWNER,
 ];
 
 /// Node annotations the upgrade reads.
@@ -145,6 +149,8 @@ pub struct OperandPod {
     pub daemonset: Option<Box<str>>,
     /// Driver pods: the install fingerprint of its containers (see `gpu_operator_driver::in_sync`).
     pub install: Option<Box<str>>,
+    /// A driver pod: the ClusterPolicy's (`app`) or an NVIDIADriver pool's (component label).
+    pub driver: bool,
     /// Made from a template of this operator: `app.kubernetes.io/part-of=gpu-operator`, which
     /// NVIDIA's templates never carry (NVIDIA's chart puts `app.kubernetes.io/managed-by:
     /// gpu-operator` in `daemonsets.labels`, so that one tells nothing) and which neither operator
@@ -161,7 +167,12 @@ impl From<Pod> for OperandPod {
             VALIDATOR_APP => Cow::Borrowed(VALIDATOR_APP),
             _ => Cow::Owned(app),
         });
-        let install = (app.as_deref() == Some(DRIVER_APP))
+        let driver = app.as_deref() == Some(DRIVER_APP)
+            || labels
+                .get(gpu_operator_api::labels::APP_COMPONENT)
+                .map(String::as_str)
+                == Some(DRIVER_COMPONENT);
+        let install = driver
             .then(|| {
                 pod.spec
                     .as_ref()
@@ -201,6 +212,7 @@ impl From<Pod> for OperandPod {
             ready,
             daemonset,
             install,
+            driver,
             ours,
         }
     }

@@ -36,6 +36,8 @@ pub struct Summary {
     pub started: Option<Timestamp>,
     /// How many more nodes could start now.
     pub available: usize,
+    /// The pools whose upgrade policy cannot be followed (their nodes are left alone), with why.
+    pub invalid: Vec<String>,
     /// Driver pods on the desired driver from an older template (restarted in place in turn).
     pub older_template: usize,
     /// The first nodes of those.
@@ -167,6 +169,12 @@ impl Summary {
         if !self.stuck.is_empty() {
             parts.push(format!("stuck: {}", self.stuck.join("; ")));
         }
+        if !self.invalid.is_empty() {
+            parts.push(format!(
+                "not upgraded, policy cannot be followed: {}",
+                self.invalid.join("; ")
+            ));
+        }
         let upgrading = self.by_state.iter().any(|(s, _)| *s != UpgradeState::Done);
         if let Some(started) = self.started.filter(|_| upgrading) {
             let minutes = Duration::try_from(now.duration_since(started))
@@ -182,6 +190,8 @@ impl Summary {
             .any(|(s, _)| s.in_progress() || *s == UpgradeState::Required);
         let desired = if self.count(UpgradeState::Failed) > 0 {
             Desired::not_ok(DRIVER_UPGRADE, "UpgradeFailed", message)
+        } else if !self.invalid.is_empty() {
+            Desired::not_ok(DRIVER_UPGRADE, "InvalidUpgradePolicy", message)
         } else if active && self.count(UpgradeState::Required) > self.skipped
             || self.by_state.iter().any(|(s, _)| s.in_progress())
         {

@@ -37,6 +37,8 @@ pub struct NodeFacts {
     pub restart_pod: Option<String>,
     /// Annotation `nvidia.com/gpu-driver-upgrade-enabled=true`.
     pub upgrade_enabled: bool,
+    /// Label `nvidia.com/gpu-operator.driver.owner`: the NVIDIADriver that deploys its driver.
+    pub owner: Option<String>,
     /// Label `nvidia.com/gpu.deploy.client`: `true`, paused, or absent.
     pub client: Option<String>,
     /// The node's driver pod (the live one when an old one is still terminating).

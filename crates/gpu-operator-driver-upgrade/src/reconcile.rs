@@ -9,7 +9,6 @@
 //! the timeout falls due.
 
 use std::{
-    collections::BTreeSet,
     future::Future,
     hash::Hash as _,
     sync::Arc,
@@ -28,12 +27,10 @@ use gpu_operator_core::{
         operand::retry_transient,
         status_write::{self, Outcome},
     },
-    report::metrics::DriverRestart,
 };
-use k8s_openapi::{api::core::v1::Pod, jiff::Timestamp};
+use k8s_openapi::jiff::Timestamp;
 use kube::{
-    Api, ResourceExt as _,
-    api::{DeleteParams, Patch, Preconditions},
+    Api,
     runtime::{
         Controller, WatchStreamExt as _,
         controller::Action,
@@ -43,17 +40,17 @@ use kube::{
 };
 
 use crate::{
-    actions::{evict, patch_json, pods_on, publish, release},
+    actions::release,
     caught_up,
     condition::{self, Off, Summary},
-    facts::NodeFacts,
     in_flight::InFlight,
-    plan::{self, POLL, StateLabel, Step, Wait},
+    node_step::run_node,
+    plan::Step,
     policy::Policy,
+    pools::{Pools, Split},
     selector_check::SelectorCheck,
-    state::UpgradeState,
     triggers,
-    view::{self, DRIVER_APP, OperandPod, Templates, UpgradeNode, VALIDATOR_APP},
+    view::{self, OperandPod, Templates, UpgradeNode},
 };
 
 /// Name of this reconciler (field manager suffix, metric label).
@@ -68,6 +65,8 @@ pub struct Upgrades {
     ctx: Arc<Context>,
     nodes: Store<UpgradeNode>,
     pods: Store<OperandPod>,
+    /// The driver pods of NVIDIADriver pools, whose `app` labels differ per pool.
+    pool_pods: Store<OperandPod>,
     written: InFlight,
     selector_check: SelectorCheck,
 }
@@ -80,9 +79,9 @@ pub fn controller(
 ) -> impl Future<Output = ()> {
     let (nodes, node_writer) = reflector::store();
     let (pods, pod_writer) = reflector::store();
+    let (pool_pods, pool_pod_writer) = reflector::store();
     let gpu_nodes = watcher::Config::default().labels(&format!("{}=true", labels::GPU_PRESENT));
-    let operand_pods =
-        watcher::Config::default().labels(&format!("app in ({DRIVER_APP},{VALIDATOR_APP})"));
+    let operand_pods = watcher::Config::default().labels(&view::operand_pods_selector());
     // The Controller polls these (and so fills both caches) also while a pass runs.
     let node_changes = triggers::touched_if(
         watcher(Api::<UpgradeNode>::all(ctx.client.clone()), gpu_nodes).default_backoff(),
@@ -97,8 +96,32 @@ pub fn controller(
         .default_backoff(),
         pod_writer,
     );
+    let pool_driver_pods = watcher::Config::default().labels(&view::pool_driver_pods_selector());
+    let pool_pod_changes = triggers::touched(
+        watcher(
+            Api::<OperandPod>::namespaced(ctx.client.clone(), &ctx.namespace),
+            pool_driver_pods,
+        )
+        .default_backoff(),
+        pool_pod_writer,
+    );
+    // A pool's own upgrade policy, and its driver reconciler catching up with its spec.
+    let nvidia_drivers = changes(subs.nvidia_drivers, |d, h| {
+        (
+            &d.metadata.uid,
+            d.metadata.generation,
+            d.status.as_ref().and_then(|s| s.observed_generation),
+        )
+            .hash(h);
+    });
     let policies = ctx.stores.policies.clone();
-    let (p1, p2, p3) = (policies.clone(), policies.clone(), policies.clone());
+    let (p1, p2, p3, p4, p5) = (
+        policies.clone(),
+        policies.clone(),
+        policies.clone(),
+        policies.clone(),
+        policies.clone(),
+    );
     let policy_events = changes(subs.policies, |p, h| {
         (
             &p.metadata.uid,
@@ -113,9 +136,8 @@ pub fn controller(
     });
     let templates = throttle(
         changes(
-            subs.daemonsets.filter(|ds| {
-                std::future::ready(ds.labels().get("app").is_some_and(|a| a == DRIVER_APP))
-            }),
+            subs.daemonsets
+                .filter(|ds| std::future::ready(view::is_driver(ds))),
             |ds, h| ds.metadata.generation.hash(h),
         ),
         BURST_PERIOD,
@@ -124,16 +146,20 @@ pub fn controller(
         ctx,
         nodes,
         pods,
+        pool_pods,
         written: InFlight::default(),
         selector_check: SelectorCheck::default(),
     });
     let node_changes = throttle(node_changes, BURST_PERIOD);
     let pod_changes = throttle(pod_changes, BURST_PERIOD);
+    let pool_pod_changes = throttle(pool_pod_changes, BURST_PERIOD);
     Controller::for_shared_stream(policy_events, policies)
         .with_config(coalesce::config())
         .watches_shared_stream(templates, move |_| served(&p1))
         .watches_shared_stream(node_changes, move |_| served(&p2))
         .watches_shared_stream(pod_changes, move |_| served(&p3))
+        .watches_shared_stream(pool_pod_changes, move |_| served(&p4))
+        .watches_shared_stream(nvidia_drivers, move |_| served(&p5))
         .graceful_shutdown_on(shutdown)
         .run(
             reconcile,
@@ -157,7 +183,7 @@ pub async fn reconcile(policy: Arc<ClusterPolicy>, up: Arc<Upgrades>) -> Result<
     // their first lists — by looking again shortly, not by awaiting them: the Controller fills
     // them through its trigger streams, which it stops polling at shutdown while it waits for
     // the running reconciles (an awaiting one never finished, and neither did the process).
-    if !is_ready(&up.nodes) || !is_ready(&up.pods) {
+    if !is_ready(&up.nodes) || !is_ready(&up.pods) || !is_ready(&up.pool_pods) {
         return Ok(Action::requeue(CACHES_FILLING));
     }
     let started = Instant::now();
@@ -190,73 +216,59 @@ async fn pass(policy: &ClusterPolicy, up: &Upgrades) -> Result<Action, Error> {
     let spec = &policy.spec;
     let resolved = Policy::resolve(spec.driver.upgrade_policy.as_ref())
         .map(|p| p.with_gpu_users(spec, &ctx.namespace));
+    let cluster_on = resolved.as_ref().is_ok_and(|p| p.auto_upgrade);
     let daemonsets = ctx.stores.daemonsets.state();
     let templates = Templates::new(&daemonsets);
     let sandbox = spec.sandbox_workloads.as_ref().and_then(|s| s.enabled) == Some(true);
     let nodes = up.nodes.state();
-    let pods = up.pods.state();
-    let policy_ok = match resolved {
-        Ok(p)
-            if p.auto_upgrade
-                && spec.driver.enabled != Some(false)
-                && !sandbox
-                && !templates.is_empty() =>
-        {
-            p
-        }
-        other => {
-            let facts = view::node_facts(&nodes, &pods, &templates, true);
-            release(ctx, &facts).await?;
-            let current = facts
-                .iter()
-                .filter(|n| {
-                    n.driver
-                        .as_ref()
-                        .is_some_and(|d| d.in_sync && !d.terminating)
-                })
-                .count();
-            let summary = Summary {
-                total: view::driver_nodes(&nodes, &facts),
-                current,
-                ..Summary::default()
-            };
-            ctx.metrics.set_driver_upgrades(&summary.gauges(false));
-            let desired = match other {
-                Err(invalid) => gpu_operator_core::report::conditions::Desired::not_ok(
-                    gpu_operator_api::conditions::DRIVER_UPGRADE,
-                    "InvalidUpgradePolicy",
-                    invalid.to_string(),
-                ),
-                Ok(p) => {
-                    let why = if spec.driver.enabled == Some(false) {
-                        Off::DriverDisabled
-                    } else if sandbox {
-                        Off::Sandbox
-                    } else if !p.auto_upgrade {
-                        Off::AutoUpgrade
-                    } else {
-                        Off::NoDaemonSet
-                    };
-                    condition::disabled(current, summary.total, why)
-                }
-            };
-            return Ok(write_condition(ctx, policy, &desired, None));
-        }
+    let pods: Vec<Arc<OperandPod>> = up
+        .pods
+        .state()
+        .into_iter()
+        .chain(up.pool_pods.state())
+        .collect();
+    let off = if spec.driver.enabled == Some(false) {
+        Some(Off::DriverDisabled)
+    } else if sandbox {
+        Some(Off::Sandbox)
+    } else if templates.is_empty() {
+        Some(Off::NoDaemonSet)
+    } else {
+        None
     };
+    let pools = Pools::new(
+        spec,
+        resolved,
+        &ctx.stores.nvidia_drivers.state(),
+        &ctx.namespace,
+    );
+    if off.is_some() || !pools.any_on() {
+        return hand_back_all(ctx, policy, (&nodes, &pods, &templates), &pools, off).await;
+    }
     let selector = spec
         .driver
         .upgrade_policy
         .as_ref()
         .and_then(|u| u.pod_deletion.as_ref()?.pod_selector.as_deref());
-    up.selector_check.check(ctx, policy, selector).await;
-    let mut facts = view::node_facts(&nodes, &pods, &templates, false);
-    let in_flight = up.written.overlay(&mut facts);
-    let admitted: BTreeSet<String> = plan::admit(&facts, &policy_ok).into_iter().collect();
-    let available = plan::available(&facts, &policy_ok).saturating_sub(admitted.len());
+    if cluster_on {
+        up.selector_check.check(ctx, policy, selector).await;
+    }
+    let mut all = view::node_facts(&nodes, &pods, &templates, false);
+    let in_flight = up.written.overlay(&mut all);
+    let split = pools.split(all);
+    release(ctx, &split.handed_back).await?;
+    let (admitted, available) = pools.admit(&split);
+    let current_elsewhere = split.current_elsewhere();
+    let catching_up = !split.catching_up.is_empty();
+    let Split {
+        follow: facts,
+        policies,
+        ..
+    } = split;
     let now = Timestamp::now();
     // By index: rustc cannot prove `Send` a pass that holds an iterator whose closure takes a
     // borrowed node (a higher-ranked lifetime), across an await.
-    let (policy_ok, admitted, in_flight) = (&policy_ok, &admitted, &in_flight);
+    let (admitted, in_flight, policies) = (&admitted, &in_flight, &policies);
     let work = (0..facts.len()).map(|i| {
         let node = &facts[i];
         async move {
@@ -266,22 +278,67 @@ async fn pass(policy: &ClusterPolicy, up: &Upgrades) -> Result<Action, Error> {
                     ..Step::default()
                 });
             }
-            let step = run_node(ctx, node, policy_ok, admitted.contains(&node.name), now).await?;
+            let step = run_node(ctx, node, policies[i], admitted.contains(&node.name), now).await?;
             up.written.wrote(&node.name, &step);
             Ok::<_, Error>(step)
         }
     });
     let steps: Vec<Step> = bounded(work, CONCURRENCY).try_collect().await?;
     let mut summary = Summary::of(&facts, &steps, available);
+    // The nodes of pools not upgraded now count as on the current driver when they are.
+    summary.current += current_elsewhere;
     summary.total = summary.total.max(view::driver_nodes(&nodes, &facts));
+    summary.invalid = pools.invalid().into_iter().map(str::to_owned).collect();
     ctx.metrics.set_driver_upgrades(&summary.gauges(true));
-    let recheck = steps.iter().filter_map(|s| s.wait.as_ref()?.recheck).min();
+    let recheck = steps
+        .iter()
+        .filter_map(|s| s.wait.as_ref()?.recheck)
+        .chain(catching_up.then_some(Duration::from_secs(1)))
+        .min();
     Ok(write_condition(
         ctx,
         policy,
         &summary.condition(now),
         recheck,
     ))
+}
+
+/// The pass while no pool upgrades automatically (`off` says why, when it is not the policies):
+/// every node handed back, the gauges and the condition say so.
+async fn hand_back_all(
+    ctx: &Context,
+    policy: &ClusterPolicy,
+    (nodes, pods, templates): (&[Arc<UpgradeNode>], &[Arc<OperandPod>], &Templates<'_>),
+    pools: &Pools,
+    off: Option<Off>,
+) -> Result<Action, Error> {
+    let facts = view::node_facts(nodes, pods, templates, true);
+    release(ctx, &facts).await?;
+    let current = facts
+        .iter()
+        .filter(|n| {
+            n.driver
+                .as_ref()
+                .is_some_and(|d| d.in_sync && !d.terminating)
+        })
+        .count();
+    let summary = Summary {
+        total: view::driver_nodes(nodes, &facts),
+        current,
+        ..Summary::default()
+    };
+    ctx.metrics.set_driver_upgrades(&summary.gauges(false));
+    let invalid = pools.invalid();
+    let desired = if let (None, Some(first)) = (off, invalid.first()) {
+        gpu_operator_core::report::conditions::Desired::not_ok(
+            gpu_operator_api::conditions::DRIVER_UPGRADE,
+            "InvalidUpgradePolicy",
+            (*first).to_owned(),
+        )
+    } else {
+        condition::disabled(current, summary.total, off.unwrap_or(Off::AutoUpgrade))
+    };
+    Ok(write_condition(ctx, policy, &desired, None))
 }
 
 /// Runs the futures `work` yields, in order, at most `limit` at once. `work` is an iterator that
@@ -318,103 +375,6 @@ fn write_condition(
     match recheck.into_iter().chain(deferred).min() {
         Some(after) => Action::requeue(after.max(Duration::from_secs(1))),
         None => Action::await_change(),
-    }
-}
-
-/// Plans and carries out the step of one node.
-async fn run_node(
-    ctx: &Context,
-    node: &NodeFacts,
-    policy: &Policy,
-    admitted: bool,
-    now: Timestamp,
-) -> Result<Step, Error> {
-    let lists_pods = matches!(
-        node.state,
-        Some(
-            UpgradeState::WaitForJobsRequired
-                | UpgradeState::PodDeletionRequired
-                | UpgradeState::DrainRequired
-        )
-    );
-    let workloads = if lists_pods {
-        let mut workloads = pods_on(ctx, &node.name).await?;
-        crate::dra_claims::mark(ctx, &mut workloads).await?;
-        workloads
-    } else {
-        Vec::new()
-    };
-    let mut step = plan::step(node, policy, admitted, &workloads, now);
-    for (namespace, name) in &step.evict {
-        if let Some(blocked) = evict(ctx, namespace, name).await? {
-            step.wait = Some(Wait {
-                reason: format!(
-                    "{blocked}; {}",
-                    step.wait
-                        .as_ref()
-                        .map(|w| w.reason.as_str())
-                        .unwrap_or_default()
-                ),
-                recheck: Some(POLL * 2),
-                stuck: true,
-            });
-        }
-    }
-    let operand_pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    for (name, uid) in &step.delete {
-        let params = DeleteParams {
-            preconditions: Some(Preconditions {
-                uid: Some(uid.clone()),
-                resource_version: None,
-            }),
-            ..DeleteParams::default()
-        };
-        match operand_pods.delete(name, &params).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {}
-            Err(e) => {
-                return Err(Error::kube(format!(
-                    "deleting pod {name} to upgrade node {}",
-                    node.name
-                ))(e));
-            }
-        }
-    }
-    if let Some(patch) = patch_json(&step) {
-        let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(ctx.client.clone());
-        nodes
-            .patch(
-                &node.name,
-                &crate::actions::node_patch_params(),
-                &Patch::Merge(&patch),
-            )
-            .await
-            .map_err(Error::kube(format!(
-                "moving node {} to its next driver upgrade state",
-                node.name
-            )))?;
-        if let Some(event) = &step.event {
-            publish(ctx, &node.name, event).await;
-        }
-        if let Some(decision) = restart_decision(node, &step) {
-            tracing::info!(node = node.name, ?decision, "driver pod restart decided");
-            ctx.metrics.count_driver_restart(decision);
-        }
-        tracing::info!(node = node.name, from = ?node.state, to = ?step.patch.state, "driver upgrade step");
-    }
-    Ok(step)
-}
-
-/// Why `step` begins restarting the driver pod of `node`, when it admits the node: a full
-/// upgrade (cordoned next), or a restart in place (straight to the restart).
-fn restart_decision(node: &NodeFacts, step: &Step) -> Option<DriverRestart> {
-    if node.state != Some(UpgradeState::Required) {
-        return None;
-    }
-    match step.patch.state {
-        StateLabel::Set(UpgradeState::CordonRequired) => Some(DriverRestart::Upgrade),
-        StateLabel::Set(UpgradeState::PodRestartRequired) => Some(DriverRestart::InPlace),
-        _ => None,
     }
 }
 

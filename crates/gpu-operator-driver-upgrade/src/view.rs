@@ -9,7 +9,9 @@ use gpu_operator_api::labels;
 use gpu_operator_driver::in_sync;
 use k8s_openapi::{api::apps::v1::DaemonSet, jiff::Timestamp};
 
-pub use crate::cached::{DEPLOY_DRIVER, DRIVER_APP, OperandPod, UpgradeNode, VALIDATOR_APP};
+pub use crate::cached::{
+    DEPLOY_DRIVER, DRIVER_APP, DRIVER_COMPONENT, OperandPod, UpgradeNode, VALIDATOR_APP,
+};
 use crate::{
     facts::{NodeFacts, PodFacts},
     state::{FAILURE_REASON, RESTART_POD, STATE_SINCE, UPGRADE_REQUESTED, UpgradeState},
@@ -33,6 +35,34 @@ impl OperandPod {
     }
 }
 
+/// The label selector of the driver and validator pods of the ClusterPolicy.
+pub fn operand_pods_selector() -> String {
+    format!("app in ({DRIVER_APP},{VALIDATOR_APP})")
+}
+
+/// The label selector of the driver pods of NVIDIADriver pools (each pool has its own `app`).
+pub fn pool_driver_pods_selector() -> String {
+    format!(
+        "{}={DRIVER_COMPONENT},app notin ({DRIVER_APP})",
+        labels::APP_COMPONENT
+    )
+}
+
+/// The label selector of every driver DaemonSet (see [`is_driver`]).
+pub fn driver_daemonsets_selector() -> String {
+    format!("{}={DRIVER_COMPONENT}", labels::APP_COMPONENT)
+}
+
+/// Whether `ds` is a driver DaemonSet: the ClusterPolicy's or an NVIDIADriver pool's.
+pub fn is_driver(ds: &DaemonSet) -> bool {
+    ds.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(labels::APP_COMPONENT))
+        .map(String::as_str)
+        == Some(DRIVER_COMPONENT)
+}
+
 /// The driver DaemonSets by name, each with its template's install fingerprint.
 pub struct Templates<'a>(BTreeMap<String, (&'a DaemonSet, Option<String>)>);
 
@@ -42,14 +72,7 @@ impl<'a> Templates<'a> {
         Self(
             daemonsets
                 .iter()
-                .filter(|ds| {
-                    ds.metadata
-                        .labels
-                        .as_ref()
-                        .and_then(|l| l.get("app"))
-                        .map(String::as_str)
-                        == Some(DRIVER_APP)
-                })
+                .filter(|ds| is_driver(ds))
                 .map(|ds| {
                     let name = ds.metadata.name.clone().unwrap_or_default();
                     (name, (ds.as_ref(), in_sync::template_fingerprint(ds)))
@@ -99,7 +122,7 @@ pub fn node_facts(
             continue;
         };
         let slot = match pod.app() {
-            Some(DRIVER_APP) => &mut drivers,
+            _ if pod.driver => &mut drivers,
             Some(VALIDATOR_APP) => &mut validators,
             _ => continue,
         };
@@ -143,6 +166,7 @@ pub fn node_facts(
                 restart_pod: annotation(RESTART_POD).map(str::to_owned),
                 upgrade_enabled: is_true(labels::DRIVER_UPGRADE_ENABLED),
                 client: label(labels::DEPLOY_CLIENT).map(str::to_owned),
+                owner: label(labels::DRIVER_OWNER).map(str::to_owned),
                 driver,
                 validator: validators
                     .get(name.as_str())

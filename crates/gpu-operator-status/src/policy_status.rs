@@ -46,6 +46,9 @@ pub struct Summary {
 /// Reasons of operand conditions that mean "still rolling out" rather than "failed".
 const PROGRESS_REASONS: [&str; 2] = ["NotReady", "RollingOut"];
 
+/// Reasons of `DriverUpgrade` while a node is pending, upgrading or failed.
+const UPGRADE_GATE_REASONS: [&str; 2] = ["UpgradeInProgress", "UpgradeFailed"];
+
 /// Sums up `policy` given every ClusterPolicy, the node facts and the operand condition types
 /// the operator runs (each must be present and current for the policy to be ready). Pure.
 pub fn summarize(
@@ -90,6 +93,21 @@ pub fn summarize(
             Some(c) => failed.push(format!("{operand}: {}", c.message)),
             None => waiting.push(format!("{operand} (not yet reconciled)")),
         }
+    }
+    // NVIDIA's upgrade gate: while NVIDIADrivers deploy the drivers, a node pending, upgrading or
+    // failed keeps the ClusterPolicy not ready; `DriverUpgrade` names the nodes and why.
+    if policy.spec.driver.use_nvidia_driver_crd == Some(true)
+        && let Some(upgrade) = live.iter().find(|c| {
+            c.type_ == names::DRIVER_UPGRADE
+                && c.status == "False"
+                && UPGRADE_GATE_REASONS.contains(&c.reason.as_str())
+        })
+    {
+        waiting.push(format!(
+            "{} ({}: see that condition for the nodes and why)",
+            names::DRIVER_UPGRADE,
+            upgrade.reason
+        ));
     }
     if !failed.is_empty() {
         let message = format!("Failed to reconcile: {}", failed.join("; "));
@@ -385,6 +403,46 @@ mod tests {
                 .reason,
             reason::NFD_LABELS_MISSING
         );
+    }
+
+    #[test]
+    fn an_nvidia_driver_upgrade_under_way_or_failed_keeps_the_policy_not_ready() {
+        let conditions = |reason: &str| {
+            vec![
+                cond("DevicePluginReady", "True", "Ready", ""),
+                cond("ValidatorReady", "True", "Ready", ""),
+                cond(
+                    "DriverUpgrade",
+                    "False",
+                    reason,
+                    "1/2 GPU nodes on the current driver",
+                ),
+            ]
+        };
+        for reason in ["UpgradeInProgress", "UpgradeFailed"] {
+            let mut p = (*policy("a", 1, conditions(reason))).clone();
+            let s = summarize(&p, &[Arc::new(p.clone())], &facts(3, true), &OPERANDS);
+            assert_eq!(
+                s.state,
+                State::Ready,
+                "ClusterPolicy mode: NVIDIA has no gate"
+            );
+            p.spec.driver.use_nvidia_driver_crd = Some(true);
+            let s = summarize(&p, &[Arc::new(p.clone())], &facts(3, true), &OPERANDS);
+            assert_eq!(s.state, State::NotReady, "{reason}");
+            assert!(
+                s.ready
+                    .message
+                    .contains(&format!("DriverUpgrade ({reason}")),
+                "{}",
+                s.ready.message
+            );
+            assert!(!s.catching_up);
+        }
+        let mut p = (*policy("a", 1, conditions("AutoUpgradeDisabled"))).clone();
+        p.spec.driver.use_nvidia_driver_crd = Some(true);
+        let s = summarize(&p, &[Arc::new(p.clone())], &facts(3, true), &OPERANDS);
+        assert_eq!(s.state, State::Ready);
     }
 
     #[test]

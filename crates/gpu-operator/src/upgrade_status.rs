@@ -28,21 +28,22 @@ async fn run(kubeconfig: Option<&Path>, namespace: &str) -> anyhow::Result<()> {
         .into_iter()
         .map(Arc::new)
         .collect();
-    let operand_pods = ListParams::default().labels(&format!(
-        "app in ({},{})",
-        view::DRIVER_APP,
-        view::VALIDATOR_APP
-    ));
-    let pods: Vec<Arc<OperandPod>> = Api::<OperandPod>::namespaced(client.clone(), namespace)
-        .list(&operand_pods)
-        .await
-        .with_context(|| format!("listing the driver pods in namespace {namespace} (--namespace)"))?
-        .items
-        .into_iter()
-        .map(Arc::new)
-        .collect();
+    let pod_api = Api::<OperandPod>::namespaced(client.clone(), namespace);
+    let mut pods: Vec<Arc<OperandPod>> = Vec::new();
+    for selector in [
+        view::operand_pods_selector(),
+        view::pool_driver_pods_selector(),
+    ] {
+        let list = pod_api
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .with_context(|| {
+                format!("listing the driver pods in namespace {namespace} (--namespace)")
+            })?;
+        pods.extend(list.items.into_iter().map(Arc::new));
+    }
     let daemonsets: Vec<Arc<DaemonSet>> = Api::<DaemonSet>::namespaced(client.clone(), namespace)
-        .list(&ListParams::default().labels(&format!("app={}", view::DRIVER_APP)))
+        .list(&ListParams::default().labels(&view::driver_daemonsets_selector()))
         .await
         .context("listing the driver DaemonSets")?
         .items

@@ -17,6 +17,7 @@
 mod conflict;
 mod handover;
 mod status;
+mod upgrades;
 
 use gpu_operator_e2e::scenario as support;
 
@@ -281,8 +282,7 @@ async fn nvidia_drivers_deploy_the_drivers_of_their_nodes_and_take_them_away() {
         .create(&PostParams::default(), &nvidia_driver(&b_name, node_b))
         .await
         .unwrap();
-    let a_uid =
-        handover::to_nvidia_drivers(&env, &policy_name, &before, (&a, node_a), (&b, node_b)).await;
+    handover::to_nvidia_drivers(&env, &policy_name, &before, (&a, node_a), (&b, node_b)).await;
     let unselected = gpus.len() - 2;
     wait_policy(
         &env,
@@ -318,6 +318,7 @@ async fn nvidia_drivers_deploy_the_drivers_of_their_nodes_and_take_them_away() {
     // Each NVIDIADriver's overall status (see `status`).
     wait_driver_ready(&drivers, &a_name).await;
     status::a_ready_pool_and_a_waiting_one(&env, &operator, &a_name, (&b_name, node_b)).await;
+    let a_uid = upgrades::a_bump_upgrades_only_its_pool(&env, (&a_name, node_a), node_b).await;
     let account = Api::<ServiceAccount>::namespaced(env.client.clone(), &env.namespace)
         .get("nvidia-driver")
         .await
