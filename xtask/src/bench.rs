@@ -10,6 +10,7 @@ mod health;
 pub(crate) mod patch_parts;
 pub(crate) mod patches;
 pub(crate) mod policy;
+mod pools;
 mod proc_stats;
 pub(crate) mod report;
 pub(crate) mod run;
@@ -97,6 +98,11 @@ pub struct Args {
     /// memory before and after.
     #[arg(long)]
     pub health: bool,
+    /// The drivers in three NVIDIADriver pools (`h100` and `a100` by GPU product, `default` for
+    /// the rest) under `driver.useNvidiaDriverCRD: true`; with `--upgrade`, the upgrade bumps the
+    /// `a100` pool alone under its own `upgradePolicy`.
+    #[arg(long)]
+    pub pools: bool,
 }
 
 /// The ServiceAccount our operator runs as in the bench.
@@ -188,6 +194,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         revision: revision(),
         upgrade: args.upgrade,
         health: args.health,
+        pools: args.pools,
         policy: policy.clone(),
     };
     let mut report = ours.report();
@@ -205,6 +212,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         dir: out.join("against"),
         upgrade: false,
         health: false,
+        pools: false,
         policy,
     });
     let mut their_report = theirs.as_ref().map(Column::report);
@@ -251,6 +259,8 @@ struct Column {
     upgrade: bool,
     /// Whether runs include the GPU health step.
     health: bool,
+    /// Whether the drivers run in NVIDIADriver pools.
+    pools: bool,
     /// The ClusterPolicy it gets.
     policy: policy::Policy,
 }
@@ -261,7 +271,14 @@ impl Column {
             operator: self.binary.display().to_string(),
             operator_env: self.env.iter().map(|(k, v)| format!("{k}={v}")).collect(),
             revision: self.revision.clone(),
-            policy: self.policy.label.clone(),
+            policy: if self.pools {
+                format!(
+                    "{} with the drivers in 3 NVIDIADriver pools",
+                    self.policy.label
+                )
+            } else {
+                self.policy.label.clone()
+            },
             ..Report::default()
         }
     }
@@ -294,6 +311,7 @@ impl Column {
                     crds: self.crds.clone(),
                     upgrade: self.upgrade,
                     health: self.health,
+                    pools: self.pools,
                     policy: self.policy.object.clone(),
                 };
                 let runtime = tokio::runtime::Runtime::new()?;

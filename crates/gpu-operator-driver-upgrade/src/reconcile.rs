@@ -1,10 +1,12 @@
 //! The driver upgrade reconciler: one pass reads the facts of every GPU node from the caches,
-//! runs [`plan`] and carries its steps out — evictions and pod deletions first, then one merge
-//! patch per node that moves, then the Events, the gauges and the `DriverUpgrade` condition.
+//! splits them by pool ([`crate::pools`]: the ClusterPolicy's, and each NVIDIADriver's with a
+//! policy of its own), runs [`crate::plan`] per pool and carries the steps out
+//! ([`crate::node_step`]) — evictions and pod deletions first, then one merge patch per node that
+//! moves, then the Events, the gauges and the `DriverUpgrade` condition.
 //!
-//! Watch-driven: woken by a change of the ClusterPolicy's spec, of a driver DaemonSet's template,
-//! of a GPU node's upgrade labels, annotations, cordon or readiness, and of a driver or validator
-//! pod. Nothing is requeued while nothing upgrades; a node that waits on pods outside these
+//! Watch-driven: woken by a change of the ClusterPolicy's spec, of an NVIDIADriver's spec or
+//! observed generation, of a driver DaemonSet's template (any pool's), of a GPU node's upgrade
+//! labels, annotations, cordon or readiness, and of a driver (any pool's) or validator pod. Nothing is requeued while nothing upgrades; a node that waits on pods outside these
 //! caches (jobs, evictions) is looked at every few seconds, and one that waits on a timeout when
 //! the timeout falls due.
 

@@ -44,7 +44,7 @@ async fn desired(env: &Env, cr: &NvidiaDriver) -> Option<i32> {
 }
 
 /// `node`'s owner label.
-async fn owner(env: &Env, node: &str) -> Option<String> {
+pub async fn owner(env: &Env, node: &str) -> Option<String> {
     let nodes: Api<Node> = Api::all(env.client.clone());
     nodes.get(node).await.unwrap().labels().get(OWNER).cloned()
 }

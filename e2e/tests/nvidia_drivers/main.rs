@@ -199,8 +199,8 @@ async fn wait_driver_ready(drivers: &Api<NvidiaDriver>, name: &str) {
     .unwrap();
 }
 
-/// Deleting one NVIDIADriver (`name`, selecting `node`) takes its DaemonSets away, not the
-/// others' (`kept`).
+/// A default NVIDIADriver (`name`, `default: true`) serves `node`, which no other selects, and
+/// deleting it takes its DaemonSets away, not the others' (`kept`).
 async fn a_deleted_driver_takes_only_its_daemonsets(
     env: &Env,
     name: &str,
@@ -208,14 +208,22 @@ async fn a_deleted_driver_takes_only_its_daemonsets(
     kept: Vec<String>,
 ) {
     let drivers: Api<NvidiaDriver> = Api::all(env.client.clone());
+    let mut default = nvidia_driver_selecting(name, HOSTNAME, node);
+    default.spec.node_selector = None;
+    default.spec.default = true;
     let c = drivers
-        .create(&PostParams::default(), &nvidia_driver(name, node))
+        .create(&PostParams::default(), &default)
         .await
         .unwrap();
-    wait_until("the DaemonSet of a third NVIDIADriver", TIMEOUT, || async {
-        let all = driver_daemonsets(env).await;
-        Ok((!owned_by(&all, &c).is_empty()).then_some(()))
-    })
+    wait_until(
+        "the default NVIDIADriver to serve an unselected node",
+        TIMEOUT,
+        || async {
+            let all = driver_daemonsets(env).await;
+            let serves = conflict::owner(env, node).await.as_deref() == Some(name);
+            Ok((serves && !owned_by(&all, &c).is_empty()).then_some(()))
+        },
+    )
     .await
     .unwrap();
     drivers
@@ -278,10 +286,10 @@ async fn nvidia_drivers_deploy_the_drivers_of_their_nodes_and_take_them_away() {
         .create(&PostParams::default(), &nvidia_driver(&a_name, node_a))
         .await
         .unwrap();
-    let b = drivers
-        .create(&PostParams::default(), &nvidia_driver(&b_name, node_b))
-        .await
-        .unwrap();
+    // A second pool on another driver version.
+    let mut b = nvidia_driver(&b_name, node_b);
+    b.spec.image.name = Some("nvcr.io/nvidia/driver:580.95.05".to_owned());
+    let b = drivers.create(&PostParams::default(), &b).await.unwrap();
     handover::to_nvidia_drivers(&env, &policy_name, &before, (&a, node_a), (&b, node_b)).await;
     let unselected = gpus.len() - 2;
     wait_policy(

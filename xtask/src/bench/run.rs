@@ -73,6 +73,8 @@ pub struct Options {
     pub health: bool,
     /// End with the driver upgrade step (see [`super::upgrade`]).
     pub upgrade: bool,
+    /// The drivers in three NVIDIADriver pools (see [`super::pools`]).
+    pub pools: bool,
     /// The ClusterPolicy to create (see [`super::policy`]).
     pub policy: ClusterPolicy,
 }
@@ -209,7 +211,12 @@ async fn observe(
 
     let policies: Api<ClusterPolicy> = Api::all(client.clone());
     let daemonsets: Api<DaemonSet> = Api::namespaced(client.clone(), NAMESPACE);
-    let policy = &options.policy;
+    let policy = &if options.pools {
+        super::pools::create(client).await?;
+        super::pools::hand_over(&options.policy)
+    } else {
+        options.policy.clone()
+    };
     let name = policy.name_any();
     marks.policy = Some(name.clone());
     let gpu_nodes = run.gpu_nodes;
@@ -228,7 +235,11 @@ async fn observe(
                 let secs = created.elapsed().as_secs_f64();
                 eprintln!("    … {secs:.0} s: {}; RSS {rss}", progress(&policy));
             }
-            Ok((is_ready(&policy) && covered(&daemonsets, gpu_nodes).await?).then_some(()))
+            let pools_ready = !options.pools || super::pools::ready(client).await?;
+            Ok(
+                (is_ready(&policy) && pools_ready && covered(&daemonsets, gpu_nodes).await?)
+                    .then_some(()),
+            )
         },
     )
     .await?;
@@ -278,8 +289,11 @@ async fn observe(
     run.patch_latencies_s = marks.patches.iter().map(|t| t.latency_s).collect();
     if options.upgrade {
         let mut upgrade = super::upgrade::UpgradeRun::default();
-        let window =
-            super::upgrade::run(client, operator, &name, run.gpu_nodes, ticks, &mut upgrade).await;
+        let window = if options.pools {
+            super::pools::upgrade(client, operator, ticks, &mut upgrade).await
+        } else {
+            super::upgrade::run(client, operator, &name, run.gpu_nodes, ticks, &mut upgrade).await
+        };
         run.upgrade = Some(upgrade);
         marks.upgrade = Some(window?);
     }
@@ -377,26 +391,32 @@ fn progress(policy: &ClusterPolicy) -> String {
 
 /// Installs the generated ClusterPolicy CRD and waits until ClusterPolicies are served.
 pub(crate) async fn install_crd(client: &kube::Client) -> anyhow::Result<()> {
-    let path = repo_root().join("crds/clusterpolicies.nvidia.com.yaml");
-    let crd: CustomResourceDefinition = serde_yaml::from_str(&std::fs::read_to_string(&path)?)
-        .with_context(|| format!("reading {}", path.display()))?;
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    crds.patch(
-        &crd.name_any(),
-        &PatchParams::apply("gpu-operator-bench").force(),
-        &Patch::Apply(&crd),
-    )
-    .await
-    .context("installing the ClusterPolicy CRD")?;
-    let policies: Api<ClusterPolicy> = Api::all(client.clone());
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while policies
-        .list(&kube::api::ListParams::default().limit(1))
+    // Both, as the chart installs them (the NVIDIADriver one is used by `--pools`).
+    for file in [
+        "crds/clusterpolicies.nvidia.com.yaml",
+        "crds/nvidiadrivers.nvidia.com.yaml",
+    ] {
+        let path = repo_root().join(file);
+        let crd: CustomResourceDefinition = serde_yaml::from_str(&std::fs::read_to_string(&path)?)
+            .with_context(|| format!("reading {}", path.display()))?;
+        crds.patch(
+            &crd.name_any(),
+            &PatchParams::apply("gpu-operator-bench").force(),
+            &Patch::Apply(&crd),
+        )
         .await
-        .is_err()
-    {
+        .with_context(|| format!("installing the CRD of {file}"))?;
+    }
+    let policies: Api<ClusterPolicy> = Api::all(client.clone());
+    let drivers: Api<gpu_operator_api::NvidiaDriver> = Api::all(client.clone());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let limit = kube::api::ListParams::default().limit(1);
+    while policies.list(&limit).await.is_err() || drivers.list(&limit).await.is_err() {
         if Instant::now() > deadline {
-            bail!("ClusterPolicies were not served within a minute of installing the CRD");
+            bail!(
+                "ClusterPolicies and NVIDIADrivers were not served within a minute of installing their CRDs"
+            );
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }

@@ -27,6 +27,8 @@ use super::{
 pub struct UpgradeRun {
     /// `driver.version` bumped until every GPU node runs the new driver.
     pub duration_s: Option<f64>,
+    /// With `--pools`, the nodes of the one pool upgraded (otherwise every GPU node is).
+    pub nodes: Option<u32>,
     /// The operator's writes in that time (lease renewals excluded).
     pub writes: Writes,
     /// The largest resident memory sampled during it, MiB.
@@ -106,7 +108,7 @@ pub async fn run(
 }
 
 /// Checks about once a second until `check` says yes, the operator exits or `timeout` passes.
-async fn wait(
+pub(super) async fn wait(
     operator: &mut Operator,
     what: &str,
     timeout: Duration,
@@ -144,7 +146,11 @@ async fn wait(
     reason = "request and node counts are small"
 )]
 pub fn line(nodes: u32, gpu_nodes: u32, upgrade: &UpgradeRun) -> String {
-    let per_node = upgrade.writes.total() as f64 / f64::from(gpu_nodes.max(1));
+    let (upgraded, which) = match upgrade.nodes {
+        Some(pool) => (pool, " of one NVIDIADriver pool"),
+        None => (gpu_nodes, ""),
+    };
+    let per_node = upgrade.writes.total() as f64 / f64::from(upgraded.max(1));
     let resources: Vec<String> = upgrade
         .writes
         .by_resource
@@ -152,7 +158,7 @@ pub fn line(nodes: u32, gpu_nodes: u32, upgrade: &UpgradeRun) -> String {
         .map(|(k, n)| format!("{k} {n}"))
         .collect();
     format!(
-        "- {nodes} nodes: driver upgrade of {gpu_nodes} GPU nodes (maxParallelUpgrades 0, maxUnavailable 25%) in {}; \
+        "- {nodes} nodes: driver upgrade of {upgraded} GPU nodes{which} (maxParallelUpgrades 0, maxUnavailable 25%) in {}; \
          {} writes, {per_node:.1} per node upgraded ({}); max RSS {}; CPU {}",
         upgrade
             .duration_s

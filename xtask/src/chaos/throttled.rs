@@ -167,6 +167,7 @@ async fn one(
         crds: Vec::new(),
         upgrade: false,
         health: false,
+        pools: false,
         policy: bench::policy::load(
             &gpu_operator_harness::crd::repo_root().join(bench::policy::DEFAULT),
             None,

@@ -25,6 +25,8 @@ use gpu_operator_core::{
 pub const CONFLICT: &str = "NodeSelectorConflict";
 /// Reason of the warning of each of several default NVIDIADrivers.
 pub const DEFAULTS: &str = "MultipleDefaultNVIDIADrivers";
+/// Reason of the warning of an NVIDIADriver (not the default) that selects no GPU node.
+pub const NONE_SELECTED: &str = "NoNodesSelected";
 /// Reason of the ClusterPolicy driver's warning of GPU nodes no NVIDIADriver serves.
 pub const UNSERVED: &str = "NodesWithoutNVIDIADriver";
 
@@ -39,6 +41,10 @@ pub struct Assignment {
     pub unselected: NodeSample,
     /// The NVIDIADrivers with `default: true`, by name; more than one serve no node.
     pub defaults: Vec<String>,
+    /// How many GPU nodes there are.
+    pub gpu_nodes: usize,
+    /// The NVIDIADrivers that select at least one GPU node, the default aside.
+    pub selecting: BTreeSet<String>,
 }
 
 /// The nodes of one NVIDIADriver that others select too.
@@ -104,11 +110,15 @@ pub fn assign<'a>(
         _ => None,
     };
     for (node, labels) in nodes {
+        assignment.gpu_nodes += 1;
         let selecting: Vec<&str> = live
             .iter()
             .filter(|(_, d)| d.spec.selects(labels))
             .map(|(name, _)| *name)
             .collect();
+        assignment
+            .selecting
+            .extend(selecting.iter().map(|name| (*name).to_owned()));
         match selecting.as_slice() {
             [] => match &default {
                 Some(default) => {
@@ -165,6 +175,25 @@ pub fn warnings(cr: &NvidiaDriver, assignment: &Assignment) -> Vec<Warning> {
         warnings.push(Warning {
             reason: CONFLICT,
             message: conflict.message(name),
+        });
+    }
+    if !cr.spec.default && assignment.gpu_nodes > 0 && !assignment.selecting.contains(name) {
+        let selector: Vec<String> = cr
+            .spec
+            .node_selector
+            .iter()
+            .flatten()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let selector = selector.join(",");
+        warnings.push(Warning {
+            reason: NONE_SELECTED,
+            message: format!(
+                "spec.nodeSelector of NVIDIADriver {name} ({selector}) selects none of the {} GPU \
+                 node(s), so it deploys no driver; check the labels of the nodes it is meant for \
+                 (kubectl get nodes -l '{selector}')",
+                assignment.gpu_nodes
+            ),
         });
     }
     if cr.spec.default
@@ -323,6 +352,34 @@ mod tests {
             unserved.message.contains("2 node(s) (a100-0, t4-0)"),
             "{}",
             unserved.message
+        );
+    }
+
+    #[test]
+    fn a_driver_that_selects_no_gpu_node_is_told_with_its_selector() {
+        let b200 = driver("b200", false, &[("nvidia.com/gpu.product", "B200")]);
+        let h100 = driver("h100", false, &[("nvidia.com/gpu.product", "H100")]);
+        let fallback = driver("fallback", true, &[]);
+        let got = run(&[b200.clone(), h100.clone(), fallback.clone()]);
+        let [warning] = warnings(&b200, &got).try_into().unwrap();
+        assert_eq!(warning.reason, "NoNodesSelected");
+        assert!(
+            warning
+                .message
+                .contains("(nvidia.com/gpu.product=B200) selects none of the 4 GPU node(s)"),
+            "{}",
+            warning.message
+        );
+        assert!(warnings(&h100, &got).is_empty());
+        assert!(
+            warnings(&fallback, &got).is_empty(),
+            "a default may serve none"
+        );
+        let nothing: Vec<(String, BTreeMap<String, String>)> = Vec::new();
+        let empty = assign(nothing.iter().map(|(n, l)| (n.as_str(), l)), &[&b200]);
+        assert!(
+            warnings(&b200, &empty).is_empty(),
+            "no GPU node to select yet"
         );
     }
 
