@@ -191,12 +191,18 @@ impl NvidiaDriverSpec {
     /// every node; the default one selects only the nodes no other selects, which this cannot
     /// tell, so it says false).
     pub fn selects(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.selects_by(|key| labels.get(key).map(String::as_str))
+    }
+
+    /// [`Self::selects`] for a node whose labels `label` looks up one by one (the caches' compact
+    /// label maps, read without copying them).
+    pub fn selects_by<'a>(&self, label: impl Fn(&str) -> Option<&'a str>) -> bool {
         !self.default
             && self
                 .node_selector
                 .iter()
                 .flatten()
-                .all(|(key, value)| labels.get(key) == Some(value))
+                .all(|(key, value)| label(key) == Some(value.as_str()))
     }
 }
 

@@ -31,8 +31,9 @@ pub const NAME: &str = "nvidia-driver-status";
 
 /// Reasons of the driver's condition that mean "still rolling out" rather than "failed".
 const PROGRESS_REASONS: [&str; 3] = ["NotReady", "RollingOut", "OldRevision"];
-/// Reasons of a `True` driver condition that still leave nodes unserved: the placement warnings.
-const CONFLICT_REASONS: [&str; 2] = [owners::CONFLICT, owners::DEFAULTS];
+/// Reasons of a `True` driver condition that still leave nodes unserved, or serve none: the
+/// placement warnings, each a `nodeSelector` or `default` to change.
+const SELECTOR_REASONS: [&str; 3] = [owners::CONFLICT, owners::DEFAULTS, owners::NONE_SELECTED];
 /// Reason of the driver's condition while the ClusterPolicy does not hand the drivers over.
 const DISABLED_REASON: &str = "Disabled";
 
@@ -78,7 +79,7 @@ pub fn summarize(cr: &NvidiaDriver) -> Summary {
             Desired::not_ok(names::READY, reason::RECONCILED, said),
             observed,
         ),
-        ("True", r) if CONFLICT_REASONS.contains(&r) => {
+        ("True", r) if SELECTOR_REASONS.contains(&r) => {
             not_ready(CONFLICTING_NODE_SELECTOR, said, false, observed)
         }
         ("True", _) => summary(

@@ -143,7 +143,8 @@ pub async fn upgrade(
                 .all(|ds| {
                     let status = ds.status.clone().unwrap_or_default();
                     ds.metadata.generation == status.observed_generation
-                        && status.updated_number_scheduled == Some(status.desired_number_scheduled)
+                        && status.updated_number_scheduled.unwrap_or(0)
+                            == status.desired_number_scheduled
                         && status.number_ready == status.desired_number_scheduled
                 });
             let labelled = nodes.list_metadata(&done).await?.items.len() >= size;

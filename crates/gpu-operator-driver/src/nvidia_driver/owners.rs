@@ -85,12 +85,15 @@ impl Assignment {
     }
 }
 
-/// The owners of the GPU nodes `nodes` (name and labels) among `drivers`; NVIDIADrivers being
-/// deleted serve nothing.
-pub fn assign<'a>(
-    nodes: impl IntoIterator<Item = (&'a str, &'a BTreeMap<String, String>)>,
+/// The owners of the GPU nodes `nodes` (name, and a lookup of its labels) among `drivers`;
+/// NVIDIADrivers being deleted serve nothing.
+pub fn assign<'a, L>(
+    nodes: impl IntoIterator<Item = (&'a str, L)>,
     drivers: &[&NvidiaDriver],
-) -> Assignment {
+) -> Assignment
+where
+    L: Fn(&str) -> Option<&'a str>,
+{
     let live: Vec<(&str, &NvidiaDriver)> = drivers
         .iter()
         .filter(|d| d.metadata.deletion_timestamp.is_none())
@@ -113,7 +116,7 @@ pub fn assign<'a>(
         assignment.gpu_nodes += 1;
         let selecting: Vec<&str> = live
             .iter()
-            .filter(|(_, d)| d.spec.selects(labels))
+            .filter(|(_, d)| d.spec.selects_by(&labels))
             .map(|(name, _)| *name)
             .collect();
         assignment
@@ -148,23 +151,18 @@ pub fn assign<'a>(
 
 /// The assignment of the GPU nodes in `stores` among its NVIDIADrivers.
 pub fn of_caches(stores: &Stores) -> Assignment {
-    let nodes: Vec<(String, BTreeMap<String, String>)> = stores
-        .nodes
-        .state()
-        .iter()
-        .filter(|n| n.labels().get(labels::GPU_PRESENT) == Some("true"))
-        .map(|n| {
-            let labels = n
-                .labels()
-                .iter()
-                .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                .collect();
-            (n.name().to_owned(), labels)
-        })
-        .collect();
+    // The labels are looked up in the cache, not copied: a copy of every GPU node's labels per
+    // NVIDIADriver reconcile was megabytes at a thousand nodes.
+    let nodes = stores.nodes.state();
     let drivers = stores.nvidia_drivers.state();
     let drivers: Vec<&NvidiaDriver> = drivers.iter().map(AsRef::as_ref).collect();
-    assign(nodes.iter().map(|(n, l)| (n.as_str(), l)), &drivers)
+    assign(
+        nodes
+            .iter()
+            .filter(|n| n.labels().get(labels::GPU_PRESENT) == Some("true"))
+            .map(|n| (n.name(), move |key: &str| n.labels().get(key))),
+        &drivers,
+    )
 }
 
 /// The warnings of NVIDIADriver `cr` (its conflicts; the defaults when it is one of several).
@@ -254,7 +252,12 @@ mod tests {
     fn run(drivers: &[NvidiaDriver]) -> Assignment {
         let nodes = fleet();
         let drivers: Vec<&NvidiaDriver> = drivers.iter().collect();
-        assign(nodes.iter().map(|(n, l)| (n.as_str(), l)), &drivers)
+        assign(
+            nodes
+                .iter()
+                .map(|(n, l)| (n.as_str(), move |k: &str| l.get(k).map(String::as_str))),
+            &drivers,
+        )
     }
 
     fn owners(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -376,7 +379,12 @@ mod tests {
             "a default may serve none"
         );
         let nothing: Vec<(String, BTreeMap<String, String>)> = Vec::new();
-        let empty = assign(nothing.iter().map(|(n, l)| (n.as_str(), l)), &[&b200]);
+        let empty = assign(
+            nothing
+                .iter()
+                .map(|(n, l)| (n.as_str(), move |k: &str| l.get(k).map(String::as_str))),
+            &[&b200],
+        );
         assert!(
             warnings(&b200, &empty).is_empty(),
             "no GPU node to select yet"

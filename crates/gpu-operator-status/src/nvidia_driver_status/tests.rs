@@ -75,7 +75,7 @@ fn a_rollout_is_not_ready_naming_the_counts_and_the_problem_nodes() {
 fn a_conflict_is_not_ready_naming_the_node_and_the_other_driver() {
     let message = "ready on 1/1 GPU nodes; spec.nodeSelector of NVIDIADriver pool-a selects node \
                    kwok-3 that NVIDIADriver pool-b selects too";
-    for reason_of_warning in [owners::CONFLICT, owners::DEFAULTS] {
+    for reason_of_warning in [owners::CONFLICT, owners::DEFAULTS, owners::NONE_SELECTED] {
         let s = summarize(&driver(Some(cond("True", reason_of_warning, message, 2))));
         assert_eq!(s.overall.state, "notReady");
         assert_eq!(s.overall.error.reason, CONFLICTING_NODE_SELECTOR);
