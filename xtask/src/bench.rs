@@ -34,6 +34,10 @@ use report::{Report, Run};
 
 /// Options of `cargo xtask bench`.
 #[derive(ClapArgs, Debug)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "command-line switches, each read by name"
+)]
 pub struct Args {
     /// Fleet sizes to run, comma-separated; each gets its own cluster.
     #[arg(long, value_name = "N,N,…", default_value = "100,1000,5000", value_parser = parse_sizes)]

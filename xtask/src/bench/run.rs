@@ -211,12 +211,7 @@ async fn observe(
 
     let policies: Api<ClusterPolicy> = Api::all(client.clone());
     let daemonsets: Api<DaemonSet> = Api::namespaced(client.clone(), NAMESPACE);
-    let policy = &if options.pools {
-        super::pools::create(client).await?;
-        super::pools::hand_over(&options.policy)
-    } else {
-        options.policy.clone()
-    };
+    let policy = &policy_to_create(client, options).await?;
     let name = policy.name_any();
     marks.policy = Some(name.clone());
     let gpu_nodes = run.gpu_nodes;
@@ -298,6 +293,19 @@ async fn observe(
         marks.upgrade = Some(window?);
     }
     Ok(())
+}
+
+/// The ClusterPolicy of the run; with `--pools`, handing the drivers to the NVIDIADrivers it
+/// creates first.
+async fn policy_to_create(
+    client: &kube::Client,
+    options: &Options,
+) -> anyhow::Result<ClusterPolicy> {
+    if !options.pools {
+        return Ok(options.policy.clone());
+    }
+    super::pools::create(client).await?;
+    Ok(super::pools::hand_over(&options.policy))
 }
 
 /// Calls `check` about once a second until it returns `Some`, the operator exits or `timeout`
