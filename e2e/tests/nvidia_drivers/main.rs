@@ -326,7 +326,9 @@ async fn nvidia_drivers_deploy_the_drivers_of_their_nodes_and_take_them_away() {
     // Each NVIDIADriver's overall status (see `status`).
     wait_driver_ready(&drivers, &a_name).await;
     status::a_ready_pool_and_a_waiting_one(&env, &operator, &a_name, (&b_name, node_b)).await;
-    let a_uid = upgrades::a_bump_upgrades_only_its_pool(&env, (&a_name, node_a), node_b).await;
+    let a_uid =
+        upgrades::a_bump_upgrades_only_its_pool(&env, &policy_name, (&a_name, node_a), node_b)
+            .await;
     let account = Api::<ServiceAccount>::namespaced(env.client.clone(), &env.namespace)
         .get("nvidia-driver")
         .await
