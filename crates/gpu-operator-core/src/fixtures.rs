@@ -46,6 +46,20 @@ fn facts(nodes: &[(&str, &str, &str, &str)]) -> ClusterFacts {
     ClusterFacts::from_nodes(&metas, &runtimes)
 }
 
+/// `facts` with every GPU node's OS (and kernel) served by NVIDIADriver `owner`, as when the node
+/// labeller has labelled them all its.
+pub fn served_by(mut facts: ClusterFacts, owner: &str) -> ClusterFacts {
+    let pools = facts.owner_pools.entry(owner.to_owned()).or_default();
+    pools.extend(facts.os_releases.iter().map(|os| (os.clone(), None)));
+    pools.extend(
+        facts
+            .os_kernels
+            .iter()
+            .map(|(os, kernel)| (os.clone(), Some(kernel.clone()))),
+    );
+    facts
+}
+
 /// Every profile render tests cover.
 pub fn profiles() -> Vec<Profile> {
     vec![

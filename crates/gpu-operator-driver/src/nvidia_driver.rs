@@ -155,6 +155,12 @@ pub fn validate(cr: &NvidiaDriver, cluster: &Cluster<'_>) -> Result<Option<Input
     let spec = &cr.spec;
     let mut input = validate::resolve(&as_cluster_policy(spec, policy), cluster)?;
     let name = cr.metadata.name.clone().unwrap_or_default();
+    // Only the OSes (and kernels) of its own nodes, as NVIDIA's: none before the labeller names
+    // any node its.
+    let served = cluster.facts.owner_pools.get(&name);
+    input
+        .pools
+        .retain(|pool| served.is_some_and(|s| s.contains(&(pool.os.clone(), pool.kernel.clone()))));
     let uid = cr.metadata.uid.clone().unwrap_or_default();
     let mut apps = BTreeMap::new();
     for pool in &mut input.pools {

@@ -12,12 +12,14 @@ use gpu_operator_core::{
 use gpu_operator_driver::NvidiaDriverOperand;
 use serde_json::json;
 
+/// The facts of `profile`, every GPU node served by the NVIDIADriver `pool-a`.
 fn facts(profile: &str) -> ClusterFacts {
-    fixtures::profiles()
+    let facts = fixtures::profiles()
         .into_iter()
         .find(|p| p.name == profile)
         .unwrap()
-        .facts
+        .facts;
+    fixtures::served_by(facts, "pool-a")
 }
 
 fn render(spec: &serde_json::Value, facts: &ClusterFacts) -> serde_yaml::Value {

@@ -27,8 +27,8 @@ const LABELLER: &str = "node-labels";
 /// The node label both NVIDIADrivers select (removed by the scenario's cleanup).
 pub const POOL: &str = "e2e.gpu-operator/conflict-pool";
 
-/// The nodes `cr`'s DaemonSets want a pod on, once the DaemonSet controller has seen their
-/// current generation.
+/// The nodes `cr`'s DaemonSets want a pod on (0 without any: it has DaemonSets only for the OSes
+/// of its nodes), once the DaemonSet controller has seen their current generation.
 async fn desired(env: &Env, cr: &NvidiaDriver) -> Option<i32> {
     let all = driver_daemonsets(env).await;
     let owned = owned_by(&all, cr);
@@ -40,7 +40,7 @@ async fn desired(env: &Env, cr: &NvidiaDriver) -> Option<i32> {
         }
         total += status.desired_number_scheduled;
     }
-    (!owned.is_empty()).then_some(total)
+    Some(total)
 }
 
 /// `node`'s owner label.
@@ -65,12 +65,16 @@ pub async fn a_node_two_select_is_left_alone(
         made.push(drivers.create(&PostParams::default(), &cr).await.unwrap());
     }
     let (d, e) = (&made[0], &made[1]);
+    // Before any node has the label, each says it selects none.
     for cr in [d, e] {
-        wait_until(
-            "the DaemonSets of a pool no node is in",
-            TIMEOUT,
-            || async { Ok((desired(env, cr).await == Some(0)).then_some(())) },
-        )
+        wait_until("a pool no node is in, said", TIMEOUT, || async {
+            let live = drivers.get(&cr.name_any()).await?;
+            let said = live.status.and_then(|s| s.conditions).is_some_and(|c| {
+                c.iter()
+                    .any(|c| c.type_ == DRIVER_READY && c.reason == "NoNodesSelected")
+            });
+            Ok((said && desired(env, cr).await == Some(0)).then_some(()))
+        })
         .await
         .unwrap();
     }

@@ -40,6 +40,10 @@ pub struct ClusterFacts {
     pub gpu_candidates_unlabelled: usize,
     /// The (OS, kernel) pairs of the GPU nodes that carry both, for per-kernel driver images.
     pub os_kernels: BTreeSet<(OsRelease, String)>,
+    /// The OSes, and (OS, kernel) pairs, of the GPU nodes each NVIDIADriver serves (NVIDIA's
+    /// owner label `nvidia.com/gpu-operator.driver.owner`), by NVIDIADriver: its DaemonSets are
+    /// for those only, as NVIDIA's are.
+    pub owner_pools: BTreeMap<String, BTreeSet<(OsRelease, Option<String>)>>,
     /// GPU nodes without NFD's os-release labels (no driver image can be chosen for them).
     pub gpu_nodes_without_os: usize,
     /// GPU nodes without NFD's `kernel-version.full` label.
@@ -153,6 +157,15 @@ pub struct OsRelease {
 }
 
 impl ClusterFacts {
+    /// Records that NVIDIADriver `owner` serves a node of `os` (and `kernel`).
+    fn add_owner_pool(&mut self, owner: &str, os: &OsRelease, kernel: Option<&str>) {
+        let pools = self.owner_pools.entry(owner.to_owned()).or_default();
+        pools.insert((os.clone(), None));
+        if let Some(kernel) = kernel {
+            pools.insert((os.clone(), Some(kernel.to_owned())));
+        }
+    }
+
     /// Computes the facts from node metadata and the GPU nodes' runtime cache.
     pub fn from_nodes<'a>(
         nodes: impl IntoIterator<Item = &'a NodeMeta>,
@@ -230,6 +243,9 @@ impl ClusterFacts {
             if let (Some(os), Some(kernel)) = (&os, kernel) {
                 facts.os_kernels.insert((os.clone(), kernel.to_owned()));
             }
+            if let (Some(owner), Some(os)) = (node_labels.get(labels::DRIVER_OWNER), &os) {
+                facts.add_owner_pool(owner, os, kernel);
+            }
             let runtime = runtime_of.get(name).copied();
             facts.gpu_nodes_without_runtime += usize::from(runtime.is_none());
             if let Some(os) = os {
@@ -300,6 +316,45 @@ mod tests {
         ];
         let facts = ClusterFacts::from_nodes(candidates.iter().chain(&others), []);
         assert_eq!((facts.gpu_nodes, facts.gpu_candidates_unlabelled), (1, 3));
+    }
+
+    #[test]
+    fn each_nvidia_driver_gets_the_oses_and_kernels_of_the_nodes_it_serves() {
+        let node = |owner: Option<&str>, os: (&str, &str), kernel: &str| {
+            let mut pairs = vec![
+                (labels::GPU_PRESENT, "true"),
+                (labels::NFD_OS_RELEASE_ID, os.0),
+                (labels::NFD_OS_RELEASE_VERSION_ID, os.1),
+                (labels::NFD_KERNEL_VERSION, kernel),
+            ];
+            pairs.extend(owner.map(|o| (labels::DRIVER_OWNER, o)));
+            meta(&pairs)
+        };
+        let nodes = [
+            node(Some("h100"), ("ubuntu", "22.04"), "6.8.0-1021-aws"),
+            node(Some("h100"), ("ubuntu", "22.04"), "6.8.0-1024-aws"),
+            node(Some("a100"), ("rhel", "9.4"), "5.14.0-427"),
+            node(None, ("ubuntu", "24.04"), "6.8.0-1024-aws"),
+        ];
+        let facts = ClusterFacts::from_nodes(&nodes, []);
+        let ubuntu = OsRelease {
+            id: "ubuntu".into(),
+            version_id: "22.04".into(),
+        };
+        assert_eq!(
+            facts.owner_pools["h100"],
+            BTreeSet::from([
+                (ubuntu.clone(), None),
+                (ubuntu.clone(), Some("6.8.0-1021-aws".to_owned())),
+                (ubuntu, Some("6.8.0-1024-aws".to_owned())),
+            ])
+        );
+        assert_eq!(facts.owner_pools["a100"].len(), 2);
+        assert_eq!(
+            facts.owner_pools.len(),
+            2,
+            "an unowned node serves no NVIDIADriver"
+        );
     }
 
     #[test]

@@ -31,11 +31,14 @@ fn cr(name: &str, uid: &str, spec: serde_json::Value) -> NvidiaDriver {
     cr
 }
 
+/// Validates `cr` on `facts` whose GPU nodes are all `cr`'s (the owner label on each).
 fn run(
     cr: &NvidiaDriver,
     policy: Option<&ClusterPolicySpec>,
     facts: &ClusterFacts,
 ) -> Result<Option<Input>, Error> {
+    let name = cr.metadata.name.clone().unwrap_or_default();
+    let facts = &fixtures::served_by(facts.clone(), &name);
     let image_env = |name: &str| {
         (name == "DRIVER_MANAGER_IMAGE")
             .then(|| "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0".to_owned())
@@ -64,6 +67,33 @@ fn disabled_because(policy: Option<&ClusterPolicySpec>) -> String {
 
 fn render(cr: &NvidiaDriver, policy: &ClusterPolicySpec, facts: &ClusterFacts) -> Children {
     NvidiaDriverOperand::render(&run(cr, Some(policy), facts).unwrap().unwrap())
+}
+
+#[test]
+fn daemonsets_only_for_the_oses_of_its_own_nodes() {
+    let facts = profile("ubuntu22.04-two-kernels");
+    let a = cr("a", "u1", serde_json::json!({}));
+    let image_env =
+        |_: &str| Some("nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0".to_owned());
+    let validate = |facts: &ClusterFacts| {
+        let cluster = Cluster {
+            namespace: "gpu-operator",
+            facts,
+            image_env: &image_env,
+            config_maps: &|_| None,
+            policy: Some(&opted_in()),
+        };
+        NvidiaDriverOperand::validate(&a, &cluster)
+            .unwrap()
+            .unwrap()
+    };
+    assert!(
+        validate(&facts).pools.is_empty(),
+        "no node is its yet: no DaemonSet"
+    );
+    let other = fixtures::served_by(facts.clone(), "b");
+    assert!(validate(&other).pools.is_empty(), "the nodes are b's");
+    assert_eq!(validate(&fixtures::served_by(facts, "a")).pools.len(), 1);
 }
 
 fn pod(ds: &DaemonSet) -> &k8s_openapi::api::core::v1::PodSpec {
