@@ -122,7 +122,7 @@ impl Pools {
 
 /// The nodes of one pass by what their pool does.
 pub struct Split<'a> {
-    /// The nodes whose pool upgrades them, in the order given.
+    /// The nodes whose pool upgrades them, each pool's side by side.
     pub follow: Vec<NodeFacts>,
     /// The policy of each of `follow`.
     pub policies: Vec<&'a Policy>,
@@ -150,39 +150,39 @@ impl Split<'_> {
 impl Pools {
     /// Splits `nodes` by what their pool does; a pool catching up keeps its nodes as they are.
     pub fn split(&self, nodes: Vec<NodeFacts>) -> Split<'_> {
-        let mut split = Split {
-            follow: Vec::with_capacity(nodes.len()),
-            policies: Vec::with_capacity(nodes.len()),
-            handed_back: Vec::new(),
-            catching_up: Vec::new(),
-        };
+        let mut followed: Vec<(NodeFacts, &Policy)> = Vec::with_capacity(nodes.len());
+        let (mut handed_back, mut catching_up) = (Vec::new(), Vec::new());
         for node in nodes {
             match self.policy(self.pool_of(&node)) {
-                PoolPolicy::Follow(p) => {
-                    split.policies.push(p);
-                    split.follow.push(node);
-                }
-                PoolPolicy::CatchingUp => split.catching_up.push(node),
-                PoolPolicy::Off | PoolPolicy::Invalid(_) => split.handed_back.push(node),
+                PoolPolicy::Follow(p) => followed.push((node, p)),
+                PoolPolicy::CatchingUp => catching_up.push(node),
+                PoolPolicy::Off | PoolPolicy::Invalid(_) => handed_back.push(node),
             }
         }
-        split
+        // Each pool's nodes side by side (stable: one pool keeps the cache's order), so a pool is
+        // admitted on a slice of them, not on copies.
+        followed.sort_by(|a, b| self.pool_of(&a.0).cmp(self.pool_of(&b.0)));
+        let (follow, policies) = followed.into_iter().unzip();
+        Split {
+            follow,
+            policies,
+            handed_back,
+            catching_up,
+        }
     }
 
     /// The nodes admitted in this pass, each pool against its own limits, and how many more
     /// could start.
     pub fn admit(&self, split: &Split<'_>) -> (BTreeSet<String>, usize) {
-        let mut by_pool: BTreeMap<&str, (Vec<NodeFacts>, &Policy)> = BTreeMap::new();
-        for (node, policy) in split.follow.iter().zip(&split.policies) {
-            by_pool
-                .entry(self.pool_of(node))
-                .or_insert_with(|| (Vec::new(), policy))
-                .0
-                .push(node.clone());
-        }
         let mut admitted = BTreeSet::new();
         let mut available = 0;
-        for (nodes, policy) in by_pool.values() {
+        let mut start = 0;
+        for nodes in split
+            .follow
+            .chunk_by(|a, b| self.pool_of(a) == self.pool_of(b))
+        {
+            let policy = split.policies[start];
+            start += nodes.len();
             let pool_admitted = plan::admit(nodes, policy);
             available += plan::available(nodes, policy).saturating_sub(pool_admitted.len());
             admitted.extend(pool_admitted);
@@ -293,6 +293,35 @@ mod tests {
         assert_eq!(split.current_elsewhere(), 2);
         let (admitted, _) = pools.admit(&split);
         assert!(admitted.is_empty(), "an in-sync node is not admitted");
+        // Two nodes to upgrade in each of two pools, interleaved: each pool admits against its own
+        // limits (25% of its 2 nodes: one each), not against the 4 together.
+        let required = |name: &str, owner: Option<&str>| {
+            let mut node = in_sync(owner.unwrap_or("t4"));
+            node.name = name.into();
+            node.owner = owner.map(str::to_owned);
+            node.ready = true;
+            node.state = Some(crate::state::UpgradeState::Required);
+            if let Some(d) = node.driver.as_mut() {
+                d.in_sync = false;
+            }
+            node
+        };
+        let on = Pools::new(
+            &handed_over(),
+            Policy::resolve(Some(
+                &serde_json::from_value(json!({"autoUpgrade": true})).unwrap(),
+            )),
+            &drivers,
+            "gpu-operator",
+        );
+        let split = on.split(vec![
+            required("a", Some("h100")),
+            required("b", None),
+            required("c", Some("h100")),
+            required("d", None),
+        ]);
+        let (admitted, _) = on.admit(&split);
+        assert_eq!(admitted.into_iter().collect::<Vec<_>>(), ["a", "b"]);
     }
 
     #[test]
