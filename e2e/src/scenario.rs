@@ -146,16 +146,23 @@ pub fn is_ready(policy: &ClusterPolicy) -> bool {
             .is_some_and(|c| c.status == "True" && c.reason == conditions::reason::RECONCILED)
 }
 
-/// Pod UIDs by node of a DaemonSet.
-pub async fn pods_of(env: &Env, app: &str) -> BTreeMap<String, String> {
-    let pods = env
-        .pods()
+/// The pods labelled `app=<app>` in `namespace`, not being deleted.
+pub async fn live_pods(env: &Env, namespace: &str, app: &str) -> Vec<Pod> {
+    Api::<Pod>::namespaced(env.client.clone(), namespace)
         .list(&ListParams::default().labels(&format!("app={app}")))
         .await
-        .unwrap();
-    pods.items
-        .iter()
+        .unwrap()
+        .items
+        .into_iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .collect()
+}
+
+/// Pod UIDs by node of a DaemonSet.
+pub async fn pods_of(env: &Env, app: &str) -> BTreeMap<String, String> {
+    live_pods(env, &env.namespace, app)
+        .await
+        .iter()
         .filter_map(|p| Some((p.spec.as_ref()?.node_name.clone()?, p.uid()?)))
         .collect()
 }

@@ -5,27 +5,15 @@
 //! `DriverUpgrade` condition, until its DaemonSet selects the label.
 
 use gpu_operator_harness::{access::kubectl_ok, wait_until};
-use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::{Api, ResourceExt, api::ListParams};
+use k8s_openapi::api::core::v1::Node;
+use kube::{Api, ResourceExt};
 
 use super::{LONG, support::Env, world::CLIENT};
-
-/// The live pods `app=<app>` in `namespace`.
-async fn live(env: &Env, namespace: &str, app: &str) -> Vec<Pod> {
-    let api: Api<Pod> = Api::namespaced(env.client.clone(), namespace);
-    api.list(&ListParams::default().labels(&format!("app={app}")))
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .collect()
-}
 
 /// The uid of the live pod `app=<app>` in `namespace` bound to `node`, once there is one.
 async fn uid_on(env: &Env, namespace: &str, app: &str, node: &str) -> String {
     wait_until(&format!("a pod of {app} on {node}"), LONG, || async {
-        Ok(live(env, namespace, app)
+        Ok(super::support::live_pods(env, namespace, app)
             .await
             .iter()
             .find(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node))

@@ -13,7 +13,7 @@ use gpu_operator_harness::wait_until;
 use k8s_openapi::api::{apps::v1::DaemonSet, core::v1::Pod};
 use kube::{
     ResourceExt as _,
-    api::{DeleteParams, ListParams, Patch, PatchParams},
+    api::{DeleteParams, Patch, PatchParams},
 };
 use serde_json::json;
 
@@ -37,16 +37,9 @@ pub async fn switch(env: &Env, policy: &str, on: bool) {
         .unwrap();
 }
 
-/// The pods labelled `app=<app>`, not being deleted.
+/// The pods labelled `app=<app>` in the operator's namespace, not being deleted.
 async fn pods(env: &Env, app: &str) -> Vec<Pod> {
-    env.pods()
-        .list(&ListParams::default().labels(&format!("app={app}")))
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .collect()
+    crate::support::live_pods(env, &env.namespace, app).await
 }
 
 /// The kind and name of what controls `pod`, if anything.
