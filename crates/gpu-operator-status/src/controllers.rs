@@ -1,4 +1,5 @@
-//! The kube-runtime Controllers of the status reconcilers, over the shared caches: the
+//! The kube-runtime Controllers of the status reconcilers, over the shared caches (each kind's
+//! overall status also registered with the status batch, so each status request carries it): the
 //! ClusterPolicy's overall status is woken by every ClusterPolicy change and node label change,
 //! each NVIDIADriver's by a change of its driver condition, the node summary by its own
 //! condition's changes and the validators' reports.
@@ -38,6 +39,8 @@ pub fn run_policy_status(
     operands: &'static [&'static str],
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) -> impl Future<Output = ()> {
+    ctx.status_batch
+        .summarize_with(policy_status::summarizer(Arc::downgrade(&ctx), operands));
     let policies = ctx.stores.policies.clone();
     let all = ctx.stores.policies.clone();
     let nodes = throttle(subs.node_labels, BURST_PERIOD);
@@ -60,6 +63,8 @@ pub fn run_nvidia_driver_status(
     subs: Subscriptions,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) -> impl Future<Output = ()> {
+    ctx.status_batch
+        .summarize_with(nvidia_driver_status::summarizer(Arc::downgrade(&ctx)));
     let drivers = ctx.stores.nvidia_drivers.clone();
     let changes = owner_changes(subs.nvidia_drivers, DRIVER_READY);
     Controller::for_shared_stream(changes, drivers)

@@ -6,7 +6,7 @@
 //! selects too. Ours beside NVIDIA's: `observedGeneration`, the generation the summary is of.
 
 use std::{
-    sync::Arc,
+    sync::{Arc, Weak},
     time::{Duration, Instant},
 };
 
@@ -19,7 +19,11 @@ use gpu_operator_api::{
     },
     nvidia_driver::NvidiaDriverState,
 };
-use gpu_operator_core::{Context, Error, report::conditions::Desired};
+use gpu_operator_core::{
+    Context, Error,
+    pipeline::status_batch::{Outgoing, Summarizer},
+    report::conditions::Desired,
+};
 use gpu_operator_driver::owners;
 use kube::runtime::controller::Action;
 use serde_json::json;
@@ -142,25 +146,53 @@ pub async fn reconcile(cr: Arc<NvidiaDriver>, ctx: Arc<Context>) -> Result<Actio
         s.namespace.as_deref() == Some(ctx.namespace.as_str())
             && s.observed_generation == summary.observed_generation
     });
-    let mut fields = serde_json::Map::new();
-    fields.insert("namespace".to_owned(), json!(ctx.namespace));
-    if let Some(generation) = summary.observed_generation {
-        fields.insert("observedGeneration".to_owned(), json!(generation));
-    }
-    let result = overall::write(
+    let deferred = overall::write(
         ctx.as_ref(),
         cr.as_ref(),
         &summary.overall,
-        fields,
+        fields(&ctx, &summary),
         fields_current,
-    )
-    .await;
+    );
+    let result: Result<_, Error> = Ok(deferred);
     ctx.metrics.observe(
         NAME,
         started.elapsed(),
         result.as_ref().err().map(Error::category),
     );
     result.map(|deferred| Action::requeue(deferred.unwrap_or(Duration::from_secs(3600))))
+}
+
+/// The NVIDIADriver's `namespace` and `observedGeneration`.
+fn fields(ctx: &Context, summary: &Summary) -> serde_json::Map<String, serde_json::Value> {
+    let mut fields = serde_json::Map::new();
+    fields.insert("namespace".to_owned(), json!(ctx.namespace));
+    if let Some(generation) = summary.observed_generation {
+        fields.insert("observedGeneration".to_owned(), json!(generation));
+    }
+    fields
+}
+
+/// An NVIDIADriver's overall status found for each status request of its operands' conditions
+/// (see [`gpu_operator_core::pipeline::status_batch::Summarizer`]).
+pub fn summarizer(ctx: Weak<Context>) -> Summarizer<NvidiaDriver> {
+    Arc::new(move |cr: &NvidiaDriver, outgoing: Outgoing<'_>| {
+        let ctx = ctx.upgrade()?;
+        let mut cr = cr.clone();
+        let status = cr.status.get_or_insert_with(Default::default);
+        status.conditions = Some(outgoing.conditions.to_vec());
+        let summary = summarize(&cr);
+        let wanted = fields(&ctx, &summary);
+        let fields_current = ["namespace", "observedGeneration"]
+            .iter()
+            .all(|key| outgoing.fields.get(*key) == wanted.get(*key));
+        let live = overall::Live {
+            conditions: outgoing.conditions,
+            state: outgoing.fields.get("state").and_then(|s| s.as_str()),
+            fields_current,
+            generation: cr.metadata.generation,
+        };
+        overall::to_carry(&live, &summary.overall, wanted)
+    })
 }
 
 #[cfg(test)]

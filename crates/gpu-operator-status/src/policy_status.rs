@@ -3,7 +3,7 @@
 //! writes. Also the singleton rule: every ClusterPolicy but the oldest gets `state: ignored`.
 
 use std::{
-    sync::Arc,
+    sync::{Arc, Weak},
     time::{Duration, Instant},
 };
 
@@ -17,7 +17,10 @@ use serde_json::json;
 use gpu_operator_core::{
     Context, Error,
     cache::facts::ClusterFacts,
-    pipeline::{active, leftovers},
+    pipeline::{
+        active, leftovers,
+        status_batch::{Outgoing, Summarizer},
+    },
     report::{conditions::Desired, metrics::ReconciliationStatus},
 };
 
@@ -27,7 +30,7 @@ use crate::{
 };
 
 /// Name of this reconciler (field manager suffix, metric label).
-pub const NAME: &str = overall::FIELD_MANAGER;
+pub const NAME: &str = overall::NAME;
 
 /// What the overall status should say.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -186,9 +189,8 @@ pub async fn reconcile(
     } else {
         pod_security::reconcile(&ctx, &policy).await
     };
-    let mut result = write(&ctx, &policy, &summary)
-        .await
-        .and_then(|deferred| labelled.map(|()| deferred));
+    let deferred = write(&ctx, &policy, &summary);
+    let mut result = labelled.map(|()| deferred);
     if summary.state != State::Ignored && result.is_ok() {
         // NVIDIA's leftovers go once everything we render was written (and so taken over).
         if let Err(error) = leftovers::sweep(&ctx, policy.as_ref(), operands).await {
@@ -204,28 +206,61 @@ pub async fn reconcile(
 }
 
 /// Writes the summary (see [`overall::write`]) with NVIDIA's `namespace`.
-async fn write(
-    ctx: &Context,
-    policy: &ClusterPolicy,
-    summary: &Summary,
-) -> Result<Option<Duration>, Error> {
+fn write(ctx: &Context, policy: &ClusterPolicy, summary: &Summary) -> Option<Duration> {
     let live_namespace = policy.status.as_ref().and_then(|s| s.namespace.as_deref());
-    let mut fields = serde_json::Map::new();
-    fields.insert("namespace".to_owned(), json!(ctx.namespace));
-    let wanted = Overall {
+    overall::write(
+        ctx,
+        policy,
+        &wanted(summary),
+        namespace(ctx),
+        live_namespace == Some(ctx.namespace.as_str()),
+    )
+}
+
+/// The overall status `summary` says, as written.
+fn wanted(summary: &Summary) -> Overall {
+    Overall {
         state: summary.state.as_str(),
         ready: overall::ready_condition(&summary.ready),
         error: overall::error_condition(&summary.ready),
         catching_up: summary.catching_up,
-    };
-    overall::write(
-        ctx,
-        policy,
-        &wanted,
-        fields,
-        live_namespace == Some(ctx.namespace.as_str()),
-    )
-    .await
+    }
+}
+
+/// NVIDIA's `status.namespace`: the operator's.
+fn namespace(ctx: &Context) -> serde_json::Map<String, serde_json::Value> {
+    let mut fields = serde_json::Map::new();
+    fields.insert("namespace".to_owned(), json!(ctx.namespace));
+    fields
+}
+
+/// The ClusterPolicy's overall status found for each status request of the operands' conditions
+/// (see [`Summarizer`]), so the request that acknowledges a change for the operands
+/// acknowledges it for the ClusterPolicy too.
+pub fn summarizer(
+    ctx: Weak<Context>,
+    operands: &'static [&'static str],
+) -> Summarizer<ClusterPolicy> {
+    Arc::new(move |policy: &ClusterPolicy, outgoing: Outgoing<'_>| {
+        let ctx = ctx.upgrade()?;
+        let mut policy = policy.clone();
+        let status = policy.status.get_or_insert_with(Default::default);
+        status.conditions = Some(outgoing.conditions.to_vec());
+        let summary = summarize(
+            &policy,
+            &ctx.stores.policies.state(),
+            &ctx.facts(),
+            operands,
+        );
+        let state = outgoing.fields.get("state").and_then(|s| s.as_str());
+        let live = overall::Live {
+            conditions: outgoing.conditions,
+            state,
+            fields_current: outgoing.fields.get("namespace") == Some(&json!(ctx.namespace)),
+            generation: policy.metadata.generation,
+        };
+        overall::to_carry(&live, &wanted(&summary), namespace(&ctx))
+    })
 }
 
 #[cfg(test)]

@@ -37,9 +37,9 @@ pub trait Owner:
     /// then name; the others are `ignored` — or every one (each NVIDIADriver serves its pool).
     const SINGLETON: bool;
 
-    /// The conditions its overall status writes (`Ready`, `Error`), which a status request of the
-    /// per-operand conditions never carries.
-    const OVERALL_CONDITIONS: &'static [&'static str];
+    /// The status fields besides the conditions that its overall status writes (`state`, …):
+    /// every status request carries them (see [`crate::pipeline::status_batch`]).
+    const STATUS_FIELDS: &'static [&'static str];
 
     /// The spec.
     fn spec(&self) -> &Self::Spec;

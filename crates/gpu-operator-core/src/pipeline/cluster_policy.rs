@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, conditions};
+use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::runtime::reflector::Store;
 use tokio::sync::Notify;
@@ -20,7 +20,7 @@ use crate::{
 impl Owner for ClusterPolicy {
     type Spec = ClusterPolicySpec;
     const SINGLETON: bool = true;
-    const OVERALL_CONDITIONS: &'static [&'static str] = &[conditions::READY, conditions::ERROR];
+    const STATUS_FIELDS: &'static [&'static str] = &["state", "namespace"];
 
     fn spec(&self) -> &ClusterPolicySpec {
         &self.spec

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use gpu_operator_api::{NvidiaDriver, conditions, nvidia_driver::NvidiaDriverState};
+use gpu_operator_api::{NvidiaDriver, nvidia_driver::NvidiaDriverState};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::runtime::reflector::Store;
 use tokio::sync::Notify;
@@ -23,7 +23,7 @@ impl Owner for NvidiaDriver {
     /// The whole object: the name and uid name its DaemonSets (see the module header).
     type Spec = NvidiaDriver;
     const SINGLETON: bool = false;
-    const OVERALL_CONDITIONS: &'static [&'static str] = &[conditions::READY, conditions::ERROR];
+    const STATUS_FIELDS: &'static [&'static str] = &["state", "namespace", "observedGeneration"];
 
     fn spec(&self) -> &NvidiaDriver {
         self

@@ -80,7 +80,7 @@ impl kube::Resource for Pool {
 impl Owner for Pool {
     type Spec = PoolSpec;
     const SINGLETON: bool = false;
-    const OVERALL_CONDITIONS: &'static [&'static str] = &["Ready"];
+    const STATUS_FIELDS: &'static [&'static str] = &[];
 
     fn spec(&self) -> &PoolSpec {
         &self.spec
