@@ -50,7 +50,7 @@ pub fn check(sysfs: &Path) -> Outcome {
         return Err(Failed::new(
             reason::GPU_NOT_BOUND_TO_VFIO,
             format!(
-                "{} of {} NVIDIA GPUs are not bound to vfio-pci: {}; the VFIO manager (DaemonSet nvidia-vfio-manager, sandboxWorkloads with vfioManager enabled) binds them: check its pod on this node",
+                "NVIDIA GPUs not bound to vfio-pci ({} of {}): {}; the VFIO manager (DaemonSet nvidia-vfio-manager, sandboxWorkloads with vfioManager enabled) binds them: check its pod on this node",
                 unbound.len(),
                 gpus.len(),
                 unbound.join(", ")
@@ -67,7 +67,7 @@ pub fn check(sysfs: &Path) -> Outcome {
     passed(
         reason::VFIO_PCI_VALIDATED,
         format!(
-            "all {} NVIDIA GPUs are bound to vfio-pci: {}",
+            "every NVIDIA GPU is bound to vfio-pci ({}): {}",
             gpus.len(),
             bound.join(", ")
         ),
@@ -92,7 +92,7 @@ mod tests {
         assert_eq!(passed.reason, "VfioPciValidated");
         assert_eq!(
             passed.message,
-            "all 2 NVIDIA GPUs are bound to vfio-pci: 0000:3b:00.0, 0009:01:00.0 (nvgrace_gpu_vfio_pci)"
+            "every NVIDIA GPU is bound to vfio-pci (2): 0000:3b:00.0, 0009:01:00.0 (nvgrace_gpu_vfio_pci)"
         );
         assert_eq!(passed.file, FileToWrite::ComponentFile);
         assert!(passed.status_file.is_empty());
@@ -109,7 +109,7 @@ mod tests {
         assert!(!failed.permanent);
         assert_eq!(
             failed.message,
-            "2 of 3 NVIDIA GPUs are not bound to vfio-pci: 0000:5e:00.0 (bound to nvidia), 0000:86:00.0 (bound to no driver); the VFIO manager (DaemonSet nvidia-vfio-manager, sandboxWorkloads with vfioManager enabled) binds them: check its pod on this node"
+            "NVIDIA GPUs not bound to vfio-pci (2 of 3): 0000:5e:00.0 (bound to nvidia), 0000:86:00.0 (bound to no driver); the VFIO manager (DaemonSet nvidia-vfio-manager, sandboxWorkloads with vfioManager enabled) binds them: check its pod on this node"
         );
         // Once the VFIO manager rebinds them, the same tree passes.
         sys.bind("0000:5e:00.0", Some("vfio-pci"));

@@ -118,7 +118,7 @@ pub fn check(sysfs: &Path) -> Outcome {
     }
     passed(
         reason::VGPU_DEVICES_VALIDATED,
-        format!("{} vGPU devices: {listed}", all.len()),
+        format!("vGPU devices ({}): {listed}", all.len()),
     )
 }
 
@@ -143,7 +143,7 @@ mod tests {
         assert_eq!(
             passed.message,
             format!(
-                "2 vGPU devices: {UUID_A} (A100-4C) on 0000:3b:00.0, {UUID_B} (A100-4C) on 0000:3b:00.0"
+                "vGPU devices (2): {UUID_A} (A100-4C) on 0000:3b:00.0, {UUID_B} (A100-4C) on 0000:3b:00.0"
             )
         );
     }
@@ -158,7 +158,7 @@ mod tests {
         let passed = check(sys.root()).unwrap();
         assert_eq!(
             passed.message,
-            "1 vGPU devices: 0000:41:00.5 (vGPU type 1149) of 0000:41:00.0"
+            "vGPU devices (1): 0000:41:00.5 (vGPU type 1149) of 0000:41:00.0"
         );
     }
 
@@ -192,7 +192,7 @@ mod tests {
             sys.vgpu_type(&sys.vf_address("0000:41:00.0", i), 1150);
         }
         let message = check(sys.root()).unwrap().message;
-        assert!(message.starts_with("10 vGPU devices: "), "{message}");
+        assert!(message.starts_with("vGPU devices (10): "), "{message}");
         assert!(message.ends_with(" and 2 more"), "{message}");
     }
 }

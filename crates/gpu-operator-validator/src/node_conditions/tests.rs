@@ -243,7 +243,7 @@ fn a_sandbox_run_writes_only_its_own_condition() {
         "GPUVfioPciReady",
         false,
         "GPUNotBoundToVfio",
-        "1 of 1 NVIDIA GPUs are not bound to vfio-pci",
+        "NVIDIA GPUs not bound to vfio-pci (1 of 1)",
     );
     let only = desired(&all_green(), &own, Scope::OwnOnly);
     assert_eq!(only.len(), 1);
