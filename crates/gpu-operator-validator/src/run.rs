@@ -9,8 +9,7 @@ use kube::Api;
 use tracing::{error, info, warn};
 
 use crate::{
-    components::FileToWrite,
-    components::{self, Failed, Outcome},
+    components::{self, Failed, FileToWrite, Outcome},
     config::{Component, Config},
     node_conditions::{self, CudaFile, Desired, Scope},
     nvml::Nvml,
