@@ -89,6 +89,22 @@ pub mod node {
     pub const GPU_DEVICE_PLUGIN_READY: &str = "GPUDevicePluginReady";
     /// The whole stack on the node is ready.
     pub const GPU_STACK_READY: &str = "GPUStackReady";
+    /// Sandbox (`vm-passthrough`): every NVIDIA GPU is bound to `vfio-pci`.
+    pub const GPU_VFIO_PCI_READY: &str = "GPUVfioPciReady";
+    /// Sandbox (`vm-vgpu`): the vGPU host driver works and its parent devices are there.
+    pub const GPU_VGPU_MANAGER_READY: &str = "GPUVgpuManagerReady";
+    /// Sandbox (`vm-vgpu`): vGPU devices exist on the node.
+    pub const GPU_VGPU_DEVICES_READY: &str = "GPUVgpuDevicesReady";
+    /// Sandbox: the confidential-computing manager set the CC mode the node asks for.
+    pub const GPU_CC_MANAGER_READY: &str = "GPUCcManagerReady";
+    /// Every condition the validator's sandbox components write (they take no part in
+    /// `GPUStackReady`, which is the container stack's).
+    pub const SANDBOX_TYPES: [&str; 4] = [
+        GPU_VFIO_PCI_READY,
+        GPU_VGPU_MANAGER_READY,
+        GPU_VGPU_DEVICES_READY,
+        GPU_CC_MANAGER_READY,
+    ];
     /// The GPU health agent's summary: no GPU of the node has a fault that needs its
     /// administrator (status `Unknown` when the agent cannot read the GPUs).
     pub const GPU_HEALTHY: &str = "GPUHealthy";

@@ -33,6 +33,15 @@ pub const DEPLOY_CLIENT: &str = "nvidia.com/gpu.deploy.client";
 pub const MPS_CAPABLE: &str = "nvidia.com/mps.capable";
 /// The device plugin configuration (ConfigMap key) a node uses.
 pub const DEVICE_PLUGIN_CONFIG: &str = "nvidia.com/device-plugin.config";
+/// `"true"` on nodes whose GPUs and CPUs can run confidential-computing workloads; the
+/// validator's `cc-manager` component checks the CC mode only there.
+pub const CC_CAPABLE: &str = "nvidia.com/cc.capable";
+/// The confidential-computing mode a node asks NVIDIA's CC manager for: `on`, `off`,
+/// `devtools` or `ppcie` (unset: the CC manager's `DEFAULT_CC_MODE`).
+pub const CC_MODE: &str = "nvidia.com/cc.mode";
+/// The CC mode NVIDIA's CC manager reached on the node (`on`, `off`, `devtools`, `ppcie`;
+/// `success` from its earlier releases), or `failed`.
+pub const CC_MODE_STATE: &str = "nvidia.com/cc.mode.state";
 /// Present on vGPU hosts; such nodes never count as MIG-capable.
 pub const VGPU_HOST_DRIVER_VERSION: &str = "nvidia.com/vgpu.host-driver-version";
 /// Driver upgrade state of a node, written by the upgrade controller.

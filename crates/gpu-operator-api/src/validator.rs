@@ -23,6 +23,14 @@ pub mod component {
     pub const CUDA: &str = "cuda";
     /// The device plugin advertises the node's GPUs.
     pub const PLUGIN: &str = "plugin";
+    /// Sandbox (`vm-passthrough`): every NVIDIA GPU is bound to `vfio-pci`.
+    pub const VFIO_PCI: &str = "vfio-pci";
+    /// Sandbox (`vm-vgpu`): the vGPU host driver (vGPU manager) works.
+    pub const VGPU_MANAGER: &str = "vgpu-manager";
+    /// Sandbox (`vm-vgpu`): vGPU devices exist.
+    pub const VGPU_DEVICES: &str = "vgpu-devices";
+    /// Sandbox: the confidential-computing manager has set the node's CC mode.
+    pub const CC_MANAGER: &str = "cc-manager";
     /// Not a check: the node status exporter's Prometheus endpoint (`nvidia-node-status-exporter`).
     pub const METRICS: &str = "metrics";
 }
@@ -30,7 +38,8 @@ pub mod component {
 /// Environment variables the validator reads. The first group is NVIDIA's, with NVIDIA's
 /// meaning; the second is ours.
 pub mod env {
-    /// Which component to check (`driver`, `toolkit`, `cuda`, `plugin`).
+    /// Which component to check (`driver`, `toolkit`, `cuda`, `plugin`, or a sandbox one:
+    /// `vfio-pci`, `vgpu-manager`, `vgpu-devices`, `cc-manager`).
     pub const COMPONENT: &str = "COMPONENT";
     /// `true`: retry every `SLEEP_INTERVAL_SECONDS` until the check passes.
     pub const WITH_WAIT: &str = "WITH_WAIT";
@@ -54,6 +63,9 @@ pub mod env {
     pub const DRIVER_INSTALL_DIR_CTR_PATH: &str = "DRIVER_INSTALL_DIR_CTR_PATH";
     /// `true`: check the driver with `nvidia-smi --version`, without initializing the GPUs.
     pub const DRIVER_VALIDATION_SKIP_GPU_INIT: &str = "DRIVER_VALIDATION_SKIP_GPU_INIT";
+    /// Workload config of nodes without a valid `nvidia.com/gpu.workload.config` label, for the
+    /// sandbox components: `container`, `vm-passthrough` (the default) or `vm-vgpu`.
+    pub const DEFAULT_GPU_WORKLOAD_CONFIG: &str = "DEFAULT_GPU_WORKLOAD_CONFIG";
     /// `true`: delete every status file in `OUTPUT_DIR` before checking.
     pub const CLEANUP_ALL: &str = "CLEANUP_ALL";
     /// Image of the workload pods (NVIDIA's name).
@@ -67,6 +79,9 @@ pub mod env {
 
     /// Where the host's root filesystem is mounted in the validator container (default `/host`).
     pub const HOST_ROOT_CTR_PATH: &str = "HOST_ROOT_CTR_PATH";
+    /// The host's sysfs as seen by the sandbox components (default `HOST_ROOT_CTR_PATH/sys`
+    /// when that is a directory, else `/sys`, which a privileged container shares with the host).
+    pub const SYSFS_ROOT: &str = "SYSFS_ROOT";
     /// Image of the CUDA check pod; takes precedence over `VALIDATOR_IMAGE`.
     pub const CUDA_VALIDATOR_IMAGE: &str = "CUDA_VALIDATOR_IMAGE";
     /// Command of the workload pods, split on whitespace (default `vectorAdd`).
@@ -105,6 +120,22 @@ pub mod status_file {
     pub const PLUGIN: &str = "plugin-ready";
     /// Written by the driver container's startup probe when its install finished.
     pub const DRIVER_CONTAINER_READY: &str = ".driver-ctr-ready";
+    /// Written by the `vfio-pci` check (empty).
+    pub const VFIO_PCI: &str = "vfio-pci-ready";
+    /// Written by the `vgpu-manager` check when the vGPU host driver is a container's (empty).
+    pub const VGPU_MANAGER: &str = "vgpu-manager-ready";
+    /// Written by the `vgpu-manager` check when the vGPU host driver is installed on the host.
+    pub const HOST_VGPU_MANAGER: &str = "host-vgpu-manager-ready";
+    /// Written by the `vgpu-devices` check (empty).
+    pub const VGPU_DEVICES: &str = "vgpu-devices-ready";
+    /// Written by the `cc-manager` check (empty).
+    pub const CC_MANAGER: &str = "cc-manager-ready";
+    /// The node's workload config (`container`, `vm-passthrough`, `vm-vgpu` and a newline),
+    /// written by the `vfio-pci`, `vgpu-manager` and `vgpu-devices` checks; the sandbox device
+    /// plugin reads it to know which of their files to wait for.
+    pub const WORKLOAD_TYPE: &str = "workload-type";
+    /// Written by NVIDIA's CC manager once it has applied the node's CC mode.
+    pub const CC_MANAGER_CONTAINER_READY: &str = ".cc-manager-ctr-ready";
 
     /// Keys of the `driver-ready` file.
     pub mod driver_key {
@@ -165,6 +196,42 @@ pub mod reason {
     pub const STATUS_FILE_ERROR: &str = "StatusFileError";
     /// `GPUDriverReady=False`: the operator's driver container has not finished on the node.
     pub const DRIVER_CONTAINER_NOT_READY: &str = "DriverContainerNotReady";
+    /// A sandbox component's condition is True without a check: the node's workload config
+    /// (or, for `cc-manager`, its lack of CC capability) does not need it.
+    pub const NOT_REQUIRED: &str = "NotRequired";
+    /// A container-stack component was handed to the sandbox checks (a bug, never retried).
+    pub const NOT_A_SANDBOX_COMPONENT: &str = "NotASandboxComponent";
+    /// `GPUVfioPciReady=True`: every NVIDIA GPU is bound to `vfio-pci`.
+    pub const VFIO_PCI_VALIDATED: &str = "VfioPciValidated";
+    /// No NVIDIA GPU (PCI vendor `0x10de`, class `0x0300xx`/`0x0302xx`) under the sysfs root.
+    pub const NO_GPU_DEVICE: &str = "NoGPUDevice";
+    /// An NVIDIA GPU is bound to another driver than `vfio-pci`, or to none.
+    pub const GPU_NOT_BOUND_TO_VFIO: &str = "GPUNotBoundToVfio";
+    /// The sysfs tree could not be read.
+    pub const SYSFS_UNREADABLE: &str = "SysfsUnreadable";
+    /// `GPUVgpuManagerReady=True`.
+    pub const VGPU_MANAGER_VALIDATED: &str = "VgpuManagerValidated";
+    /// No `nvidia-smi` of a vGPU host driver on the host nor in the driver install dir.
+    pub const VGPU_MANAGER_NOT_FOUND: &str = "VgpuManagerNotFound";
+    /// The vGPU host driver's `nvidia-smi` failed.
+    pub const VGPU_MANAGER_FAILED: &str = "VgpuManagerFailed";
+    /// The vGPU host driver works but has not registered its parent devices (mdev parents, or
+    /// every SR-IOV virtual function) yet.
+    pub const VGPU_PARENT_DEVICES_NOT_READY: &str = "VgpuParentDevicesNotReady";
+    /// `GPUVgpuDevicesReady=True`.
+    pub const VGPU_DEVICES_VALIDATED: &str = "VgpuDevicesValidated";
+    /// No vGPU device: no NVIDIA mdev device and no virtual function with a vGPU type.
+    pub const NO_VGPU_DEVICES: &str = "NoVgpuDevices";
+    /// `GPUCcManagerReady=True`.
+    pub const CC_MANAGER_VALIDATED: &str = "CCManagerValidated";
+    /// NVIDIA's CC manager has not written `.cc-manager-ctr-ready` yet.
+    pub const CC_MANAGER_NOT_READY: &str = "CCManagerNotReady";
+    /// `nvidia.com/cc.mode` is not a CC mode.
+    pub const INVALID_CC_MODE: &str = "InvalidCCMode";
+    /// The CC manager reports `nvidia.com/cc.mode.state=failed`.
+    pub const CC_MODE_FAILED: &str = "CCModeFailed";
+    /// The CC mode reached differs from the one asked for.
+    pub const CC_MODE_MISMATCH: &str = "CCModeMismatch";
     /// `GPUStackReady=True`: driver, toolkit, CUDA and device plugin are validated.
     pub const STACK_READY: &str = "StackReady";
     /// `GPUStackReady=False`: a component has not been checked yet.

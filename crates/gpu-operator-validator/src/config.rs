@@ -1,23 +1,28 @@
 //! The validator's configuration: NVIDIA's environment variables (plus ours) and the optional
 //! component subcommand, parsed by a pure function so every default and error is testable.
 
-use std::{ffi::OsString, fmt, path::PathBuf, str::FromStr, time::Duration};
+use std::{ffi::OsString, path::PathBuf, time::Duration};
 
 use gpu_operator_api::{
-    spec::HostPathsSpec,
-    validator::{component, env},
+    spec::{HostPathsSpec, WorkloadConfig},
+    validator::{component::METRICS, env},
 };
+
+mod component;
+pub use component::Component;
 
 /// A configuration problem: the process exits with [`crate::EXIT_USAGE`].
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {
     /// Neither a subcommand nor `COMPONENT` names a component.
     #[error(
-        "no component to validate: pass one of driver, toolkit, cuda, plugin, metrics or set COMPONENT"
+        "no component to validate: pass one of driver, toolkit, cuda, plugin, vfio-pci, vgpu-manager, vgpu-devices, cc-manager, metrics or set COMPONENT"
     )]
     MissingComponent,
     /// The component is not one we validate.
-    #[error("unknown component `{0}`: expected driver, toolkit, cuda, plugin or metrics")]
+    #[error(
+        "unknown component `{0}`: expected driver, toolkit, cuda, plugin, vfio-pci, vgpu-manager, vgpu-devices, cc-manager or metrics"
+    )]
     UnknownComponent(String),
     /// A boolean variable has a value that is not a boolean.
     #[error("{name}={value:?} is not a boolean (use true or false)")]
@@ -38,6 +43,11 @@ pub enum ConfigError {
     /// `METRICS_PORT` is not a port number.
     #[error("METRICS_PORT={0:?} is not a port number (0 to 65535; the default is 8000)")]
     InvalidPort(String),
+    /// `DEFAULT_GPU_WORKLOAD_CONFIG` is not a workload config.
+    #[error(
+        "DEFAULT_GPU_WORKLOAD_CONFIG={0:?} is not a workload config: expected container, vm-passthrough or vm-vgpu"
+    )]
+    InvalidWorkloadConfig(String),
     /// `MIG_STRATEGY` is not `none`, `single` or `mixed`.
     #[error("MIG_STRATEGY={0:?} is not a MIG strategy: expected none, single or mixed")]
     InvalidMigStrategy(String),
@@ -51,50 +61,9 @@ pub enum ConfigError {
     },
     /// More than one positional argument, or an unknown flag.
     #[error(
-        "unexpected argument `{0}`; usage: gpu-operator-validator [driver|toolkit|cuda|plugin|metrics]"
+        "unexpected argument `{0}`; usage: gpu-operator-validator [driver|toolkit|cuda|plugin|vfio-pci|vgpu-manager|vgpu-devices|cc-manager|metrics]"
     )]
     UnexpectedArgument(String),
-}
-
-/// What the validator checks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Component {
-    /// The driver.
-    Driver,
-    /// The container toolkit.
-    Toolkit,
-    /// A CUDA workload.
-    Cuda,
-    /// The device plugin.
-    Plugin,
-}
-
-impl Component {
-    /// The name used by `COMPONENT` and as subcommand.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Driver => component::DRIVER,
-            Self::Toolkit => component::TOOLKIT,
-            Self::Cuda => component::CUDA,
-            Self::Plugin => component::PLUGIN,
-        }
-    }
-}
-
-impl fmt::Display for Component {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Component {
-    type Err = ConfigError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        [Self::Driver, Self::Toolkit, Self::Cuda, Self::Plugin]
-            .into_iter()
-            .find(|c| c.name() == s)
-            .ok_or_else(|| ConfigError::UnknownComponent(s.to_owned()))
-    }
 }
 
 /// The device plugin's MIG strategy, which decides the resource names the node must advertise
@@ -171,6 +140,12 @@ pub struct Config {
     pub report_conditions: bool,
     /// Remove the startup taint once the stack is ready.
     pub lift_startup_taint: bool,
+    /// The sandbox components' workload config of a node without a valid
+    /// `nvidia.com/gpu.workload.config` label (`DEFAULT_GPU_WORKLOAD_CONFIG`, else NVIDIA's
+    /// `vm-passthrough`).
+    pub default_workload: WorkloadConfig,
+    /// `SYSFS_ROOT`: the host's sysfs, when set; see [`Config::sysfs_root`].
+    pub sysfs_root: Option<PathBuf>,
 }
 
 /// The `metrics` component: NVIDIA's node status exporter.
@@ -212,7 +187,7 @@ pub enum Invocation {
 
 /// Usage text for `--help`.
 pub const USAGE: &str = "\
-usage: gpu-operator-validator [driver|toolkit|cuda|plugin|metrics|idle|cleanup|wait <component>|discover [--once]]
+usage: gpu-operator-validator [driver|toolkit|cuda|plugin|vfio-pci|vgpu-manager|vgpu-devices|cc-manager|metrics|idle|cleanup|wait <component>|discover [--once]]
 
 `idle` waits for SIGTERM; `cleanup` removes the status files; `wait <component>` returns once
 `<component>-ready` exists under OUTPUT_DIR. (The operator renders `sh -c` scripts for these, which
@@ -223,7 +198,10 @@ DISCOVERY_INTERVAL_SECONDS (default 600) or once with --once.
 
 Checks one component of the node's GPU stack, writes NVIDIA's status file under OUTPUT_DIR
 (default /run/nvidia/validations) and reports Node conditions. The component comes from the
-subcommand or COMPONENT. Exit codes: 0 validated, 1 validation failed, 2 bad configuration,
+subcommand or COMPONENT. The sandbox components (vfio-pci, vgpu-manager, vgpu-devices,
+cc-manager) read NODE_NAME's labels and the host's sysfs (SYSFS_ROOT, default
+HOST_ROOT_CTR_PATH/sys, else /sys); the first three write the node's workload config to
+OUTPUT_DIR/workload-type (DEFAULT_GPU_WORKLOAD_CONFIG when the node has no valid label). Exit codes: 0 validated, 1 validation failed, 2 bad configuration,
 3 validated but the Node conditions could not be written.
 
 `metrics` (the node status exporter) serves NVIDIA's gpu_operator_node_* gauges in Prometheus text
@@ -236,7 +214,7 @@ DRIVER_INSTALL_DIR_CTR_PATH DRIVER_VALIDATION_SKIP_GPU_INIT DRIVER_MANAGED_BY_OP
 CUDA_VALIDATOR_IMAGE VALIDATOR_IMAGE_PULL_POLICY VALIDATOR_IMAGE_PULL_SECRETS
 VALIDATOR_RUNTIME_CLASS WORKLOAD_COMMAND WORKLOAD_TIMEOUT_SECONDS GPU_RESOURCE_WAIT_SECONDS
 NVIDIA_SMI_TIMEOUT_SECONDS POD_NAME LIFT_STARTUP_TAINT REPORT_NODE_CONDITIONS METRICS_PORT
-DEVICE_PLUGIN_ENABLED KUBECONFIG";
+DEVICE_PLUGIN_ENABLED DEFAULT_GPU_WORKLOAD_CONFIG SYSFS_ROOT KUBECONFIG";
 
 /// Go's `strconv.ParseBool`, which NVIDIA's validator uses for its boolean variables.
 fn parse_bool(name: &'static str, value: &str) -> Result<bool, ConfigError> {
@@ -248,6 +226,35 @@ fn parse_bool(name: &'static str, value: &str) -> Result<bool, ConfigError> {
             value: value.to_owned(),
         }),
     }
+}
+
+/// A workload config as NVIDIA writes it in the `nvidia.com/gpu.workload.config` label and in
+/// `DEFAULT_GPU_WORKLOAD_CONFIG`.
+pub fn parse_workload_config(value: &str) -> Option<WorkloadConfig> {
+    match value {
+        "container" => Some(WorkloadConfig::Container),
+        "vm-passthrough" => Some(WorkloadConfig::VmPassthrough),
+        "vm-vgpu" => Some(WorkloadConfig::VmVgpu),
+        _ => None,
+    }
+}
+
+/// `DEFAULT_GPU_WORKLOAD_CONFIG`, NVIDIA's `vm-passthrough` when unset.
+fn default_workload(value: Option<String>) -> Result<WorkloadConfig, ConfigError> {
+    value.map_or(Ok(WorkloadConfig::VmPassthrough), |v| {
+        parse_workload_config(&v).ok_or(ConfigError::InvalidWorkloadConfig(v))
+    })
+}
+
+/// The non-empty items of a comma-separated list.
+fn comma_list(value: Option<&str>) -> Vec<String> {
+    value
+        .into_iter()
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Parses the arguments (without the program name) and the environment, read through `var`.
@@ -291,7 +298,7 @@ where
         .or_else(|| text(env::COMPONENT))
         .ok_or(ConfigError::MissingComponent)?;
     // The exporter runs the driver check, so it is parsed as that component.
-    let metrics = requested == component::METRICS;
+    let metrics = requested == METRICS;
     let component: Component = if metrics {
         Component::Driver
     } else {
@@ -306,15 +313,7 @@ where
         cuda_image: text(env::CUDA_VALIDATOR_IMAGE).or_else(|| validator_image.clone()),
         plugin_image: validator_image,
         pull_policy: text(env::VALIDATOR_IMAGE_PULL_POLICY),
-        pull_secrets: text(env::VALIDATOR_IMAGE_PULL_SECRETS)
-            .map(|s| {
-                s.split(',')
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default(),
+        pull_secrets: comma_list(text(env::VALIDATOR_IMAGE_PULL_SECRETS).as_deref()),
         runtime_class: text(env::VALIDATOR_RUNTIME_CLASS),
         command: text(env::WORKLOAD_COMMAND).map_or_else(
             || vec!["vectorAdd".to_owned()],
@@ -349,6 +348,8 @@ where
         search_path: var("PATH"),
         workload,
         lift_startup_taint: flag(env::LIFT_STARTUP_TAINT, false)?,
+        default_workload: default_workload(text(env::DEFAULT_GPU_WORKLOAD_CONFIG))?,
+        sysfs_root: text(env::SYSFS_ROOT).map(PathBuf::from),
     };
     if metrics {
         let device_plugin_enabled = flag(env::DEVICE_PLUGIN_ENABLED, true)?;
@@ -403,8 +404,24 @@ fn metrics_invocation(
 }
 
 impl Config {
+    /// The host's sysfs: `SYSFS_ROOT` when set, else `sys` under the host root mount when that
+    /// is a directory (as the `metrics` and `discover` components read it), else `/sys` (NVIDIA's
+    /// sandbox validator containers read it there, privileged, without a host root mount).
+    pub fn sysfs_root(&self) -> PathBuf {
+        if let Some(root) = &self.sysfs_root {
+            return root.clone();
+        }
+        let under_host = self.host_root_ctr_path.join("sys");
+        if under_host.is_dir() {
+            under_host
+        } else {
+            PathBuf::from("/sys")
+        }
+    }
+
     /// NVIDIA's rules: `plugin` needs the node and the namespace, `cuda` the namespace (both
-    /// only when they create a workload pod or read the node here).
+    /// only when they create a workload pod or read the node here); the sandbox components read
+    /// the node's labels.
     fn require_what_the_component_needs(&self) -> Result<(), ConfigError> {
         let component = self.component;
         let missing = |name| ConfigError::Missing { name, component };
@@ -418,6 +435,7 @@ impl Config {
             Component::Cuda if self.with_workload && self.node_name.is_none() => {
                 Err(missing(env::NODE_NAME))
             }
+            c if c.is_sandbox() && self.node_name.is_none() => Err(missing(env::NODE_NAME)),
             _ => Ok(()),
         }
     }

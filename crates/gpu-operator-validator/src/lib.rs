@@ -13,6 +13,18 @@
 //! | `toolkit` | the `nvidia-smi` the runtime injected into this container (nvidia runtime class or CDI) is on `PATH`, works and sees GPUs | `toolkit-ready` | `GPUToolkitReady` |
 //! | `cuda` | a pod pinned to the node (`nodeName`) running `vectorAdd` from the CUDA check image (`CUDA_VALIDATOR_IMAGE`, else `VALIDATOR_IMAGE`; ours is the `gpu-operator-cuda-workload` crate) succeeds; no image configured fails with `CUDAImageNotConfigured` | `cuda-ready` | `GPUCudaReady` |
 //! | `plugin` | the node's capacity has `nvidia.com/gpu*` (MIG strategy none/single) or `nvidia.com/mig-*` (mixed) and GFD's `nvidia.com/mig.strategy` agrees; with `WITH_WORKLOAD` a pod requesting one runs | `plugin-ready` | `GPUDevicePluginReady` |
+//! | `vfio-pci` | on `vm-passthrough` nodes: every NVIDIA GPU (sysfs `bus/pci/devices`, vendor `0x10de`, class `0x0300xx`/`0x0302xx`, not a virtual function) is bound to `vfio-pci` (or `nvgrace_gpu_vfio_pci`), and there is one | `vfio-pci-ready` | `GPUVfioPciReady` |
+//! | `vgpu-manager` | on `vm-vgpu` nodes: the vGPU host driver's `nvidia-smi -q` answers (the host's first, else the driver install dir's) and its parent devices are there (every SR-IOV virtual function enabled when a GPU has some, else an NVIDIA GPU under `class/mdev_bus`) | `host-vgpu-manager-ready` (host driver) or `vgpu-manager-ready` | `GPUVgpuManagerReady` |
+//! | `vgpu-devices` | on `vm-vgpu` nodes: a vGPU exists (an NVIDIA mediated device under `bus/mdev/devices`, or a virtual function whose `nvidia/current_vgpu_type` is not 0) | `vgpu-devices-ready` | `GPUVgpuDevicesReady` |
+//! | `cc-manager` | on nodes labelled `nvidia.com/cc.capable=true`: NVIDIA's CC manager wrote `.cc-manager-ctr-ready` and its `nvidia.com/cc.mode.state` is the `nvidia.com/cc.mode` asked for (not `failed`); other nodes pass | `cc-manager-ready` | `GPUCcManagerReady` |
+//!
+//! The sandbox components (the last four, see [`components::sandbox`]) read the node's labels.
+//! `vfio-pci`, `vgpu-manager` and `vgpu-devices` first write the node's workload config to
+//! `workload-type` (its `nvidia.com/gpu.workload.config` label, else `DEFAULT_GPU_WORKLOAD_CONFIG`,
+//! else `vm-passthrough`); on a node of another workload config they pass with reason
+//! `NotRequired` and leave no status file, as NVIDIA's do. They read the host's sysfs at
+//! `SYSFS_ROOT` (default `HOST_ROOT_CTR_PATH/sys`, else `/sys`) and write only their own
+//! condition: they take no part in `GPUStackReady` nor in lifting the startup taint.
 //!
 //! | `metrics` | not a check: NVIDIA's node status exporter, serving the node's `gpu_operator_node_*` gauges on `:METRICS_PORT` (see [`metrics`]) | – | – |
 //! | `discover` | not a check: GPU node discovery without NFD, writing the NFD labels the operator reads on its own node (see [`discovery`]) | – | – |
@@ -37,10 +49,10 @@
 //!
 //! | variable | default | meaning |
 //! |---|---|---|
-//! | `COMPONENT` (or the first argument) | – | `driver`, `toolkit`, `cuda`, `plugin` or `metrics` |
+//! | `COMPONENT` (or the first argument) | – | `driver`, `toolkit`, `cuda`, `plugin`, `vfio-pci`, `vgpu-manager`, `vgpu-devices`, `cc-manager` or `metrics` |
 //! | `WITH_WAIT` | `false` | retry until the check passes |
 //! | `WITH_WORKLOAD` | `true` | run the workload pod of `cuda` / `plugin` |
-//! | `NODE_NAME` | – | this node; required by `plugin` and `cuda` with workload; enables reporting |
+//! | `NODE_NAME` | – | this node; required by `plugin`, `cuda` with workload and the sandbox components; enables reporting |
 //! | `OPERATOR_NAMESPACE` | – | namespace of the workload pods; required with a workload |
 //! | `POD_NAME` | – | the validator's pod, made owner of the workload pods |
 //! | `OUTPUT_DIR` | `/run/nvidia/validations` | status files |
@@ -49,6 +61,8 @@
 //! | `MIG_STRATEGY` | `single` | `none`, `single` or `mixed` |
 //! | `HOST_ROOT` | `/` | the host's root as a host path (written to `driver-ready`) |
 //! | `HOST_ROOT_CTR_PATH` | `/host` | where the host's root is mounted in this container |
+//! | `SYSFS_ROOT` | `HOST_ROOT_CTR_PATH/sys`, else `/sys` | the host's sysfs, for the sandbox components |
+//! | `DEFAULT_GPU_WORKLOAD_CONFIG` | `vm-passthrough` | workload config of a node without a valid `nvidia.com/gpu.workload.config` label |
 //! | `DRIVER_INSTALL_DIR` | `/run/nvidia/driver` | host path of a containerized driver |
 //! | `DRIVER_INSTALL_DIR_CTR_PATH` | `/run/nvidia/driver` | where it is mounted here |
 //! | `DRIVER_VALIDATION_SKIP_GPU_INIT` | `false` | check with `nvidia-smi --version` only |
@@ -83,7 +97,8 @@
 //!   verbs: ["create", "get", "list", "delete"]   # workload pods; get: its own pod (owner)
 //! ```
 //!
-//! The `metrics` component needs only `nodes` `get` (its own Node's GPU capacity).
+//! The `metrics` component needs only `nodes` `get` (its own Node's GPU capacity); the sandbox
+//! components `nodes` `get` (the node's labels) and, to report, `nodes/status` `patch`.
 //! `nodes` `patch` is only used with `LIFT_STARTUP_TAINT=true`; the `pods` rules only by the
 //! `cuda` and `plugin` components. Operands that reuse the validator only as a gate (the
 //! `driver-validation` init containers of the toolkit, device plugin, …) should set

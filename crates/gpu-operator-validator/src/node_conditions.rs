@@ -1,7 +1,9 @@
 //! The Node conditions the validator owns (`GPUDriverReady`, `GPUToolkitReady`, `GPUCudaReady`,
-//! `GPUDevicePluginReady`, `GPUStackReady`): pure functions that derive `GPUStackReady` and merge
-//! new results into the node's conditions, and the resourceVersion-guarded strategic merge patch
-//! of `nodes/status` that writes only our types and is skipped when nothing changed.
+//! `GPUDevicePluginReady`, `GPUStackReady`, and the sandbox components' `GPUVfioPciReady`,
+//! `GPUVgpuManagerReady`, `GPUVgpuDevicesReady`, `GPUCcManagerReady`): pure functions that derive
+//! `GPUStackReady` and merge new results into the node's conditions, and the resourceVersion-guarded
+//! strategic merge patch of `nodes/status` that writes only our types and is skipped when nothing
+//! changed.
 
 use gpu_operator_api::{conditions::node, validator::reason};
 use k8s_openapi::{
@@ -67,6 +69,23 @@ pub enum CudaFile {
     Ready,
     /// It does not (yet).
     Absent,
+}
+
+/// Which conditions a run writes besides its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// A container-stack component: also `GPUStackReady`, derived with this run's result.
+    WithStack(CudaFile),
+    /// A sandbox component: only its own condition (the container stack is not its business).
+    OwnOnly,
+}
+
+/// The conditions a run wants on the node: `own`, then `GPUStackReady` when `scope` says so.
+pub fn desired(existing: &[NodeCondition], own: &Desired, scope: Scope) -> Vec<Desired> {
+    match scope {
+        Scope::WithStack(cuda_file) => vec![own.clone(), stack(existing, Some(own), cuda_file)],
+        Scope::OwnOnly => vec![own.clone()],
+    }
 }
 
 fn find<'a>(conditions: &'a [NodeCondition], type_: &str) -> Option<&'a NodeCondition> {
@@ -218,13 +237,13 @@ pub fn is_conflict(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 409)
 }
 
-/// Writes `own` (this component's condition) and the derived `GPUStackReady` to the node; returns
-/// whether the stack is ready.
+/// Writes `own` (this component's condition) and, in [`Scope::WithStack`], the derived
+/// `GPUStackReady` to the node; returns whether the stack is ready (never in [`Scope::OwnOnly`]).
 pub async fn report(
     nodes: &Api<Node>,
     name: &str,
     own: &Desired,
-    cuda_file: CudaFile,
+    scope: Scope,
 ) -> Result<bool, ReportError> {
     let api = |action| ReportError::api(action, name);
     for _ in 0..ATTEMPTS {
@@ -234,13 +253,15 @@ pub async fn report(
             .as_ref()
             .and_then(|s| s.conditions.clone())
             .unwrap_or_default();
-        let stack = stack(&existing, Some(own), cuda_file);
-        let desired = [own.clone(), stack.clone()];
+        let desired = desired(&existing, own, scope);
+        let stack_ready = desired
+            .iter()
+            .any(|d| d.type_ == node::GPU_STACK_READY && d.ready);
         let changed = merge(&existing, &desired, &now());
         if changed.is_empty() {
             tracing::debug!(node = name, "Node conditions unchanged, no patch");
             crate::summary::annotate(nodes, &node, &existing).await?;
-            return Ok(stack.ready);
+            return Ok(stack_ready);
         }
         let rv = node.metadata.resource_version.clone().unwrap_or_default();
         let body = patch_body(&changed, &rv);
@@ -249,14 +270,19 @@ pub async fn report(
             .await
         {
             Ok(_) => {
-                tracing::info!(node = name, stack_ready = stack.ready, reason = %stack.reason, "Node conditions written");
+                tracing::info!(
+                    node = name,
+                    condition = own.type_,
+                    stack_ready,
+                    "Node conditions written"
+                );
                 crate::summary::annotate(
                     nodes,
                     &node,
                     &crate::summary::merged(&existing, &changed),
                 )
                 .await?;
-                return Ok(stack.ready);
+                return Ok(stack_ready);
             }
             Err(e) if is_conflict(&e) => {}
             Err(e) => return Err(api("patching the status of")(e)),

@@ -9,9 +9,9 @@ use kube::Api;
 use tracing::{error, info, warn};
 
 use crate::{
-    components::{self, Failed, Outcome},
+    components::{self, Failed, FileToWrite, Outcome},
     config::{Component, Config},
-    node_conditions::{self, CudaFile, Desired},
+    node_conditions::{self, CudaFile, Desired, Scope},
     nvml::Nvml,
     status_files, taint,
 };
@@ -32,6 +32,10 @@ pub fn condition_type(component: Component) -> &'static str {
         Component::Toolkit => node::GPU_TOOLKIT_READY,
         Component::Cuda => node::GPU_CUDA_READY,
         Component::Plugin => node::GPU_DEVICE_PLUGIN_READY,
+        Component::VfioPci => node::GPU_VFIO_PCI_READY,
+        Component::VgpuManager => node::GPU_VGPU_MANAGER_READY,
+        Component::VgpuDevices => node::GPU_VGPU_DEVICES_READY,
+        Component::CcManager => node::GPU_CC_MANAGER_READY,
     }
 }
 
@@ -67,6 +71,7 @@ pub async fn run(cfg: &Config, nvml: Arc<dyn Nvml>) -> u8 {
 async fn client_if_needed(cfg: &Config, client: &mut Option<kube::Client>) -> Result<(), String> {
     let needs = cfg.report_conditions
         || cfg.component == Component::Plugin
+        || cfg.component.is_sandbox()
         || (cfg.component == Component::Cuda && cfg.with_workload);
     if needs && client.is_none() {
         *client =
@@ -104,7 +109,22 @@ async fn check(cfg: &Config, nvml: &Arc<dyn Nvml>, client: Option<&kube::Client>
         ),
         (Component::Cuda, Some(client)) => components::cuda::check(cfg, client).await,
         (Component::Plugin, Some(client)) => components::plugin::check(cfg, client).await,
-        (Component::Cuda | Component::Plugin, None) => Err(Failed::new(
+        (
+            Component::VfioPci
+            | Component::VgpuManager
+            | Component::VgpuDevices
+            | Component::CcManager,
+            Some(client),
+        ) => components::sandbox::check(cfg, client).await,
+        (
+            Component::Cuda
+            | Component::Plugin
+            | Component::VfioPci
+            | Component::VgpuManager
+            | Component::VgpuDevices
+            | Component::CcManager,
+            None,
+        ) => Err(Failed::new(
             reason::API_ERROR,
             "no Kubernetes client to read the node with",
         )),
@@ -112,17 +132,17 @@ async fn check(cfg: &Config, nvml: &Arc<dyn Nvml>, client: Option<&kube::Client>
 }
 
 async fn attempt(cfg: &Config, nvml: &Arc<dyn Nvml>, client: &mut Option<kube::Client>) -> Attempt {
-    let file = status_files::file_name(cfg.component);
     let client_error = client_if_needed(cfg, client).await.err();
     if let Some(e) = &client_error {
         warn!("{e}");
     }
-    let outcome = match status_files::remove(&cfg.output_dir, file) {
+    let removed = status_files::files_of(cfg.component)
+        .into_iter()
+        .try_for_each(|file| status_files::remove(&cfg.output_dir, file));
+    let outcome = match removed {
         Err(e) => Err(Failed::new(reason::STATUS_FILE_ERROR, e.to_string())),
         Ok(()) => match check(cfg, nvml, client.as_ref()).await {
-            Ok(passed) => status_files::write(&cfg.output_dir, file, &passed.status_file)
-                .map(|()| passed)
-                .map_err(|e| Failed::new(reason::STATUS_FILE_ERROR, e.to_string())),
+            Ok(passed) => leave_status_file(cfg, passed),
             Err(failed) => Err(failed),
         },
     };
@@ -150,7 +170,21 @@ async fn attempt(cfg: &Config, nvml: &Arc<dyn Nvml>, client: &mut Option<kube::C
     }
 }
 
-/// Writes this run's condition and `GPUStackReady`, then lifts the startup taint if asked and ready.
+/// Writes the status file a passing check asked for (none for a sandbox component that is not
+/// needed on this node).
+fn leave_status_file(cfg: &Config, passed: components::Passed) -> Outcome {
+    let file = match passed.file {
+        FileToWrite::ComponentFile => status_files::file_name(cfg.component),
+        FileToWrite::Other(name) => name,
+        FileToWrite::Nothing => return Ok(passed),
+    };
+    status_files::write(&cfg.output_dir, file, &passed.status_file)
+        .map(|()| passed)
+        .map_err(|e| Failed::new(reason::STATUS_FILE_ERROR, e.to_string()))
+}
+
+/// Writes this run's condition and (for the container stack) `GPUStackReady`, then lifts the
+/// startup taint if asked and the stack is ready.
 async fn report(cfg: &Config, client: &kube::Client, outcome: &Outcome) -> Result<(), String> {
     let name = cfg.node_name.as_deref().unwrap_or_default();
     let type_ = condition_type(cfg.component);
@@ -158,21 +192,73 @@ async fn report(cfg: &Config, client: &kube::Client, outcome: &Outcome) -> Resul
         Ok(p) => Desired::new(type_, true, p.reason, &p.message),
         Err(f) => Desired::new(type_, false, f.reason, &f.message),
     };
-    let cuda_file = if cfg
+    let scope = if cfg.component.is_sandbox() {
+        Scope::OwnOnly
+    } else if cfg
         .output_dir
         .join(status_files::file_name(Component::Cuda))
         .exists()
     {
-        CudaFile::Ready
+        Scope::WithStack(CudaFile::Ready)
     } else {
-        CudaFile::Absent
+        Scope::WithStack(CudaFile::Absent)
     };
     let nodes: Api<Node> = Api::all(client.clone());
-    let ready = node_conditions::report(&nodes, name, &own, cuda_file)
+    let ready = node_conditions::report(&nodes, name, &own, scope)
         .await
         .map_err(|e| e.to_string())?;
     if ready && cfg.lift_startup_taint {
         taint::lift(&nodes, name).await.map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::Fixture;
+
+    #[test]
+    fn each_component_owns_its_condition() {
+        let types: Vec<_> = Component::ALL.into_iter().map(condition_type).collect();
+        assert_eq!(
+            types,
+            [
+                "GPUDriverReady",
+                "GPUToolkitReady",
+                "GPUCudaReady",
+                "GPUDevicePluginReady",
+                "GPUVfioPciReady",
+                "GPUVgpuManagerReady",
+                "GPUVgpuDevicesReady",
+                "GPUCcManagerReady",
+            ]
+        );
+    }
+
+    fn passing(file: FileToWrite) -> components::Passed {
+        components::Passed {
+            reason: "VgpuManagerValidated",
+            message: String::new(),
+            status_file: String::new(),
+            file,
+        }
+    }
+
+    #[test]
+    fn a_pass_leaves_the_file_it_names_or_none() {
+        let mut f = Fixture::new("vgpu-manager");
+        f.set("NODE_NAME", "n");
+        let cfg = f.config();
+        let dir = f.dir.path().join("validations");
+        leave_status_file(&cfg, passing(FileToWrite::Other("host-vgpu-manager-ready"))).unwrap();
+        assert!(dir.join("host-vgpu-manager-ready").is_file());
+        assert!(!dir.join("vgpu-manager-ready").exists());
+        leave_status_file(&cfg, passing(FileToWrite::ComponentFile)).unwrap();
+        assert!(dir.join("vgpu-manager-ready").is_file());
+        std::fs::remove_file(dir.join("vgpu-manager-ready")).unwrap();
+        std::fs::remove_file(dir.join("host-vgpu-manager-ready")).unwrap();
+        leave_status_file(&cfg, passing(FileToWrite::Nothing)).unwrap();
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    }
 }

@@ -1,4 +1,4 @@
-//! NVIDIA's status files under `OUTPUT_DIR`: which file each component owns, the `driver-ready`
+//! NVIDIA's status files under `OUTPUT_DIR`: which files each component owns, the `driver-ready`
 //! `KEY=VALUE` format that other operands `source`, and atomic writes and removal.
 
 use std::{
@@ -27,7 +27,21 @@ pub fn file_name(component: Component) -> &'static str {
         Component::Toolkit => status_file::TOOLKIT,
         Component::Cuda => status_file::CUDA,
         Component::Plugin => status_file::PLUGIN,
+        Component::VfioPci => status_file::VFIO_PCI,
+        Component::VgpuManager => status_file::VGPU_MANAGER,
+        Component::VgpuDevices => status_file::VGPU_DEVICES,
+        Component::CcManager => status_file::CC_MANAGER,
     }
+}
+
+/// Every status file a component may write, removed before it checks: its own, and for
+/// `vgpu-manager` also `host-vgpu-manager-ready` (NVIDIA's name when the host has the driver).
+pub fn files_of(component: Component) -> Vec<&'static str> {
+    let mut files = vec![file_name(component)];
+    if component == Component::VgpuManager {
+        files.push(status_file::HOST_VGPU_MANAGER);
+    }
+    files
 }
 
 /// Where the driver is, as the `driver-ready` file tells the other operands.
@@ -259,6 +273,18 @@ mod tests {
         assert!(leftovers.is_empty());
         assert_eq!(file_name(Component::Driver), "driver-ready");
         assert_eq!(file_name(Component::Cuda), "cuda-ready");
+    }
+
+    #[test]
+    fn sandbox_components_own_nvidias_files() {
+        assert_eq!(files_of(Component::VfioPci), ["vfio-pci-ready"]);
+        assert_eq!(
+            files_of(Component::VgpuManager),
+            ["vgpu-manager-ready", "host-vgpu-manager-ready"]
+        );
+        assert_eq!(files_of(Component::VgpuDevices), ["vgpu-devices-ready"]);
+        assert_eq!(files_of(Component::CcManager), ["cc-manager-ready"]);
+        assert_eq!(files_of(Component::Plugin), ["plugin-ready"]);
     }
 
     #[test]

@@ -177,6 +177,7 @@ pub fn check(cfg: &Config, nvml: &dyn Nvml) -> Outcome {
             located.info.driver_root.display()
         ),
         status_file: located.info.render(),
+        file: super::FileToWrite::ComponentFile,
     })
 }
 

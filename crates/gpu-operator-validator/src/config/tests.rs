@@ -189,3 +189,72 @@ fn lifecycle_subcommands_take_the_output_dir_and_reject_extra_arguments() {
         );
     }
 }
+
+#[test]
+fn sandbox_components_are_nvidias_names_and_need_the_node() {
+    for (name, component) in [
+        ("vfio-pci", Component::VfioPci),
+        ("vgpu-manager", Component::VgpuManager),
+        ("vgpu-devices", Component::VgpuDevices),
+        ("cc-manager", Component::CcManager),
+    ] {
+        let c = config(&[], &[("COMPONENT", name), ("NODE_NAME", "n")]);
+        assert_eq!(c.component, component);
+        assert!(c.component.is_sandbox());
+        assert_eq!(
+            parse_with(&[name], &[]),
+            Err(ConfigError::Missing {
+                name: "NODE_NAME",
+                component
+            })
+        );
+    }
+    assert!(!Component::Driver.is_sandbox() && !Component::Plugin.is_sandbox());
+}
+
+#[test]
+fn the_default_workload_is_nvidias_vm_passthrough_unless_set() {
+    let c = config(&["vfio-pci"], &[("NODE_NAME", "n")]);
+    assert_eq!(c.default_workload, WorkloadConfig::VmPassthrough);
+    let c = config(
+        &["vgpu-devices"],
+        &[
+            ("NODE_NAME", "n"),
+            ("DEFAULT_GPU_WORKLOAD_CONFIG", "vm-vgpu"),
+        ],
+    );
+    assert_eq!(c.default_workload, WorkloadConfig::VmVgpu);
+    assert_eq!(
+        parse_with(
+            &["vgpu-devices"],
+            &[("NODE_NAME", "n"), ("DEFAULT_GPU_WORKLOAD_CONFIG", "vgpu")]
+        ),
+        Err(ConfigError::InvalidWorkloadConfig("vgpu".into()))
+    );
+}
+
+#[test]
+fn sysfs_is_sysfs_root_else_under_the_host_mount_else_the_containers() {
+    let host = tempfile::tempdir().unwrap();
+    let host_path = host.path().to_str().unwrap();
+    let c = config(
+        &["vfio-pci"],
+        &[("NODE_NAME", "n"), ("HOST_ROOT_CTR_PATH", host_path)],
+    );
+    assert_eq!(
+        c.sysfs_root(),
+        PathBuf::from("/sys"),
+        "no sys under the mount"
+    );
+    std::fs::create_dir(host.path().join("sys")).unwrap();
+    assert_eq!(c.sysfs_root(), host.path().join("sys"));
+    let c = config(
+        &["vfio-pci"],
+        &[
+            ("NODE_NAME", "n"),
+            ("HOST_ROOT_CTR_PATH", host_path),
+            ("SYSFS_ROOT", "/fake/sys"),
+        ],
+    );
+    assert_eq!(c.sysfs_root(), PathBuf::from("/fake/sys"));
+}

@@ -236,3 +236,22 @@ fn long_messages_are_cut() {
     assert!(d.message.len() <= MAX_MESSAGE);
     assert!(d.message.ends_with("..."));
 }
+
+#[test]
+fn a_sandbox_run_writes_only_its_own_condition() {
+    let own = Desired::new(
+        "GPUVfioPciReady",
+        false,
+        "GPUNotBoundToVfio",
+        "NVIDIA GPUs not bound to vfio-pci (1 of 1)",
+    );
+    let only = desired(&all_green(), &own, Scope::OwnOnly);
+    assert_eq!(only.len(), 1);
+    assert_eq!(only[0], own);
+    // The container stack's rule, for contrast: GPUStackReady comes along.
+    let driver = Desired::new("GPUDriverReady", true, "DriverValidated", "driver 570");
+    let with_stack = desired(&all_green(), &driver, Scope::WithStack(CudaFile::Ready));
+    let types: Vec<_> = with_stack.iter().map(|d| d.type_).collect();
+    assert_eq!(types, ["GPUDriverReady", "GPUStackReady"]);
+    assert!(with_stack[1].ready);
+}
