@@ -3,9 +3,10 @@
 //! each acknowledges the new generation in its own condition within moments of the others; the
 //! owner's overall status (`state`, `Ready`, `Error`) then acknowledges it too. Written one by one
 //! that was a status patch per reconciler per change and one more for the overall status. Here a
-//! burst is sent once it has been quiet for [`WINDOW`] (a reconciler that takes longer, such as
-//! the driver upgrade reading every node, still joins it), or [`LONGEST`] after its first
-//! condition, and one server-side apply (field manager [`FIELD_MANAGER`]) carries it all: the
+//! burst is sent once it has been quiet for [`WINDOW`], or [`LONGEST`] after its first condition;
+//! a burst that acknowledges a new generation waits for every reconciler of this process to have
+//! acknowledged it (the driver upgrade reads every node first), up to [`ACKNOWLEDGED`]. One
+//! server-side apply (field manager [`FIELD_MANAGER`]) carries it all: the
 //! conditions, and the overall status as the kind's [`Summarizer`] finds it from those very
 //! conditions (registered by the status reconciler of the kind), so the overall status follows
 //! its operands in the same request instead of the next. A task of its own sends it, so a
@@ -44,6 +45,12 @@ pub const WINDOW: Duration = Duration::from_millis(300);
 /// How long a burst that never falls quiet (a rollout's stream of progress) waits at most after
 /// its first condition.
 pub const LONGEST: Duration = Duration::from_secs(2);
+
+/// How long a burst that acknowledges a new generation waits at most after its first condition
+/// for the reconcilers of this process that have not acknowledged it yet (the driver upgrade,
+/// which reads every node; an operand waiting for its DaemonSet's first status): a spec change is
+/// recorded once, when every reconciler has observed it.
+pub const ACKNOWLEDGED: Duration = Duration::from_secs(5);
 
 /// The field manager of the status requests.
 pub const FIELD_MANAGER: &str = "gpu-operator/status";
@@ -106,6 +113,9 @@ struct Batch {
     pending: bool,
     /// The types of the conditions that came since the last request, for the log.
     changed: BTreeSet<String>,
+    /// The types of the conditions this process's reconcilers submitted, whose acknowledgement of
+    /// a new generation a burst waits for.
+    reconciled: BTreeSet<String>,
     /// Whether a caller is waiting out the window to send the batch.
     sending: bool,
     /// When the first and the last condition since the last request came.
@@ -153,9 +163,9 @@ impl StatusBatch {
         client: &kube::Client,
         owner: &K,
         conditions: Vec<Condition>,
-        fields: Option<Map<String, Value>>,
+        overall: Option<Map<String, Value>>,
     ) {
-        if self.enqueue(owner, conditions, fields) == Turn::Send {
+        if self.enqueue(owner, conditions, overall) == Turn::Send {
             let (batches, client) = (self.clone(), client.clone());
             let (name, uid) = (owner.name_any(), uid(owner));
             tokio::spawn(async move { batches.send::<K>(&client, &name, &uid).await });
@@ -205,13 +215,13 @@ impl StatusBatch {
         }
     }
 
-    /// Adds `conditions` and the overall `fields` to the batch of `owner`; says whether it opened
-    /// the batch.
+    /// Adds `conditions` to the batch of `owner`, with `overall`'s fields when they are its overall
+    /// status (else a reconciler's); says whether it opened the batch.
     fn enqueue<K: Owner>(
         &self,
         owner: &K,
         conditions: Vec<Condition>,
-        fields: Option<Map<String, Value>>,
+        overall: Option<Map<String, Value>>,
     ) -> Turn {
         let live_fields = live_fields(owner);
         let mut map = self.batches.lock().unwrap_or_else(PoisonError::into_inner);
@@ -226,10 +236,13 @@ impl StatusBatch {
             batch.fields.entry(key).or_insert(value);
         }
         for condition in conditions {
+            if overall.is_none() {
+                batch.reconciled.insert(condition.type_.clone());
+            }
             batch.changed.insert(condition.type_.clone());
             batch.owned.insert(condition.type_.clone(), condition);
         }
-        batch.fields.extend(fields.unwrap_or_default());
+        batch.fields.extend(overall.unwrap_or_default());
         batch.latest = Some(Arc::new(owner.clone()));
         batch.pending = true;
         let now = Instant::now();
@@ -243,10 +256,17 @@ impl StatusBatch {
     }
 
     /// How much longer the burst of the owner with `uid` waits at `now`: until it has been quiet for
-    /// [`WINDOW`], and no later than [`LONGEST`] after its first condition; `None` when it is due.
+    /// [`WINDOW`], and no later than [`LONGEST`] after its first condition; while a reconciler has
+    /// not acknowledged the generation another one did, until it has, and no later than
+    /// [`ACKNOWLEDGED`] after the first condition (looked at again every [`WINDOW`]); `None` when
+    /// it is due.
     fn quiet_in(&self, uid: &str, now: Instant) -> Option<Duration> {
         let map = self.batches.lock().unwrap_or_else(PoisonError::into_inner);
-        let (first, last) = map.get(uid)?.burst?;
+        let batch = map.get(uid)?;
+        let (first, last) = batch.burst?;
+        if batch.lagging() && first + ACKNOWLEDGED > now {
+            return Some((first + ACKNOWLEDGED - now).min(WINDOW));
+        }
         let due = (last + WINDOW).min(first + LONGEST);
         (due > now).then(|| due - now)
     }
@@ -333,6 +353,21 @@ impl StatusBatch {
     fn forget(&self, uid: &str) {
         let mut map = self.batches.lock().unwrap_or_else(PoisonError::into_inner);
         map.remove(uid);
+    }
+}
+
+impl Batch {
+    /// Whether a reconciler of this process has not acknowledged the newest generation another
+    /// one did.
+    fn lagging(&self) -> bool {
+        let generations = || {
+            self.reconciled
+                .iter()
+                .filter_map(|type_| self.owned.get(type_)?.observed_generation)
+        };
+        generations()
+            .max()
+            .is_some_and(|newest| generations().any(|g| g < newest))
     }
 }
 

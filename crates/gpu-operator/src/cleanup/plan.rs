@@ -158,6 +158,7 @@ pub fn node_cleanup(node: &Node) -> NodeCleanup {
         .flatten()
         .filter(|c| {
             node_validation::TYPES.contains(&c.type_.as_str())
+                || node::SANDBOX_TYPES.contains(&c.type_.as_str())
                 || node::GPU_HEALTH_TYPES.contains(&c.type_.as_str())
         })
         .map(|c| c.type_.clone())

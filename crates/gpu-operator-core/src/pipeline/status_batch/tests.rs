@@ -275,3 +275,51 @@ async fn a_burst_is_sent_once_quiet_and_no_later_than_the_longest_wait() {
     batch.take_raw("u").unwrap();
     assert_eq!(batch.quiet_in("u", Instant::now()), None, "nothing waits");
 }
+
+fn acknowledging(type_: &str, generation: i64) -> Condition {
+    Condition {
+        observed_generation: Some(generation),
+        ..condition(type_, "True")
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_new_generation_waits_for_every_reconciler_to_acknowledge_it() {
+    let batch = StatusBatch::default();
+    let policy = policy(Vec::new());
+    // Generation 1, acknowledged by both reconcilers.
+    batch.enqueue(&policy, vec![acknowledging("AReady", 1)], None);
+    batch.enqueue(&policy, vec![acknowledging("BReady", 1)], None);
+    batch.take_raw("u").unwrap();
+    // Generation 2: A acknowledges it first; B is late.
+    let start = Instant::now();
+    batch.enqueue(&policy, vec![acknowledging("AReady", 2)], None);
+    assert_eq!(
+        batch.quiet_in("u", start + LONGEST),
+        Some(WINDOW),
+        "past the longest wait, still waiting for B, looking again every window"
+    );
+    assert_eq!(
+        batch.quiet_in("u", start + ACKNOWLEDGED - Duration::from_millis(100)),
+        Some(Duration::from_millis(100))
+    );
+    assert_eq!(
+        batch.quiet_in("u", start + ACKNOWLEDGED),
+        None,
+        "no longer than that"
+    );
+    tokio::time::advance(LONGEST + Duration::from_millis(500)).await;
+    batch.enqueue(&policy, vec![acknowledging("BReady", 2)], None);
+    assert_eq!(
+        batch.quiet_in("u", Instant::now()),
+        None,
+        "once B acknowledged it, due at once"
+    );
+    // The overall status is not waited for: the summarizer finds it as the request goes.
+    batch.take_raw("u").unwrap();
+    let overall = Map::new();
+    batch.enqueue(&policy, vec![acknowledging("Ready", 1)], Some(overall));
+    batch.enqueue(&policy, vec![acknowledging("AReady", 3)], None);
+    batch.enqueue(&policy, vec![acknowledging("BReady", 3)], None);
+    assert_eq!(batch.quiet_in("u", Instant::now() + WINDOW), None);
+}

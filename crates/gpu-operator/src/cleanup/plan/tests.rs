@@ -111,6 +111,7 @@ fn converged() -> Node {
             {"type": "Ready", "status": "True"},
             {"type": "GPUDriverReady", "status": "True"},
             {"type": "GPUStackReady", "status": "True"},
+            {"type": "GPUVfioPciReady", "status": "True"},
         ]}))
         .unwrap(),
     );
@@ -140,7 +141,7 @@ fn a_converged_node_loses_every_key_of_ours_and_keeps_the_others() {
     );
     assert_eq!(
         sorted(&cleanup.conditions),
-        ["GPUDriverReady", "GPUStackReady"]
+        ["GPUDriverReady", "GPUStackReady", "GPUVfioPciReady"]
     );
     assert!(!cleanup.uncordon);
 }
