@@ -18,7 +18,7 @@ use std::{
 };
 
 use futures::{StreamExt as _, TryStreamExt as _, stream};
-use gpu_operator_api::{ClusterPolicy, labels};
+use gpu_operator_api::{ClusterPolicy, conditions::operand::DRIVER_READY, labels};
 use gpu_operator_core::{
     Context, Error,
     cache::stores::Subscriptions,
@@ -211,7 +211,10 @@ where
 
 async fn pass(policy: &ClusterPolicy, up: &Upgrades) -> Result<Action, Error> {
     let ctx = &up.ctx;
-    if policy.spec.driver.enabled != Some(false) && !caught_up::driver_caught_up(policy) {
+    let submitted = ctx.status_batch.condition(policy, DRIVER_READY);
+    if policy.spec.driver.enabled != Some(false)
+        && !caught_up::driver_caught_up(policy, submitted.as_ref())
+    {
         // The driver DaemonSets may still hold the previous spec's template.
         return Ok(Action::requeue(Duration::from_secs(1)));
     }

@@ -158,6 +158,13 @@ impl StatusBatch {
         map.insert(TypeId::of::<K>(), Arc::new(summarize));
     }
 
+    /// The condition `type_` of `owner` as its next status request carries it (a reconciler's
+    /// acknowledgement waiting in the batch), if this process has one.
+    pub fn condition<K: Owner>(&self, owner: &K, type_: &str) -> Option<Condition> {
+        let map = self.batches.lock().unwrap_or_else(PoisonError::into_inner);
+        map.get(&uid(owner))?.owned.get(type_).cloned()
+    }
+
     fn submit_all<K: Owner>(
         &self,
         client: &kube::Client,
