@@ -153,13 +153,10 @@ pub async fn reconcile(cr: Arc<NvidiaDriver>, ctx: Arc<Context>) -> Result<Actio
         fields(&ctx, &summary),
         fields_current,
     );
-    let result: Result<_, Error> = Ok(deferred);
-    ctx.metrics.observe(
-        NAME,
-        started.elapsed(),
-        result.as_ref().err().map(Error::category),
-    );
-    result.map(|deferred| Action::requeue(deferred.unwrap_or(Duration::from_secs(3600))))
+    ctx.metrics.observe(NAME, started.elapsed(), None);
+    Ok(Action::requeue(
+        deferred.unwrap_or(Duration::from_secs(3600)),
+    ))
 }
 
 /// The NVIDIADriver's `namespace` and `observedGeneration`.
