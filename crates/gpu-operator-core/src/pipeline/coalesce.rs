@@ -7,7 +7,10 @@
 //! ConfigMaps (what a user edits) are never throttled, and a reconcile whose owner got a newer
 //! spec while it ran can drop its remaining work (see [`overtaken`]) so the follow-up starts at once.
 
-use std::time::Duration;
+use std::{
+    collections::{BTreeMap, VecDeque},
+    time::Duration,
+};
 
 use futures::{Stream, StreamExt as _, stream};
 use kube::runtime::{
@@ -38,43 +41,75 @@ where
     S: Stream + Send + 'static,
     S::Item: Send,
 {
-    struct State<S: Stream> {
+    throttle_by(items, period, |_| ())
+}
+
+/// [`throttle`] keeping the latest item of each `key` while held (all passed when the period
+/// ends): for items that wake different objects (DaemonSets of two NVIDIADrivers), where keeping
+/// only the latest would drop the other's wake-up.
+pub fn throttle_by<S, K, F>(
+    items: S,
+    period: Duration,
+    key: F,
+) -> impl Stream<Item = S::Item> + Send
+where
+    S: Stream + Send + 'static,
+    S::Item: Send,
+    K: Ord + Send + 'static,
+    F: Fn(&S::Item) -> K + Send + 'static,
+{
+    struct State<S: Stream, K, F> {
         items: std::pin::Pin<Box<S>>,
-        held: Option<S::Item>,
+        held: BTreeMap<K, S::Item>,
+        /// Held items whose period ended, passed one by one.
+        due: VecDeque<S::Item>,
         /// When the next item may pass at once.
         open_at: Instant,
         ended: bool,
+        key: F,
     }
     let state = State {
         items: Box::pin(items),
-        held: None,
+        held: BTreeMap::new(),
+        due: VecDeque::new(),
         open_at: Instant::now(),
         ended: false,
+        key,
     };
     stream::unfold(state, move |mut state| async move {
         loop {
-            if state.ended {
-                return state.held.take().map(|item| (item, state));
+            if let Some(item) = state.due.pop_front() {
+                return Some((item, state));
             }
-            let next = if state.held.is_some() {
+            if state.ended {
+                let held = std::mem::take(&mut state.held);
+                state.due.extend(held.into_values());
+                return state.due.pop_front().map(|item| (item, state));
+            }
+            let next = if state.held.is_empty() {
+                state.items.next().await
+            } else {
                 tokio::select! {
                     biased;
                     () = sleep_until(state.open_at) => {
                         state.open_at = Instant::now() + period;
-                        return state.held.take().map(|item| (item, state));
+                        let held = std::mem::take(&mut state.held);
+                        state.due.extend(held.into_values());
+                        continue;
                     }
                     next = state.items.next() => next,
                 }
-            } else {
-                state.items.next().await
             };
             match next {
                 None => state.ended = true,
-                Some(item) if state.held.is_none() && Instant::now() >= state.open_at => {
+                Some(item) if state.held.is_empty() && Instant::now() >= state.open_at => {
                     state.open_at = Instant::now() + period;
                     return Some((item, state));
                 }
-                Some(item) => state.held = Some(item),
+                Some(item) => {
+                    let key = (state.key)(&item);
+                    state.held.insert(key, item);
+                }
             }
         }
     })
@@ -114,6 +149,41 @@ mod tests {
 
     /// Times are virtual (the clock is paused and only moves when every task waits), so what the
     /// test reads is the schedule itself, not how fast this machine runs it.
+    #[tokio::test(start_paused = true)]
+    async fn a_keyed_burst_keeps_the_latest_item_of_each_key() {
+        let (tx, rx) = mpsc::unbounded::<(char, u32)>();
+        let start = Instant::now();
+        let feeder = tokio::spawn(async move {
+            // Two owners' DaemonSets change within one period.
+            for (at, item) in [
+                (0, ('a', 1)),
+                (100, ('b', 2)),
+                (200, ('a', 3)),
+                (300, ('a', 4)),
+                (2000, ('c', 5)),
+            ] {
+                sleep_until(start + Duration::from_millis(at)).await;
+                tx.unbounded_send(item).unwrap();
+            }
+        });
+        let passed: Vec<((char, u32), u128)> =
+            throttle_by(rx, Duration::from_millis(500), |(owner, _)| *owner)
+                .map(|item| (item, (Instant::now() - start).as_millis()))
+                .collect()
+                .await;
+        feeder.await.unwrap();
+        assert_eq!(
+            passed,
+            [
+                (('a', 1), 0),
+                (('a', 4), 500),
+                (('b', 2), 500),
+                (('c', 5), 2000)
+            ],
+            "b's change is not dropped for a's later one"
+        );
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_burst_passes_its_first_item_at_once_and_its_last_at_the_period_end() {
         let (tx, rx) = mpsc::unbounded::<u32>();

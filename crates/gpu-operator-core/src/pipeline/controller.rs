@@ -34,7 +34,7 @@ use crate::{
     contract::{Operand, Owner},
     pipeline::{
         active,
-        coalesce::{self, BURST_PERIOD, throttle},
+        coalesce::{self, BURST_PERIOD, throttle, throttle_by},
         operand,
     },
 };
@@ -83,7 +83,12 @@ pub fn run_operand<O: Operand>(
     let owner_events = owner_changes(<O::Owner as Owner>::changes(&subs), O::CONDITION);
     // Pod rollouts move DaemonSet statuses and node labels in bursts: throttled (the patch path,
     // owner → render → apply, is not).
-    let daemonsets = throttle(of_component(subs.daemonsets, O::NAME), BURST_PERIOD);
+    // By owner: the DaemonSets of two owners (NVIDIADrivers) change in one period.
+    let daemonsets = throttle_by(
+        of_component(subs.daemonsets, O::NAME),
+        BURST_PERIOD,
+        owner_key,
+    );
     let runtimes = throttle(subs.runtime_changes, BURST_PERIOD);
     let nodes = throttle(subs.node_labels, BURST_PERIOD);
     Controller::for_shared_stream(owner_events, owners.clone())
@@ -125,6 +130,14 @@ fn owner_of<K: Owner, C: kube::Resource>(object: Arc<C>) -> Option<ObjectRef<K>>
         .iter()
         .find(|owner| owner.kind == kind && owner.api_version == api_version)
         .map(|owner| ObjectRef::new(&owner.name))
+}
+
+/// The owner of `object` by uid, for [`throttle_by`].
+fn owner_key<C: kube::Resource>(object: &Arc<C>) -> Option<String> {
+    object
+        .owner_references()
+        .first()
+        .map(|owner| owner.uid.clone())
 }
 
 /// The owners a cluster-wide change (a node's, a CRD's) concerns: the active one of a singleton
