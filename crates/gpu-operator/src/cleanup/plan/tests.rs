@@ -171,6 +171,7 @@ fn the_patches_remove_exactly_the_keys_and_conditions() {
         json!({"status": {"conditions": [
             {"type": "GPUDriverReady", "$patch": "delete"},
             {"type": "GPUStackReady", "$patch": "delete"},
+            {"type": "GPUVfioPciReady", "$patch": "delete"},
         ]}})
     );
 }
