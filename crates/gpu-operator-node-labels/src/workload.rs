@@ -89,15 +89,10 @@ pub fn workload_config(
     else {
         return WorkloadConfig::Container;
     };
-    match node_labels
+    node_labels
         .get(labels::GPU_WORKLOAD_CONFIG)
-        .map(String::as_str)
-    {
-        Some("container") => WorkloadConfig::Container,
-        Some("vm-passthrough") => WorkloadConfig::VmPassthrough,
-        Some("vm-vgpu") => WorkloadConfig::VmVgpu,
-        _ => sandbox.default_workload.unwrap_or_default(),
-    }
+        .and_then(|name| WorkloadConfig::from_name(name))
+        .unwrap_or_else(|| sandbox.default_workload.unwrap_or_default())
 }
 
 /// The sandbox mode of the policy (`kubevirt` unless set).

@@ -92,7 +92,7 @@ impl Operand for Sandbox {
             .filter(|_| sandbox.is_some())
             .filter_map(|(label, nodes)| {
                 let kind = if label.is_empty() {
-                    workload_name(default)
+                    default.as_str()
                 } else {
                     label.as_str()
                 };
@@ -142,7 +142,7 @@ fn unsupported_settings(spec: &ClusterPolicySpec) -> Vec<String> {
         {
             out.push(format!(
                 "sandboxWorkloads.defaultWorkload={}",
-                workload_name(workload)
+                workload.as_str()
             ));
         }
         if sandbox.mode == Some(gpu_operator_api::spec::SandboxMode::Kata) {
@@ -188,14 +188,6 @@ fn unsupported_settings(spec: &ClusterPolicySpec) -> Vec<String> {
         );
     }
     out
-}
-
-fn workload_name(workload: WorkloadConfig) -> &'static str {
-    match workload {
-        WorkloadConfig::Container => "container",
-        WorkloadConfig::VmPassthrough => "vm-passthrough",
-        WorkloadConfig::VmVgpu => "vm-vgpu",
-    }
 }
 
 #[cfg(test)]

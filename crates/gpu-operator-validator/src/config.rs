@@ -228,21 +228,10 @@ fn parse_bool(name: &'static str, value: &str) -> Result<bool, ConfigError> {
     }
 }
 
-/// A workload config as NVIDIA writes it in the `nvidia.com/gpu.workload.config` label and in
-/// `DEFAULT_GPU_WORKLOAD_CONFIG`.
-pub fn parse_workload_config(value: &str) -> Option<WorkloadConfig> {
-    match value {
-        "container" => Some(WorkloadConfig::Container),
-        "vm-passthrough" => Some(WorkloadConfig::VmPassthrough),
-        "vm-vgpu" => Some(WorkloadConfig::VmVgpu),
-        _ => None,
-    }
-}
-
 /// `DEFAULT_GPU_WORKLOAD_CONFIG`, NVIDIA's `vm-passthrough` when unset.
 fn default_workload(value: Option<String>) -> Result<WorkloadConfig, ConfigError> {
     value.map_or(Ok(WorkloadConfig::VmPassthrough), |v| {
-        parse_workload_config(&v).ok_or(ConfigError::InvalidWorkloadConfig(v))
+        WorkloadConfig::from_name(&v).ok_or(ConfigError::InvalidWorkloadConfig(v))
     })
 }
 

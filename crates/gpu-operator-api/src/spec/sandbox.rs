@@ -44,6 +44,24 @@ pub enum WorkloadConfig {
     VmVgpu,
 }
 
+impl WorkloadConfig {
+    /// Its name in the `nvidia.com/gpu.workload.config` label and NVIDIA's `workload-type` file.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Container => "container",
+            Self::VmPassthrough => "vm-passthrough",
+            Self::VmVgpu => "vm-vgpu",
+        }
+    }
+
+    /// The workload config named `name`; `None` for another name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::Container, Self::VmPassthrough, Self::VmVgpu]
+            .into_iter()
+            .find(|config| config.as_str() == name)
+    }
+}
+
 /// VM technology of sandbox workloads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]

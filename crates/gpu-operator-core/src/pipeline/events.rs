@@ -1,7 +1,9 @@
 //! The Events the pipeline publishes about an owner. [`publish`] sends one at once (a failure, a
 //! warning); [`AppliedEvents`] folds what the operands of one owner wrote within a moment into
-//! one `Applied` Event: a spec change wakes every operand, and each that wrote something said so
-//! in an Event of its own — a request per operand per change.
+//! one `Applied` Event: a repair (a hand edit reverted, a deleted object recreated, a new
+//! operator's rendering) wakes every operand it concerns, and each that wrote something said so
+//! in an Event of its own — a request per operand per change. A spec change is not a repair: the
+//! owner's status records it ([`repairs`]), and an Event would only repeat what the user did.
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -43,6 +45,14 @@ pub async fn publish(
     if let Err(error) = recorder.publish(&event, reference).await {
         tracing::warn!(%error, reason, "could not publish an Event");
     }
+}
+
+/// Whether what an operand writes at the owner's `generation` repairs something: its condition
+/// (in the owner's status, or waiting in the next status request) has already acknowledged that
+/// generation — `acknowledged` are their `observedGeneration`s. Otherwise the writes answer a
+/// spec change (or the first install), which the condition's `observedGeneration` records.
+pub fn repairs(generation: Option<i64>, acknowledged: [Option<i64>; 2]) -> bool {
+    generation.is_some() && acknowledged.contains(&generation)
 }
 
 /// What the operands wrote per owner, waiting to be published as one `Applied` Event.
@@ -103,6 +113,24 @@ fn uid<K: Owner>(owner: &K) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn writes_at_an_acknowledged_generation_are_repairs() {
+        assert!(
+            repairs(Some(3), [Some(3), None]),
+            "acknowledged in the status"
+        );
+        assert!(
+            repairs(Some(3), [Some(2), Some(3)]),
+            "acknowledged in the batch"
+        );
+        assert!(!repairs(Some(3), [Some(2), None]), "a spec change");
+        assert!(!repairs(Some(3), [None, None]), "the first install");
+        assert!(
+            !repairs(None, [None, None]),
+            "no generation: nothing to compare"
+        );
+    }
 
     #[test]
     fn the_writes_of_a_burst_make_one_note_per_owner() {

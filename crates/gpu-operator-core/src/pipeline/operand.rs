@@ -198,7 +198,7 @@ async fn reconcile_once<O: Operand>(owner: &O::Owner, ctx: &Context) -> Result<A
     if !children.prometheus_rules.is_empty() && !facts.prometheus_rule_crd {
         warnings.push(Warning::prometheus_rule_crd_missing(O::SECTION));
     }
-    if written > 0 {
+    if written > 0 && repairs::<O>(ctx, owner) {
         ctx.applied_events
             .note(&ctx.recorder, owner, O::SECTION, written);
     }
@@ -227,6 +227,20 @@ async fn reconcile_once<O: Operand>(owner: &O::Owner, ctx: &Context) -> Result<A
         Some(Outcome::Deferred(after)) => Action::requeue(after),
         Some(Outcome::Current | Outcome::Written) => Action::requeue(RESYNC),
     })
+}
+
+/// Whether the operand's writes now repair something rather than answer a spec change (see
+/// [`events::repairs`]).
+fn repairs<O: Operand>(ctx: &Context, owner: &O::Owner) -> bool {
+    let live = owner
+        .conditions()
+        .and_then(|c| c.iter().find(|c| c.type_ == O::CONDITION))
+        .and_then(|c| c.observed_generation);
+    let batched = ctx
+        .status_batch
+        .condition(owner, O::CONDITION)
+        .and_then(|c| c.observed_generation);
+    events::repairs(owner.meta().generation, [live, batched])
 }
 
 /// The operand's condition after an apply: `state` when the plan decided it, else the rollout

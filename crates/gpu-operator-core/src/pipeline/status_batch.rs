@@ -230,7 +230,6 @@ impl StatusBatch {
         conditions: Vec<Condition>,
         overall: Option<Map<String, Value>>,
     ) -> Turn {
-        let live_fields = live_fields(owner);
         let mut map = self.batches.lock().unwrap_or_else(PoisonError::into_inner);
         let batch = map.entry(uid(owner)).or_default();
         for live in owner.conditions().unwrap_or_default() {
@@ -239,8 +238,14 @@ impl StatusBatch {
                 .entry(live.type_.clone())
                 .or_insert_with(|| live.clone());
         }
-        for (key, value) in live_fields {
-            batch.fields.entry(key).or_insert(value);
+        // The owner is serialised to read its live fields only while the batch lacks one.
+        if K::STATUS_FIELDS
+            .iter()
+            .any(|field| !batch.fields.contains_key(*field))
+        {
+            for (key, value) in live_fields(owner) {
+                batch.fields.entry(key).or_insert(value);
+            }
         }
         for condition in conditions {
             if overall.is_none() {

@@ -19,24 +19,15 @@ use super::{
     Failed, Outcome, api_error, cc_manager, not_required, vfio_pci, vgpu_devices, vgpu_manager,
 };
 use crate::{
-    config::{Component, Config, parse_workload_config},
+    config::{Component, Config},
     status_files,
 };
-
-/// The label value of a workload config (and the content of `workload-type`, without newline).
-pub fn workload_name(config: WorkloadConfig) -> &'static str {
-    match config {
-        WorkloadConfig::Container => "container",
-        WorkloadConfig::VmPassthrough => "vm-passthrough",
-        WorkloadConfig::VmVgpu => "vm-vgpu",
-    }
-}
 
 /// The node's workload config: its label when it holds a valid one, else `default`.
 pub fn workload_of(labels: &BTreeMap<String, String>, default: WorkloadConfig) -> WorkloadConfig {
     labels
         .get(GPU_WORKLOAD_CONFIG)
-        .and_then(|v| parse_workload_config(v.trim()))
+        .and_then(|v| WorkloadConfig::from_name(v.trim()))
         .unwrap_or(default)
 }
 
@@ -54,7 +45,7 @@ pub fn write_workload_type(dir: &Path, config: WorkloadConfig) -> Result<(), Fai
     status_files::write(
         dir,
         status_file::WORKLOAD_TYPE,
-        &format!("{}\n", workload_name(config)),
+        &format!("{}\n", config.as_str()),
     )
     .map_err(|e| Failed::new(reason::STATUS_FILE_ERROR, e.to_string()))
 }
@@ -71,8 +62,8 @@ fn gate(cfg: &Config, labels: &BTreeMap<String, String>) -> Option<Outcome> {
         not_required(format!(
             "{} is not needed on a {} node (only on {}; the node's {GPU_WORKLOAD_CONFIG} label, else DEFAULT_GPU_WORKLOAD_CONFIG)",
             cfg.component,
-            workload_name(workload),
-            workload_name(needed)
+            workload.as_str(),
+            needed.as_str()
         ))
     })
 }
