@@ -157,6 +157,7 @@ seccompProfile:
 - "nvidia-operator-validator"
 - "nvidia-node-status-exporter"
 - "nvidia-dcgm-exporter-read-pods"
+- "nvidia-vfio-manager"
 {{- end -}}
 
 {{/* The operator's image fallbacks (the *_IMAGE variables it reads), from the values of every

@@ -156,6 +156,20 @@ impl ClusterPolicySpec {
     pub fn gdrcopy_enabled(&self) -> bool {
         self.gdrcopy.as_ref().and_then(|g| g.enabled) == Some(true)
     }
+
+    /// Whether sandbox (virtual-machine) workloads are on (`sandboxWorkloads.enabled`, default
+    /// false).
+    #[must_use]
+    pub fn sandbox_enabled(&self) -> bool {
+        self.sandbox_workloads.as_ref().and_then(|s| s.enabled) == Some(true)
+    }
+
+    /// Whether the operator deploys the VFIO manager: sandbox workloads on and
+    /// `vfioManager.enabled` true (NVIDIA's default is false; its chart sets true).
+    #[must_use]
+    pub fn vfio_manager_enabled(&self) -> bool {
+        self.sandbox_enabled() && self.vfio_manager.as_ref().and_then(|v| v.enabled) == Some(true)
+    }
 }
 
 #[cfg(test)]

@@ -75,6 +75,8 @@ pub mod operand {
     pub const VALIDATOR_READY: &str = "ValidatorReady";
     /// Node status exporter DaemonSet.
     pub const NODE_STATUS_EXPORTER_READY: &str = "NodeStatusExporterReady";
+    /// VFIO manager DaemonSet (sandbox workloads).
+    pub const VFIO_MANAGER_READY: &str = "VfioManagerReady";
 }
 
 /// Node conditions written by the validator on each GPU node.

@@ -92,6 +92,8 @@ pub mod operand {
     pub const OPERATOR_VALIDATOR: &str = "operator-validator";
     /// MIG manager (MIG-capable nodes only).
     pub const MIG_MANAGER: &str = "mig-manager";
+    /// VFIO manager (`vm-passthrough` nodes, sandbox workloads).
+    pub const VFIO_MANAGER: &str = "vfio-manager";
     /// GPU clients in general; paused by the MIG manager during a MIG change.
     pub const CLIENT: &str = "client";
 }

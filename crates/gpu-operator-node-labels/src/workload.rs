@@ -19,8 +19,6 @@ pub mod sandbox_operand {
     pub const KATA_SANDBOX_DEVICE_PLUGIN: &str = "kata-sandbox-device-plugin";
     /// Sandbox validator.
     pub const SANDBOX_VALIDATOR: &str = "sandbox-validator";
-    /// VFIO manager.
-    pub const VFIO_MANAGER: &str = "vfio-manager";
     /// Kata manager.
     pub const KATA_MANAGER: &str = "kata-manager";
     /// Confidential-computing manager.
@@ -50,7 +48,7 @@ const CONTAINER: [&str; 9] = [
 const VM_PASSTHROUGH: [&str; 6] = [
     sb::SANDBOX_DEVICE_PLUGIN,
     sb::SANDBOX_VALIDATOR,
-    sb::VFIO_MANAGER,
+    operand::VFIO_MANAGER,
     sb::KATA_MANAGER,
     sb::CC_MANAGER,
     operand::CLIENT,

@@ -1,6 +1,6 @@
 //! The chart lets the operator write every ClusterRole and ClusterRoleBinding an operand renders:
 //! the names every registered operand renders, for every example ClusterPolicy on every node
-//! profile (and with the node status exporter on), are all in the chart's
+//! profile (and with the node status exporter and the VFIO manager on), are all in the chart's
 //! `gpu-operator.operandClusterRoles` list, which the operator's ClusterRole grants by name.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -70,6 +70,15 @@ fn the_chart_grants_every_cluster_role_an_operand_renders() {
     for (_, spec) in fixtures::examples(root()).unwrap() {
         let mut exporter_on = spec.clone();
         exporter_on.node_status_exporter.enabled = Some(true);
+        // No example turns sandbox workloads on: the VFIO manager's ClusterRole comes with them.
+        exporter_on
+            .sandbox_workloads
+            .get_or_insert_with(Default::default)
+            .enabled = Some(true);
+        exporter_on
+            .vfio_manager
+            .get_or_insert_with(Default::default)
+            .enabled = Some(true);
         for spec in [&spec, &exporter_on] {
             for profile in fixtures::profiles() {
                 let mut rendered = Rendered {
@@ -89,7 +98,9 @@ fn the_chart_grants_every_cluster_role_an_operand_renders() {
         }
     }
     assert!(
-        names.contains("nvidia-driver") && names.contains("nvidia-operator-validator"),
+        names.contains("nvidia-driver")
+            && names.contains("nvidia-operator-validator")
+            && names.contains("nvidia-vfio-manager"),
         "too few ClusterRoles rendered: {names:?}"
     );
     let chart = chart_names();

@@ -1,10 +1,12 @@
-//! What we do not deploy, said out loud: NVIDIA's sandbox (virtual-machine) workloads — the VFIO
-//! manager, vGPU managers, sandbox device plugins, Kata and confidential-computing managers — are
-//! accepted in the ClusterPolicy, so nothing is pruned, but this operator deploys none of them.
-//! (`psa.enabled` is no longer among them: see `gpu_operator_status::pod_security`.) When the
-//! ClusterPolicy asks for them, the `SandboxWorkloadsReady` condition is `False` (reason
-//! `NotSupported`) and one Warning Event names each setting and the GPU nodes labelled for a VM
-//! workload type, which get no operands at all (neither the container stack nor the sandbox one).
+//! What we do not deploy, said out loud: NVIDIA's sandbox (virtual-machine) workloads — vGPU
+//! managers, sandbox device plugins, the sandbox validator, Kata and confidential-computing
+//! managers — are accepted in the ClusterPolicy, so nothing is pruned, but this operator deploys
+//! none of them; of the sandbox operands it deploys only the VFIO manager (its own operand,
+//! `gpu-operator-vfio-manager`, not reported here). (`psa.enabled` is no longer among them: see
+//! `gpu_operator_status::pod_security`.) When the ClusterPolicy asks for them, the
+//! `SandboxWorkloadsReady` condition is `False` (reason `NotSupported`) and one Warning Event names
+//! each setting and the GPU nodes labelled for a VM workload type, which get no container stack
+//! and, but for the VFIO manager on `vm-passthrough` nodes, no sandbox operand either.
 //! Nothing running is touched.
 //! Not part of the overall `Ready`: the container stack is unaffected.
 
@@ -31,6 +33,8 @@ pub struct Input {
     /// GPU nodes of a VM workload type, by type (`vm-passthrough`, `vm-vgpu`): their
     /// `nvidia.com/gpu.workload.config` label, or `sandboxWorkloads.defaultWorkload` without one.
     pub vm_nodes: Vec<(String, NodeSample)>,
+    /// Whether the VFIO manager is deployed (on the `vm-passthrough` nodes).
+    pub vfio_manager: bool,
 }
 
 impl Operand for Sandbox {
@@ -44,10 +48,6 @@ impl Operand for Sandbox {
     /// The images of the sections reported here, read as NVIDIA's operator reads them (none is
     /// deployed).
     const IMAGES: &'static [ImageEnv] = &[
-        ImageEnv {
-            var: "VFIO_MANAGER_IMAGE",
-            chart_values: Some("vfioManager"),
-        },
         ImageEnv {
             var: "SANDBOX_DEVICE_PLUGIN_IMAGE",
             chart_values: Some("sandboxDevicePlugin"),
@@ -99,7 +99,11 @@ impl Operand for Sandbox {
                 (kind != "container").then(|| (kind.to_owned(), nodes.clone()))
             })
             .collect();
-        Ok(Some(Input { settings, vm_nodes }))
+        Ok(Some(Input {
+            settings,
+            vm_nodes,
+            vfio_manager: spec.vfio_manager_enabled(),
+        }))
     }
 
     fn render(_input: &Input) -> Children {
@@ -109,13 +113,18 @@ impl Operand for Sandbox {
     fn not_deployed(input: &Input) -> Option<String> {
         let mut message = format!(
             "{} accepted but not supported by this operator: it deploys the container stack \
-             only, no sandbox (virtual-machine) operands",
+             and, of the sandbox (virtual-machine) operands, the VFIO manager only",
             input.settings.join(", ")
         );
         for (kind, nodes) in &input.vm_nodes {
+            let operands = if input.vfio_manager && kind == WorkloadConfig::VmPassthrough.as_str() {
+                "the VFIO manager only"
+            } else {
+                "no GPU operands"
+            };
             let _ = write!(
                 message,
-                "; {} labelled for workload type {kind} get no GPU operands",
+                "; {} labelled for workload type {kind} get {operands}",
                 nodes.describe()
             );
         }
@@ -127,7 +136,8 @@ impl Operand for Sandbox {
     }
 }
 
-/// The settings NVIDIA's operator would act on and we do not, in spec order.
+/// The settings NVIDIA's operator would act on and we do not, in spec order (`vfioManager`, which
+/// its own operand deploys, is not among them).
 fn unsupported_settings(spec: &ClusterPolicySpec) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(sandbox) = spec
@@ -149,10 +159,6 @@ fn unsupported_settings(spec: &ClusterPolicySpec) -> Vec<String> {
             out.push("sandboxWorkloads.mode=kata".to_owned());
         }
         let components = [
-            (
-                "vfioManager",
-                spec.vfio_manager.as_ref().and_then(|c| c.enabled),
-            ),
             (
                 "sandboxDevicePlugin",
                 spec.sandbox_device_plugin.as_ref().and_then(|c| c.enabled),

@@ -1,6 +1,8 @@
 //! The settings reported, the nodes named, and silence when nothing unsupported is asked for.
 
-use gpu_operator_api::spec::{CcManagerSpec, PsaSpec, SandboxMode, SandboxWorkloadsSpec};
+use gpu_operator_api::spec::{
+    CcManagerSpec, PsaSpec, SandboxMode, SandboxWorkloadsSpec, VfioManagerSpec,
+};
 use gpu_operator_core::{
     cache::{facts::ClusterFacts, node_meta::NodeMeta},
     contract, fixtures,
@@ -104,5 +106,46 @@ fn unlabelled_nodes_are_vm_nodes_only_when_the_default_workload_is_one() {
     assert!(
         message.contains("2 node(s) (gpu-a, gpu-b) labelled for workload type vm-passthrough"),
         "{message}"
+    );
+}
+
+#[test]
+fn the_vfio_manager_is_deployed_so_not_reported() {
+    let mut spec = ClusterPolicySpec {
+        sandbox_workloads: Some(SandboxWorkloadsSpec {
+            enabled: Some(true),
+            default_workload: Some(WorkloadConfig::VmPassthrough),
+            ..SandboxWorkloadsSpec::default()
+        }),
+        vfio_manager: Some(VfioManagerSpec {
+            enabled: Some(true),
+            ..VfioManagerSpec::default()
+        }),
+        ..ClusterPolicySpec::default()
+    };
+    let nodes = [node("gpu-a", None), node("gpu-b", Some("vm-vgpu"))];
+    let message = check(&spec, &nodes).unwrap();
+    assert!(!message.contains("vfioManager"), "{message}");
+    // The rest of the sandbox stack is still missing, so sandboxWorkloads is still reported.
+    for part in [
+        "sandboxWorkloads.enabled=true",
+        "1 node(s) (gpu-a) labelled for workload type vm-passthrough get the VFIO manager only",
+        "1 node(s) (gpu-b) labelled for workload type vm-vgpu get no GPU operands",
+    ] {
+        assert!(message.contains(part), "{part} not in {message}");
+    }
+    if let Some(vfio) = spec.vfio_manager.as_mut() {
+        vfio.enabled = Some(false);
+    }
+    let message = check(&spec, &nodes).unwrap();
+    assert!(
+        message.contains("(gpu-a) labelled for workload type vm-passthrough get no GPU operands"),
+        "{message}"
+    );
+    // The Sandbox reporter no longer reads the VFIO manager's image.
+    assert!(
+        Sandbox::IMAGES
+            .iter()
+            .all(|i| i.var != "VFIO_MANAGER_IMAGE")
     );
 }
