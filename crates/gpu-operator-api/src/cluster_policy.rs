@@ -9,8 +9,8 @@ use crate::spec::{
     CcManagerSpec, CdiSpec, DaemonsetsSpec, DcgmExporterSpec, DcgmSpec, DevicePluginSpec,
     DriverSpec, GdrCopySpec, GdsSpec, GfdSpec, HostPathsSpec, KataManagerSpec,
     KataSandboxDevicePluginSpec, MigManagerSpec, MigSpec, NodeStatusExporterSpec, OperatorSpec,
-    PsaSpec, PspSpec, SandboxDevicePluginSpec, SandboxWorkloadsSpec, ToolkitSpec, ValidatorSpec,
-    VfioManagerSpec, VgpuDeviceManagerSpec, VgpuManagerSpec,
+    PsaSpec, PspSpec, SandboxDevicePluginSpec, SandboxMode, SandboxWorkloadsSpec, ToolkitSpec,
+    ValidatorSpec, VfioManagerSpec, VgpuDeviceManagerSpec, VgpuManagerSpec,
 };
 use crate::status::ClusterPolicyStatus;
 
@@ -169,6 +169,39 @@ impl ClusterPolicySpec {
     #[must_use]
     pub fn vfio_manager_enabled(&self) -> bool {
         self.sandbox_enabled() && self.vfio_manager.as_ref().and_then(|v| v.enabled) == Some(true)
+    }
+
+    /// `sandboxWorkloads.mode` (`kubevirt` when unset, NVIDIA's CRD default).
+    #[must_use]
+    pub fn sandbox_mode(&self) -> SandboxMode {
+        self.sandbox_workloads
+            .as_ref()
+            .and_then(|s| s.mode)
+            .unwrap_or_default()
+    }
+
+    /// Whether the operator deploys the KubeVirt GPU device plugin: sandbox workloads on in
+    /// `kubevirt` mode and `sandboxDevicePlugin.enabled` true (NVIDIA's default is false; its
+    /// chart sets true).
+    #[must_use]
+    pub fn sandbox_device_plugin_enabled(&self) -> bool {
+        self.sandbox_enabled()
+            && self.sandbox_mode() == SandboxMode::Kubevirt
+            && self.sandbox_device_plugin.as_ref().and_then(|p| p.enabled) == Some(true)
+    }
+
+    /// Whether the operator deploys the Kata sandbox device plugin: sandbox workloads on in
+    /// `kata` mode and `kataSandboxDevicePlugin.enabled` true (NVIDIA's default is false; its
+    /// chart sets true).
+    #[must_use]
+    pub fn kata_sandbox_device_plugin_enabled(&self) -> bool {
+        self.sandbox_enabled()
+            && self.sandbox_mode() == SandboxMode::Kata
+            && self
+                .kata_sandbox_device_plugin
+                .as_ref()
+                .and_then(|p| p.enabled)
+                == Some(true)
     }
 }
 

@@ -77,6 +77,10 @@ pub mod operand {
     pub const NODE_STATUS_EXPORTER_READY: &str = "NodeStatusExporterReady";
     /// VFIO manager DaemonSet (sandbox workloads).
     pub const VFIO_MANAGER_READY: &str = "VfioManagerReady";
+    /// KubeVirt GPU device plugin DaemonSet (sandbox workloads, `kubevirt` mode).
+    pub const SANDBOX_DEVICE_PLUGIN_READY: &str = "SandboxDevicePluginReady";
+    /// Kata sandbox device plugin DaemonSet (sandbox workloads, `kata` mode).
+    pub const KATA_SANDBOX_DEVICE_PLUGIN_READY: &str = "KataSandboxDevicePluginReady";
 }
 
 /// Node conditions written by the validator on each GPU node.

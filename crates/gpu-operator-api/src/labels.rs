@@ -94,6 +94,12 @@ pub mod operand {
     pub const MIG_MANAGER: &str = "mig-manager";
     /// VFIO manager (`vm-passthrough` nodes, sandbox workloads).
     pub const VFIO_MANAGER: &str = "vfio-manager";
+    /// KubeVirt GPU device plugin (`vm-passthrough` and `vm-vgpu` nodes, sandbox workloads in
+    /// `kubevirt` mode).
+    pub const SANDBOX_DEVICE_PLUGIN: &str = "sandbox-device-plugin";
+    /// Kata sandbox device plugin (replaces the KubeVirt one on `vm-passthrough` nodes in `kata`
+    /// mode).
+    pub const KATA_SANDBOX_DEVICE_PLUGIN: &str = "kata-sandbox-device-plugin";
     /// GPU clients in general; paused by the MIG manager during a MIG change.
     pub const CLIENT: &str = "client";
 }

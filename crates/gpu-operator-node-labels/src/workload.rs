@@ -13,10 +13,6 @@ use gpu_operator_api::{
 /// Operands of the sandbox (virtual-machine) workload configs. NVIDIA's names; the container
 /// operands are in [`gpu_operator_api::labels::operand`].
 pub mod sandbox_operand {
-    /// KubeVirt GPU device plugin (`kubevirt` mode).
-    pub const SANDBOX_DEVICE_PLUGIN: &str = "sandbox-device-plugin";
-    /// Kata sandbox device plugin (replaces the KubeVirt one for `vm-passthrough` in `kata` mode).
-    pub const KATA_SANDBOX_DEVICE_PLUGIN: &str = "kata-sandbox-device-plugin";
     /// Sandbox validator.
     pub const SANDBOX_VALIDATOR: &str = "sandbox-validator";
     /// Kata manager.
@@ -46,7 +42,7 @@ const CONTAINER: [&str; 9] = [
 
 /// Operands gated on `vm-passthrough` nodes in `kubevirt` mode.
 const VM_PASSTHROUGH: [&str; 6] = [
-    sb::SANDBOX_DEVICE_PLUGIN,
+    operand::SANDBOX_DEVICE_PLUGIN,
     sb::SANDBOX_VALIDATOR,
     operand::VFIO_MANAGER,
     sb::KATA_MANAGER,
@@ -56,7 +52,7 @@ const VM_PASSTHROUGH: [&str; 6] = [
 
 /// Operands gated on `vm-vgpu` nodes.
 const VM_VGPU: [&str; 6] = [
-    sb::SANDBOX_DEVICE_PLUGIN,
+    operand::SANDBOX_DEVICE_PLUGIN,
     sb::VGPU_MANAGER,
     sb::VGPU_DEVICE_MANAGER,
     sb::SANDBOX_VALIDATOR,
@@ -114,8 +110,8 @@ pub fn state_labels(config: WorkloadConfig, mode: SandboxMode) -> Vec<String> {
     operands
         .iter()
         .map(|&operand| match (config, mode, operand) {
-            (WorkloadConfig::VmPassthrough, SandboxMode::Kata, sb::SANDBOX_DEVICE_PLUGIN) => {
-                sb::KATA_SANDBOX_DEVICE_PLUGIN
+            (WorkloadConfig::VmPassthrough, SandboxMode::Kata, operand::SANDBOX_DEVICE_PLUGIN) => {
+                operand::KATA_SANDBOX_DEVICE_PLUGIN
             }
             _ => operand,
         })
@@ -131,7 +127,7 @@ pub fn all_state_labels() -> Vec<String> {
         .iter()
         .chain(&VM_PASSTHROUGH)
         .chain(&VM_VGPU)
-        .chain(&[sb::KATA_SANDBOX_DEVICE_PLUGIN, operand::MIG_MANAGER])
+        .chain(&[operand::KATA_SANDBOX_DEVICE_PLUGIN, operand::MIG_MANAGER])
         .map(|operand| deploy_label(operand))
         .collect();
     all.sort();
