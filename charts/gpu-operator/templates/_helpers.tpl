@@ -158,6 +158,8 @@ seccompProfile:
 - "nvidia-node-status-exporter"
 - "nvidia-dcgm-exporter-read-pods"
 - "nvidia-vfio-manager"
+- "nvidia-sandbox-device-plugin"
+- "nvidia-kata-sandbox-device-plugin"
 {{- end -}}
 
 {{/* The operator's image fallbacks (the *_IMAGE variables it reads), from the values of every

@@ -105,10 +105,17 @@ fn every_crate_that_implements_operand_is_registered() {
         "every `impl Operand` is registered once: {:#?}",
         all_entries()
     );
+    // One ClusterPolicy operand per crate, but for the sandbox device plugins: one per sandbox
+    // mode, of one shape, never both deployed.
+    let two = ["gpu_operator_sandbox_device_plugin"];
+    let crates: BTreeSet<&str> = entries()
+        .iter()
+        .filter_map(|entry| entry.type_name.split("::").next())
+        .collect();
     assert_eq!(
         entries().len(),
-        registered.len(),
-        "one ClusterPolicy operand per crate"
+        crates.len() + two.iter().filter(|c| crates.contains(*c)).count(),
+        "one ClusterPolicy operand per crate (two for {two:?})"
     );
 }
 
@@ -152,8 +159,9 @@ fn names_and_conditions_are_unique() {
 #[test]
 fn the_overall_ready_waits_for_every_container_operand_in_nvidias_order() {
     // By hand: the operand conditions, in the order the overall status names them; the sandbox's
-    // `SandboxWorkloadsReady` only reports. The VFIO manager counts as NVIDIA's state does: it
-    // says `Disabled` (ready) without sandbox workloads, so the container stack's `Ready` holds.
+    // `SandboxWorkloadsReady` only reports. The VFIO manager and the sandbox device plugins count
+    // as NVIDIA's states do: each says `Disabled` (ready) without sandbox workloads (the plugins
+    // also outside their mode), so the container stack's `Ready` holds.
     assert_eq!(
         ready_conditions(),
         [
@@ -167,6 +175,8 @@ fn the_overall_ready_waits_for_every_container_operand_in_nvidias_order() {
             "NodeStatusExporterReady",
             "GFDReady",
             "VfioManagerReady",
+            "SandboxDevicePluginReady",
+            "KataSandboxDevicePluginReady",
         ]
     );
 }

@@ -70,7 +70,8 @@ fn the_chart_grants_every_cluster_role_an_operand_renders() {
     for (_, spec) in fixtures::examples(root()).unwrap() {
         let mut exporter_on = spec.clone();
         exporter_on.node_status_exporter.enabled = Some(true);
-        // No example turns sandbox workloads on: the VFIO manager's ClusterRole comes with them.
+        // No example turns sandbox workloads on: the ClusterRoles of the VFIO manager and the
+        // sandbox device plugins (one per mode) come with them.
         exporter_on
             .sandbox_workloads
             .get_or_insert_with(Default::default)
@@ -79,7 +80,19 @@ fn the_chart_grants_every_cluster_role_an_operand_renders() {
             .vfio_manager
             .get_or_insert_with(Default::default)
             .enabled = Some(true);
-        for spec in [&spec, &exporter_on] {
+        exporter_on
+            .sandbox_device_plugin
+            .get_or_insert_with(Default::default)
+            .enabled = Some(true);
+        exporter_on
+            .kata_sandbox_device_plugin
+            .get_or_insert_with(Default::default)
+            .enabled = Some(true);
+        let mut kata = exporter_on.clone();
+        if let Some(sandbox) = kata.sandbox_workloads.as_mut() {
+            sandbox.mode = Some(gpu_operator_api::spec::SandboxMode::Kata);
+        }
+        for spec in [&spec, &exporter_on, &kata] {
             for profile in fixtures::profiles() {
                 let mut rendered = Rendered {
                     spec,
@@ -100,7 +113,9 @@ fn the_chart_grants_every_cluster_role_an_operand_renders() {
     assert!(
         names.contains("nvidia-driver")
             && names.contains("nvidia-operator-validator")
-            && names.contains("nvidia-vfio-manager"),
+            && names.contains("nvidia-vfio-manager")
+            && names.contains("nvidia-sandbox-device-plugin")
+            && names.contains("nvidia-kata-sandbox-device-plugin"),
         "too few ClusterRoles rendered: {names:?}"
     );
     let chart = chart_names();

@@ -1,12 +1,13 @@
 //! What we do not deploy, said out loud: NVIDIA's sandbox (virtual-machine) workloads — vGPU
-//! managers, sandbox device plugins, the sandbox validator, Kata and confidential-computing
-//! managers — are accepted in the ClusterPolicy, so nothing is pruned, but this operator deploys
-//! none of them; of the sandbox operands it deploys only the VFIO manager (its own operand,
-//! `gpu-operator-vfio-manager`, not reported here). (`psa.enabled` is no longer among them: see
-//! `gpu_operator_status::pod_security`.) When the ClusterPolicy asks for them, the
-//! `SandboxWorkloadsReady` condition is `False` (reason `NotSupported`) and one Warning Event names
-//! each setting and the GPU nodes labelled for a VM workload type, which get no container stack
-//! and, but for the VFIO manager on `vm-passthrough` nodes, no sandbox operand either.
+//! managers, the sandbox validator, Kata and confidential-computing managers — are accepted in the
+//! ClusterPolicy, so nothing is pruned, but this operator deploys none of them; of the sandbox
+//! operands it deploys only the VFIO manager and the sandbox device plugins (their own operands,
+//! `gpu-operator-vfio-manager` and `gpu-operator-sandbox-device-plugin`, not reported here).
+//! (`psa.enabled` is no longer among them: see `gpu_operator_status::pod_security`.) When the
+//! ClusterPolicy asks for them, the `SandboxWorkloadsReady` condition is `False` (reason
+//! `NotSupported`) and one Warning Event names each setting and the GPU nodes labelled for a VM
+//! workload type, which get no container stack and, but for the VFIO manager and the sandbox
+//! device plugin, no sandbox operand either.
 //! Nothing running is touched.
 //! Not part of the overall `Ready`: the container stack is unaffected.
 
@@ -35,6 +36,10 @@ pub struct Input {
     pub vm_nodes: Vec<(String, NodeSample)>,
     /// Whether the VFIO manager is deployed (on the `vm-passthrough` nodes).
     pub vfio_manager: bool,
+    /// Whether the KubeVirt GPU device plugin is deployed (on every VM node).
+    pub device_plugin: bool,
+    /// Whether the Kata sandbox device plugin is deployed (on the `vm-passthrough` nodes).
+    pub kata_device_plugin: bool,
 }
 
 impl Operand for Sandbox {
@@ -49,10 +54,6 @@ impl Operand for Sandbox {
     /// deployed).
     const IMAGES: &'static [ImageEnv] = &[
         ImageEnv {
-            var: "SANDBOX_DEVICE_PLUGIN_IMAGE",
-            chart_values: Some("sandboxDevicePlugin"),
-        },
-        ImageEnv {
             var: "VGPU_MANAGER_IMAGE",
             chart_values: Some("vgpuManager"),
         },
@@ -63,10 +64,6 @@ impl Operand for Sandbox {
         ImageEnv {
             var: "KATA_MANAGER_IMAGE",
             chart_values: None,
-        },
-        ImageEnv {
-            var: "KATA_SANDBOX_DEVICE_PLUGIN_IMAGE",
-            chart_values: Some("kataSandboxDevicePlugin"),
         },
         ImageEnv {
             var: "CC_MANAGER_IMAGE",
@@ -103,6 +100,8 @@ impl Operand for Sandbox {
             settings,
             vm_nodes,
             vfio_manager: spec.vfio_manager_enabled(),
+            device_plugin: spec.sandbox_device_plugin_enabled(),
+            kata_device_plugin: spec.kata_sandbox_device_plugin_enabled(),
         }))
     }
 
@@ -113,14 +112,19 @@ impl Operand for Sandbox {
     fn not_deployed(input: &Input) -> Option<String> {
         let mut message = format!(
             "{} accepted but not supported by this operator: it deploys the container stack \
-             and, of the sandbox (virtual-machine) operands, the VFIO manager only",
+             and, of the sandbox (virtual-machine) operands, the VFIO manager and the sandbox \
+             device plugins only",
             input.settings.join(", ")
         );
         for (kind, nodes) in &input.vm_nodes {
-            let operands = if input.vfio_manager && kind == WorkloadConfig::VmPassthrough.as_str() {
-                "the VFIO manager only"
-            } else {
-                "no GPU operands"
+            let passthrough = kind == WorkloadConfig::VmPassthrough.as_str();
+            let vfio = input.vfio_manager && passthrough;
+            let plugin = input.device_plugin || (input.kata_device_plugin && passthrough);
+            let operands = match (vfio, plugin) {
+                (true, true) => "the VFIO manager and the sandbox device plugin only",
+                (true, false) => "the VFIO manager only",
+                (false, true) => "the sandbox device plugin only",
+                (false, false) => "no GPU operands",
             };
             let _ = write!(
                 message,
@@ -136,8 +140,9 @@ impl Operand for Sandbox {
     }
 }
 
-/// The settings NVIDIA's operator would act on and we do not, in spec order (`vfioManager`, which
-/// its own operand deploys, is not among them).
+/// The settings NVIDIA's operator would act on and we do not, in spec order (`vfioManager`,
+/// `sandboxDevicePlugin` and `kataSandboxDevicePlugin`, which their own operands deploy, are not
+/// among them).
 fn unsupported_settings(spec: &ClusterPolicySpec) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(sandbox) = spec
@@ -160,10 +165,6 @@ fn unsupported_settings(spec: &ClusterPolicySpec) -> Vec<String> {
         }
         let components = [
             (
-                "sandboxDevicePlugin",
-                spec.sandbox_device_plugin.as_ref().and_then(|c| c.enabled),
-            ),
-            (
                 "vgpuManager",
                 spec.vgpu_manager.as_ref().and_then(|c| c.enabled),
             ),
@@ -178,12 +179,6 @@ fn unsupported_settings(spec: &ClusterPolicySpec) -> Vec<String> {
             (
                 "ccManager",
                 spec.cc_manager.as_ref().and_then(|c| c.enabled),
-            ),
-            (
-                "kataSandboxDevicePlugin",
-                spec.kata_sandbox_device_plugin
-                    .as_ref()
-                    .and_then(|c| c.enabled),
             ),
         ];
         out.extend(

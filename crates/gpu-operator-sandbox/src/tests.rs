@@ -1,7 +1,8 @@
 //! The settings reported, the nodes named, and silence when nothing unsupported is asked for.
 
 use gpu_operator_api::spec::{
-    CcManagerSpec, PsaSpec, SandboxMode, SandboxWorkloadsSpec, VfioManagerSpec,
+    CcManagerSpec, KataSandboxDevicePluginSpec, PsaSpec, SandboxDevicePluginSpec, SandboxMode,
+    SandboxWorkloadsSpec, VfioManagerSpec,
 };
 use gpu_operator_core::{
     cache::{facts::ClusterFacts, node_meta::NodeMeta},
@@ -147,5 +148,55 @@ fn the_vfio_manager_is_deployed_so_not_reported() {
         Sandbox::IMAGES
             .iter()
             .all(|i| i.var != "VFIO_MANAGER_IMAGE")
+    );
+}
+
+#[test]
+fn the_sandbox_device_plugins_are_deployed_so_not_reported() {
+    let mut spec = ClusterPolicySpec {
+        sandbox_workloads: Some(SandboxWorkloadsSpec {
+            enabled: Some(true),
+            ..SandboxWorkloadsSpec::default()
+        }),
+        sandbox_device_plugin: Some(SandboxDevicePluginSpec {
+            enabled: Some(true),
+            ..SandboxDevicePluginSpec::default()
+        }),
+        kata_sandbox_device_plugin: Some(KataSandboxDevicePluginSpec {
+            enabled: Some(true),
+            ..KataSandboxDevicePluginSpec::default()
+        }),
+        ..ClusterPolicySpec::default()
+    };
+    let nodes = [
+        node("gpu-a", Some("vm-passthrough")),
+        node("gpu-b", Some("vm-vgpu")),
+    ];
+    // `kubevirt` mode (the default): the KubeVirt plugin on every VM node.
+    let message = check(&spec, &nodes).unwrap();
+    assert!(!message.contains("DevicePlugin"), "{message}");
+    for part in [
+        "(gpu-a) labelled for workload type vm-passthrough get the sandbox device plugin only",
+        "(gpu-b) labelled for workload type vm-vgpu get the sandbox device plugin only",
+    ] {
+        assert!(message.contains(part), "{part} not in {message}");
+    }
+    // `kata` mode: the Kata plugin on vm-passthrough nodes only.
+    if let Some(sandbox) = spec.sandbox_workloads.as_mut() {
+        sandbox.mode = Some(SandboxMode::Kata);
+    }
+    let message = check(&spec, &nodes).unwrap();
+    assert!(!message.contains("DevicePlugin"), "{message}");
+    for part in [
+        "(gpu-a) labelled for workload type vm-passthrough get the sandbox device plugin only",
+        "(gpu-b) labelled for workload type vm-vgpu get no GPU operands",
+    ] {
+        assert!(message.contains(part), "{part} not in {message}");
+    }
+    // The Sandbox reporter no longer reads the plugins' images.
+    assert!(
+        Sandbox::IMAGES
+            .iter()
+            .all(|i| !i.var.contains("SANDBOX_DEVICE_PLUGIN"))
     );
 }
