@@ -164,6 +164,20 @@ impl ClusterPolicySpec {
         self.sandbox_workloads.as_ref().and_then(|s| s.enabled) == Some(true)
     }
 
+    /// Whether the operator deploys the sandbox validator: sandbox workloads on, nothing else
+    /// (NVIDIA's rule: the sandbox validator has no `enabled` switch of its own).
+    #[must_use]
+    pub fn sandbox_validator_enabled(&self) -> bool {
+        self.sandbox_enabled()
+    }
+
+    /// Whether the confidential-computing manager is asked for (`ccManager.enabled`, default
+    /// false), so the sandbox validator checks its work (NVIDIA's rule, whatever the sandbox).
+    #[must_use]
+    pub fn cc_manager_enabled(&self) -> bool {
+        self.cc_manager.as_ref().and_then(|c| c.enabled) == Some(true)
+    }
+
     /// Whether the operator deploys the VFIO manager: sandbox workloads on and
     /// `vfioManager.enabled` true (NVIDIA's default is false; its chart sets true).
     #[must_use]

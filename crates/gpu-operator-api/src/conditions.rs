@@ -81,6 +81,8 @@ pub mod operand {
     pub const SANDBOX_DEVICE_PLUGIN_READY: &str = "SandboxDevicePluginReady";
     /// Kata sandbox device plugin DaemonSet (sandbox workloads, `kata` mode).
     pub const KATA_SANDBOX_DEVICE_PLUGIN_READY: &str = "KataSandboxDevicePluginReady";
+    /// Sandbox validator DaemonSet (sandbox workloads).
+    pub const SANDBOX_VALIDATOR_READY: &str = "SandboxValidatorReady";
 }
 
 /// Node conditions written by the validator on each GPU node.

@@ -100,6 +100,8 @@ pub mod operand {
     /// Kata sandbox device plugin (replaces the KubeVirt one on `vm-passthrough` nodes in `kata`
     /// mode).
     pub const KATA_SANDBOX_DEVICE_PLUGIN: &str = "kata-sandbox-device-plugin";
+    /// Sandbox validator (`vm-passthrough` and `vm-vgpu` nodes, sandbox workloads).
+    pub const SANDBOX_VALIDATOR: &str = "sandbox-validator";
     /// GPU clients in general; paused by the MIG manager during a MIG change.
     pub const CLIENT: &str = "client";
 }

@@ -13,8 +13,6 @@ use gpu_operator_api::{
 /// Operands of the sandbox (virtual-machine) workload configs. NVIDIA's names; the container
 /// operands are in [`gpu_operator_api::labels::operand`].
 pub mod sandbox_operand {
-    /// Sandbox validator.
-    pub const SANDBOX_VALIDATOR: &str = "sandbox-validator";
     /// Kata manager.
     pub const KATA_MANAGER: &str = "kata-manager";
     /// Confidential-computing manager.
@@ -43,7 +41,7 @@ const CONTAINER: [&str; 9] = [
 /// Operands gated on `vm-passthrough` nodes in `kubevirt` mode.
 const VM_PASSTHROUGH: [&str; 6] = [
     operand::SANDBOX_DEVICE_PLUGIN,
-    sb::SANDBOX_VALIDATOR,
+    operand::SANDBOX_VALIDATOR,
     operand::VFIO_MANAGER,
     sb::KATA_MANAGER,
     sb::CC_MANAGER,
@@ -55,7 +53,7 @@ const VM_VGPU: [&str; 6] = [
     operand::SANDBOX_DEVICE_PLUGIN,
     sb::VGPU_MANAGER,
     sb::VGPU_DEVICE_MANAGER,
-    sb::SANDBOX_VALIDATOR,
+    operand::SANDBOX_VALIDATOR,
     sb::CC_MANAGER,
     operand::CLIENT,
 ];

@@ -1,6 +1,9 @@
 //! Virtual-machine workloads: `spec.sandboxWorkloads` and the components it deploys (VFIO
 //! manager, vGPU managers, sandbox device plugins, Kata and confidential-computing managers).
-//! Kept in the API so no field is lost; this operator does not deploy them yet.
+//! All kept in the API so no field is lost. This operator deploys the VFIO manager, the sandbox
+//! device plugins and the sandbox validator (which `spec.validator` configures); the vGPU, Kata
+//! and confidential-computing managers are accepted but not deployed (`gpu-operator-sandbox`
+//! reports them).
 
 use std::collections::BTreeMap;
 
