@@ -1,13 +1,14 @@
 //! What we do not deploy, said out loud: NVIDIA's sandbox (virtual-machine) workloads — vGPU
-//! managers, the sandbox validator, Kata and confidential-computing managers — are accepted in the
-//! ClusterPolicy, so nothing is pruned, but this operator deploys none of them; of the sandbox
-//! operands it deploys only the VFIO manager and the sandbox device plugins (their own operands,
-//! `gpu-operator-vfio-manager` and `gpu-operator-sandbox-device-plugin`, not reported here).
+//! managers, Kata and confidential-computing managers — are accepted in the ClusterPolicy, so
+//! nothing is pruned, but this operator deploys none of them; of the sandbox operands it deploys
+//! only the sandbox validator, the VFIO manager and the sandbox device plugins (their own
+//! operands, `gpu-operator-sandbox-validator`, `gpu-operator-vfio-manager` and
+//! `gpu-operator-sandbox-device-plugin`, not reported here).
 //! (`psa.enabled` is no longer among them: see `gpu_operator_status::pod_security`.) When the
 //! ClusterPolicy asks for them, the `SandboxWorkloadsReady` condition is `False` (reason
 //! `NotSupported`) and one Warning Event names each setting and the GPU nodes labelled for a VM
-//! workload type, which get no container stack and, but for the VFIO manager and the sandbox
-//! device plugin, no sandbox operand either.
+//! workload type, which get no container stack and, but for the sandbox validator, the VFIO
+//! manager and the sandbox device plugin, no sandbox operand either.
 //! Nothing running is touched.
 //! Not part of the overall `Ready`: the container stack is unaffected.
 
@@ -34,6 +35,8 @@ pub struct Input {
     /// GPU nodes of a VM workload type, by type (`vm-passthrough`, `vm-vgpu`): their
     /// `nvidia.com/gpu.workload.config` label, or `sandboxWorkloads.defaultWorkload` without one.
     pub vm_nodes: Vec<(String, NodeSample)>,
+    /// Whether the sandbox validator is deployed (on every VM node).
+    pub sandbox_validator: bool,
     /// Whether the VFIO manager is deployed (on the `vm-passthrough` nodes).
     pub vfio_manager: bool,
     /// Whether the KubeVirt GPU device plugin is deployed (on every VM node).
@@ -99,6 +102,7 @@ impl Operand for Sandbox {
         Ok(Some(Input {
             settings,
             vm_nodes,
+            sandbox_validator: spec.sandbox_validator_enabled(),
             vfio_manager: spec.vfio_manager_enabled(),
             device_plugin: spec.sandbox_device_plugin_enabled(),
             kata_device_plugin: spec.kata_sandbox_device_plugin_enabled(),
@@ -112,20 +116,20 @@ impl Operand for Sandbox {
     fn not_deployed(input: &Input) -> Option<String> {
         let mut message = format!(
             "{} accepted but not supported by this operator: it deploys the container stack \
-             and, of the sandbox (virtual-machine) operands, the VFIO manager and the sandbox \
-             device plugins only",
+             and, of the sandbox (virtual-machine) operands, the sandbox validator, the VFIO \
+             manager and the sandbox device plugins only",
             input.settings.join(", ")
         );
         for (kind, nodes) in &input.vm_nodes {
             let passthrough = kind == WorkloadConfig::VmPassthrough.as_str();
             let vfio = input.vfio_manager && passthrough;
             let plugin = input.device_plugin || (input.kata_device_plugin && passthrough);
-            let operands = match (vfio, plugin) {
-                (true, true) => "the VFIO manager and the sandbox device plugin only",
-                (true, false) => "the VFIO manager only",
-                (false, true) => "the sandbox device plugin only",
-                (false, false) => "no GPU operands",
-            };
+            let operands = [
+                (input.sandbox_validator, "the sandbox validator"),
+                (vfio, "the VFIO manager"),
+                (plugin, "the sandbox device plugin"),
+            ];
+            let operands = deployed(&operands);
             let _ = write!(
                 message,
                 "; {} labelled for workload type {kind} get {operands}",
@@ -137,6 +141,20 @@ impl Operand for Sandbox {
              (or set sandboxWorkloads.enabled=false); for VM workloads use NVIDIA's GPU Operator",
         );
         Some(message)
+    }
+}
+
+/// `operands` that are deployed, as `a, b and c only`, or `no GPU operands`.
+fn deployed(operands: &[(bool, &str)]) -> String {
+    let names: Vec<&str> = operands
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, name)| *name)
+        .collect();
+    match names.as_slice() {
+        [] => "no GPU operands".to_owned(),
+        [one] => format!("{one} only"),
+        [rest @ .., last] => format!("{} and {last} only", rest.join(", ")),
     }
 }
 

@@ -60,7 +60,7 @@ fn sandbox_workloads_name_the_settings_and_the_vm_nodes() {
         "sandboxWorkloads.defaultWorkload=vm-vgpu",
         "sandboxWorkloads.mode=kata",
         "ccManager.enabled=true",
-        "2 node(s) (gpu-a, gpu-c) labelled for workload type vm-passthrough get no GPU operands",
+        "2 node(s) (gpu-a, gpu-c) labelled for workload type vm-passthrough get the sandbox validator only",
         "1 node(s) (gpu-b) labelled for workload type vm-vgpu",
         "nvidia.com/gpu.workload.config=container",
     ] {
@@ -130,8 +130,8 @@ fn the_vfio_manager_is_deployed_so_not_reported() {
     // The rest of the sandbox stack is still missing, so sandboxWorkloads is still reported.
     for part in [
         "sandboxWorkloads.enabled=true",
-        "1 node(s) (gpu-a) labelled for workload type vm-passthrough get the VFIO manager only",
-        "1 node(s) (gpu-b) labelled for workload type vm-vgpu get no GPU operands",
+        "1 node(s) (gpu-a) labelled for workload type vm-passthrough get the sandbox validator and the VFIO manager only",
+        "1 node(s) (gpu-b) labelled for workload type vm-vgpu get the sandbox validator only",
     ] {
         assert!(message.contains(part), "{part} not in {message}");
     }
@@ -140,7 +140,9 @@ fn the_vfio_manager_is_deployed_so_not_reported() {
     }
     let message = check(&spec, &nodes).unwrap();
     assert!(
-        message.contains("(gpu-a) labelled for workload type vm-passthrough get no GPU operands"),
+        message.contains(
+            "(gpu-a) labelled for workload type vm-passthrough get the sandbox validator only"
+        ),
         "{message}"
     );
     // The Sandbox reporter no longer reads the VFIO manager's image.
@@ -176,8 +178,8 @@ fn the_sandbox_device_plugins_are_deployed_so_not_reported() {
     let message = check(&spec, &nodes).unwrap();
     assert!(!message.contains("DevicePlugin"), "{message}");
     for part in [
-        "(gpu-a) labelled for workload type vm-passthrough get the sandbox device plugin only",
-        "(gpu-b) labelled for workload type vm-vgpu get the sandbox device plugin only",
+        "(gpu-a) labelled for workload type vm-passthrough get the sandbox validator and the sandbox device plugin only",
+        "(gpu-b) labelled for workload type vm-vgpu get the sandbox validator and the sandbox device plugin only",
     ] {
         assert!(message.contains(part), "{part} not in {message}");
     }
@@ -188,8 +190,8 @@ fn the_sandbox_device_plugins_are_deployed_so_not_reported() {
     let message = check(&spec, &nodes).unwrap();
     assert!(!message.contains("DevicePlugin"), "{message}");
     for part in [
-        "(gpu-a) labelled for workload type vm-passthrough get the sandbox device plugin only",
-        "(gpu-b) labelled for workload type vm-vgpu get no GPU operands",
+        "(gpu-a) labelled for workload type vm-passthrough get the sandbox validator and the sandbox device plugin only",
+        "(gpu-b) labelled for workload type vm-vgpu get the sandbox validator only",
     ] {
         assert!(message.contains(part), "{part} not in {message}");
     }
@@ -199,4 +201,12 @@ fn the_sandbox_device_plugins_are_deployed_so_not_reported() {
             .iter()
             .all(|i| !i.var.contains("SANDBOX_DEVICE_PLUGIN"))
     );
+}
+
+#[test]
+fn the_operands_of_a_vm_node_read_as_a_list() {
+    let all = [(true, "a"), (true, "b"), (true, "c")];
+    assert_eq!(super::deployed(&all), "a, b and c only");
+    assert_eq!(super::deployed(&all[..1]), "a only");
+    assert_eq!(super::deployed(&[(false, "a")]), "no GPU operands");
 }
