@@ -35,8 +35,6 @@ pub struct Input {
     /// GPU nodes of a VM workload type, by type (`vm-passthrough`, `vm-vgpu`): their
     /// `nvidia.com/gpu.workload.config` label, or `sandboxWorkloads.defaultWorkload` without one.
     pub vm_nodes: Vec<(String, NodeSample)>,
-    /// Whether the sandbox validator is deployed (on every VM node).
-    pub sandbox_validator: bool,
     /// Whether the VFIO manager is deployed (on the `vm-passthrough` nodes).
     pub vfio_manager: bool,
     /// Whether the KubeVirt GPU device plugin is deployed (on every VM node).
@@ -102,7 +100,6 @@ impl Operand for Sandbox {
         Ok(Some(Input {
             settings,
             vm_nodes,
-            sandbox_validator: spec.sandbox_validator_enabled(),
             vfio_manager: spec.vfio_manager_enabled(),
             device_plugin: spec.sandbox_device_plugin_enabled(),
             kata_device_plugin: spec.kata_sandbox_device_plugin_enabled(),
@@ -125,7 +122,8 @@ impl Operand for Sandbox {
             let vfio = input.vfio_manager && passthrough;
             let plugin = input.device_plugin || (input.kata_device_plugin && passthrough);
             let operands = [
-                (input.sandbox_validator, "the sandbox validator"),
+                // VM nodes are listed only with sandbox workloads on, which deploy it everywhere.
+                (true, "the sandbox validator"),
                 (vfio, "the VFIO manager"),
                 (plugin, "the sandbox device plugin"),
             ];
