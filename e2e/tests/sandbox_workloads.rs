@@ -1,0 +1,249 @@
+//! Sandbox workloads on the kwok fleet: with `sandboxWorkloads.enabled`, the VM nodes (one
+//! `vm-passthrough`, one `vm-vgpu`) get the sandbox stack — the sandbox validator on both, the
+//! VFIO manager on the passthrough node, the KubeVirt device plugin on both — and none of the
+//! container stack, while the other GPU nodes keep the container stack and none of the sandbox
+//! one. Relabelling a node vm-passthrough → vm-vgpu → container costs the operator one patch of
+//! that node each and no write of a DaemonSet (the pods follow the gate labels); switching sandbox
+//! workloads off prunes every sandbox object.
+#![cfg(feature = "e2e")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::large_futures
+)]
+
+use std::collections::BTreeSet;
+
+use gpu_operator_e2e::{quiet::operator_writes, scenario as support};
+
+use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
+use gpu_operator_harness::{access::kubectl_ok, unique_name, wait_until};
+use k8s_openapi::{api::rbac::v1::ClusterRole, jiff::Timestamp};
+use kube::{
+    Api,
+    api::{Patch, PatchParams, PostParams},
+};
+use serde_json::json;
+
+use support::{
+    Cleanup, Env, IMAGES, PLUGIN, TIMEOUT, condition, gpu_nodes, pods_of, setup, simulated_nodes,
+    wait_policy,
+};
+
+const WORKLOAD: &str = "nvidia.com/gpu.workload.config";
+const VALIDATOR: &str = "nvidia-sandbox-validator";
+const VFIO: &str = "nvidia-vfio-manager";
+const KUBEVIRT_PLUGIN: &str = "nvidia-sandbox-device-plugin-daemonset";
+const SANDBOX: [&str; 3] = [VALIDATOR, VFIO, KUBEVIRT_PLUGIN];
+
+/// Removes the workload labels this scenario put on nodes, also when a step panics.
+struct NodeLabels(Vec<String>);
+
+impl Drop for NodeLabels {
+    fn drop(&mut self) {
+        for node in &self.0 {
+            let _ = kubectl_ok(&["label", "node", node, &format!("{WORKLOAD}-")]);
+        }
+    }
+}
+
+fn label(node: &str, workload: &str) {
+    kubectl_ok(&[
+        "label",
+        "node",
+        node,
+        &format!("{WORKLOAD}={workload}"),
+        "--overwrite",
+    ])
+    .unwrap();
+}
+
+/// Sandbox workloads on, with the VFIO manager and the KubeVirt plugin (images in the spec: the
+/// scenario's operator has only the container stack's image variables).
+fn sandbox_spec() -> ClusterPolicySpec {
+    let mut spec = ClusterPolicySpec::default();
+    spec.sandbox_workloads = Some(serde_json::from_value(json!({"enabled": true})).unwrap());
+    spec.vfio_manager = Some(
+        serde_json::from_value(json!({
+            "enabled": true,
+            "repository": "nvcr.io/nvidia", "image": "cuda", "version": "12.9.1-base-ubi9",
+            "driverManager": {
+                "repository": "nvcr.io/nvidia/cloud-native",
+                "image": "k8s-driver-manager", "version": "v0.9.1"
+            }
+        }))
+        .unwrap(),
+    );
+    spec.sandbox_device_plugin = Some(
+        serde_json::from_value(json!({
+            "enabled": true,
+            "repository": "nvcr.io/nvidia", "image": "kubevirt-gpu-device-plugin",
+            "version": "v1.4.0"
+        }))
+        .unwrap(),
+    );
+    spec
+}
+
+/// The nodes DaemonSet `name` has pods on.
+async fn nodes_of(env: &Env, name: &str) -> BTreeSet<String> {
+    pods_of(env, name).await.into_keys().collect()
+}
+
+/// Waits until DaemonSet `name` has pods on exactly `nodes` (and, when it has any, is ready).
+async fn wait_pods_on(env: &Env, name: &str, nodes: &BTreeSet<String>) {
+    let result = wait_until(&format!("{name} on {nodes:?}"), TIMEOUT, || async {
+        let ready = match env.daemonsets().get_opt(name).await? {
+            Some(ds) => {
+                let status = ds.status.unwrap_or_default();
+                status.number_ready == status.desired_number_scheduled
+                    && usize::try_from(status.desired_number_scheduled).ok() == Some(nodes.len())
+            }
+            None => nodes.is_empty(),
+        };
+        Ok((ready && nodes_of(env, name).await == *nodes).then_some(()))
+    })
+    .await;
+    if let Err(error) = result {
+        panic!("{error}; pods on {:?}", nodes_of(env, name).await);
+    }
+}
+
+/// Relabels `node` to `workload`, waits for the DaemonSets to follow (`expected`: DaemonSet and
+/// the nodes it should cover), and checks the operator wrote exactly one patch of that node
+/// and nothing but status besides.
+async fn relabel(env: &Env, node: &str, workload: &str, expected: &[(&str, &BTreeSet<String>)]) {
+    let from = Timestamp::now();
+    label(node, workload);
+    for (name, nodes) in expected {
+        wait_pods_on(env, name, nodes).await;
+    }
+    let writes = operator_writes(env, from);
+    let nodes: Vec<_> = writes.iter().filter(|w| w.resource == "nodes").collect();
+    assert!(
+        nodes.len() == 1 && nodes[0].name == node && nodes[0].verb == "patch",
+        "{workload}: one patch of {node}: {writes:#?}"
+    );
+    let others: Vec<_> = writes
+        .iter()
+        .filter(|w| w.resource != "nodes" && w.resource != "clusterpolicies/status")
+        .collect();
+    assert!(others.is_empty(), "{workload}: no other write: {others:#?}");
+}
+
+#[tokio::test]
+async fn vm_nodes_get_the_sandbox_stack_and_move_between_stacks_with_one_node_patch() {
+    let env = setup().await;
+    let mut gpus = gpu_nodes(&simulated_nodes(&env.client).await);
+    gpus.sort();
+    let (passthrough, vgpu) = (gpus[0].clone(), gpus[1].clone());
+    let _labels = NodeLabels(vec![passthrough.clone(), vgpu.clone()]);
+    label(&passthrough, "vm-passthrough");
+    label(&vgpu, "vm-vgpu");
+    let operator = env.start(&IMAGES);
+    let name = unique_name("sandbox");
+    let _cleanup = Cleanup {
+        namespace: env.namespace.clone(),
+        policies: vec![name.clone()],
+    };
+    env.policies()
+        .create(
+            &PostParams::default(),
+            &ClusterPolicy::new(&name, sandbox_spec()),
+        )
+        .await
+        .unwrap();
+
+    // The right stack on the right nodes, and nowhere else.
+    let vm: BTreeSet<String> = [passthrough.clone(), vgpu.clone()].into();
+    let containers: BTreeSet<String> = gpus.iter().filter(|n| !vm.contains(*n)).cloned().collect();
+    let only_passthrough: BTreeSet<String> = [passthrough.clone()].into();
+    wait_pods_on(&env, VALIDATOR, &vm).await;
+    wait_pods_on(&env, VFIO, &only_passthrough).await;
+    wait_pods_on(&env, KUBEVIRT_PLUGIN, &vm).await;
+    wait_pods_on(&env, PLUGIN, &containers).await;
+    for (daemonset, _) in [
+        ("nvidia-operator-validator", ()),
+        ("gpu-feature-discovery", ()),
+    ] {
+        let on_vm: Vec<_> = nodes_of(&env, daemonset)
+            .await
+            .into_iter()
+            .filter(|n| vm.contains(n))
+            .collect();
+        assert!(on_vm.is_empty(), "{daemonset} runs on VM nodes {on_vm:?}");
+    }
+    wait_policy(&env, &name, "the sandbox operands ready", |p| {
+        [
+            "SandboxValidatorReady",
+            "VfioManagerReady",
+            "SandboxDevicePluginReady",
+        ]
+        .iter()
+        .all(|c| condition(p, c).is_some_and(|c| c.status == "True" && c.reason != "Disabled"))
+    })
+    .await;
+
+    // container → … : one node patch each, the pods follow.
+    let none = BTreeSet::new();
+    relabel(
+        &env,
+        &passthrough,
+        "vm-vgpu",
+        &[(VFIO, &none), (VALIDATOR, &vm), (KUBEVIRT_PLUGIN, &vm)],
+    )
+    .await;
+    let only_vgpu: BTreeSet<String> = [vgpu.clone()].into();
+    let mut more_containers = containers.clone();
+    more_containers.insert(passthrough.clone());
+    relabel(
+        &env,
+        &passthrough,
+        "container",
+        &[
+            (VALIDATOR, &only_vgpu),
+            (KUBEVIRT_PLUGIN, &only_vgpu),
+            (PLUGIN, &more_containers),
+        ],
+    )
+    .await;
+    relabel(
+        &env,
+        &passthrough,
+        "vm-passthrough",
+        &[
+            (VALIDATOR, &vm),
+            (VFIO, &only_passthrough),
+            (PLUGIN, &containers),
+        ],
+    )
+    .await;
+
+    // Sandbox workloads off: every sandbox object pruned.
+    env.policies()
+        .patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"sandboxWorkloads": {"enabled": false}}})),
+        )
+        .await
+        .unwrap();
+    let roles: Api<ClusterRole> = Api::all(env.client.clone());
+    wait_until("every sandbox object pruned", TIMEOUT, || async {
+        for name in SANDBOX {
+            if env.daemonsets().get_opt(name).await?.is_some() {
+                return Ok(None);
+            }
+        }
+        for name in [VALIDATOR, VFIO, "nvidia-sandbox-device-plugin"] {
+            if roles.get_opt(name).await?.is_some() {
+                return Ok(None);
+            }
+        }
+        Ok(Some(()))
+    })
+    .await
+    .unwrap();
+    operator.stop().unwrap();
+}
