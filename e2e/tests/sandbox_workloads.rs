@@ -3,8 +3,9 @@
 //! VFIO manager on the passthrough node, the KubeVirt device plugin on both — and none of the
 //! container stack, while the other GPU nodes keep the container stack and none of the sandbox
 //! one. Relabelling a node vm-passthrough → vm-vgpu → container costs the operator one patch of
-//! that node each and no write of a DaemonSet (the pods follow the gate labels); switching sandbox
-//! workloads off prunes every sandbox object.
+//! that node each and no write of a DaemonSet (the pods follow the gate labels); a node labelled
+//! with an unknown workload config runs the default (container) stack and gets one Warning Event
+//! saying so, not one per reconcile; switching sandbox workloads off prunes every sandbox object.
 #![cfg(feature = "e2e")]
 #![allow(
     clippy::unwrap_used,
@@ -19,10 +20,13 @@ use gpu_operator_e2e::{quiet::operator_writes, scenario as support};
 
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
 use gpu_operator_harness::{access::kubectl_ok, unique_name, wait_until};
-use k8s_openapi::{api::rbac::v1::ClusterRole, jiff::Timestamp};
+use k8s_openapi::{
+    api::{core::v1::Event, rbac::v1::ClusterRole},
+    jiff::Timestamp,
+};
 use kube::{
     Api,
-    api::{Patch, PatchParams, PostParams},
+    api::{ListParams, Patch, PatchParams, PostParams},
 };
 use serde_json::json;
 
@@ -132,15 +136,44 @@ async fn relabel(env: &Env, node: &str, workload: &str, expected: &[(&str, &BTre
     assert!(others.is_empty(), "{workload}: no other write: {others:#?}");
 }
 
+/// Waits for the `InvalidWorkloadConfig` Event on `node` and returns how many there are.
+async fn invalid_workload_events(env: &Env, node: &str) -> usize {
+    let events: Api<Event> = Api::all(env.client.clone());
+    let selector = format!("involvedObject.name={node},reason=InvalidWorkloadConfig");
+    wait_until(
+        "the Event on the node with the unknown workload config",
+        TIMEOUT,
+        || async {
+            let list = events
+                .list(&ListParams::default().fields(&selector))
+                .await?;
+            let said: usize = list
+                .items
+                .iter()
+                .filter(|e| {
+                    e.message
+                        .as_deref()
+                        .is_some_and(|m| m.contains("\"vm-gpu\""))
+                })
+                .map(|e| usize::try_from(e.count.unwrap_or(1)).unwrap_or(1))
+                .sum();
+            Ok((said > 0).then_some(said))
+        },
+    )
+    .await
+    .unwrap()
+}
+
 #[tokio::test]
 async fn vm_nodes_get_the_sandbox_stack_and_move_between_stacks_with_one_node_patch() {
     let env = setup().await;
     let mut gpus = gpu_nodes(&simulated_nodes(&env.client).await);
     gpus.sort();
-    let (passthrough, vgpu) = (gpus[0].clone(), gpus[1].clone());
-    let _labels = NodeLabels(vec![passthrough.clone(), vgpu.clone()]);
+    let (passthrough, vgpu, bogus) = (gpus[0].clone(), gpus[1].clone(), gpus[2].clone());
+    let _labels = NodeLabels(vec![passthrough.clone(), vgpu.clone(), bogus.clone()]);
     label(&passthrough, "vm-passthrough");
     label(&vgpu, "vm-vgpu");
+    label(&bogus, "vm-gpu");
     let operator = env.start(&IMAGES);
     let name = unique_name("sandbox");
     let _cleanup = Cleanup {
@@ -184,6 +217,15 @@ async fn vm_nodes_get_the_sandbox_stack_and_move_between_stacks_with_one_node_pa
         .all(|c| condition(p, c).is_some_and(|c| c.status == "True" && c.reason != "Disabled"))
     })
     .await;
+
+    // The unknown value: the default stack (the node is among `containers`), one Event, also after
+    // a reconcile of the node that finds the same value.
+    assert!(containers.contains(&bogus));
+    assert_eq!(invalid_workload_events(&env, &bogus).await, 1);
+    kubectl_ok(&["label", "node", &bogus, "e2e-poke=1", "--overwrite"]).unwrap();
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    kubectl_ok(&["label", "node", &bogus, "e2e-poke-"]).unwrap();
+    assert_eq!(invalid_workload_events(&env, &bogus).await, 1, "said once");
 
     // container → … : one node patch each, the pods follow.
     let none = BTreeSet::new();

@@ -10,7 +10,7 @@ use crate::spec::{
     DriverSpec, GdrCopySpec, GdsSpec, GfdSpec, HostPathsSpec, KataManagerSpec,
     KataSandboxDevicePluginSpec, MigManagerSpec, MigSpec, NodeStatusExporterSpec, OperatorSpec,
     PsaSpec, PspSpec, SandboxDevicePluginSpec, SandboxMode, SandboxWorkloadsSpec, ToolkitSpec,
-    ValidatorSpec, VfioManagerSpec, VgpuDeviceManagerSpec, VgpuManagerSpec,
+    ValidatorSpec, VfioManagerSpec, VgpuDeviceManagerSpec, VgpuManagerSpec, WorkloadConfig,
 };
 use crate::status::ClusterPolicyStatus;
 
@@ -162,6 +162,17 @@ impl ClusterPolicySpec {
     #[must_use]
     pub fn sandbox_enabled(&self) -> bool {
         self.sandbox_workloads.as_ref().and_then(|s| s.enabled) == Some(true)
+    }
+
+    /// The workload config of a GPU node without a valid `nvidia.com/gpu.workload.config` label:
+    /// `sandboxWorkloads.defaultWorkload` (`container` unless set) with sandbox workloads on,
+    /// `None` without them (every node runs containers, whatever its label).
+    #[must_use]
+    pub fn sandbox_default_workload(&self) -> Option<WorkloadConfig> {
+        self.sandbox_workloads
+            .as_ref()
+            .filter(|_| self.sandbox_enabled())
+            .map(|s| s.default_workload.unwrap_or_default())
     }
 
     /// Whether the operator deploys the sandbox validator: sandbox workloads on, nothing else

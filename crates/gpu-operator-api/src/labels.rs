@@ -29,6 +29,9 @@ pub const PAUSED_FOR_DRIVER_UPGRADE: &str = "paused-for-driver-upgrade";
 /// The node label third-party GPU clients name in their `nodeSelector` (NVIDIA v26.7): `true` on
 /// GPU nodes, paused while the node's driver or MIG layout changes, so their pods leave first.
 pub const DEPLOY_CLIENT: &str = "nvidia.com/gpu.deploy.client";
+/// The sandbox validator's gate: the node labeller sets it on the GPU nodes that run the sandbox
+/// (VM) stack, so it tells them apart from those of the container stack.
+pub const DEPLOY_SANDBOX_VALIDATOR: &str = "nvidia.com/gpu.deploy.sandbox-validator";
 /// `"true"` on nodes whose device plugin configuration uses MPS, written by GPU Feature Discovery.
 pub const MPS_CAPABLE: &str = "nvidia.com/mps.capable";
 /// The device plugin configuration (ConfigMap key) a node uses.

@@ -11,14 +11,19 @@ use crate::conditions::node;
 /// Annotation the validator keeps on its node.
 pub const ANNOTATION: &str = "nvidia.com/gpu-operator.validation";
 
-/// The condition types the summary carries, in report order: the validator's checks, then the
-/// GPU health agent's summary (which the agent keeps in the annotation too).
-pub const TYPES: [&str; 6] = [
+/// The condition types the summary carries, in report order: the validator's container checks,
+/// its sandbox checks (the sandbox validator's, on VM nodes), then the GPU health agent's summary
+/// (which the agent keeps in the annotation too).
+pub const TYPES: [&str; 10] = [
     node::GPU_DRIVER_READY,
     node::GPU_TOOLKIT_READY,
     node::GPU_CUDA_READY,
     node::GPU_DEVICE_PLUGIN_READY,
     node::GPU_STACK_READY,
+    node::GPU_VFIO_PCI_READY,
+    node::GPU_VGPU_MANAGER_READY,
+    node::GPU_VGPU_DEVICES_READY,
+    node::GPU_CC_MANAGER_READY,
     node::GPU_HEALTHY,
 ];
 

@@ -224,7 +224,7 @@ async fn pass(policy: &ClusterPolicy, up: &Upgrades) -> Result<Action, Error> {
     let cluster_on = resolved.as_ref().is_ok_and(|p| p.auto_upgrade);
     let daemonsets = ctx.stores.daemonsets.state();
     let templates = Templates::new(&daemonsets);
-    let sandbox = spec.sandbox_workloads.as_ref().and_then(|s| s.enabled) == Some(true);
+    let sandbox = spec.sandbox_enabled();
     let nodes = up.nodes.state();
     let pods: Vec<Arc<OperandPod>> = up
         .pods

@@ -78,13 +78,8 @@ pub type PolicyInputs = (
 
 /// The [`PolicyInputs`] of `policy`.
 pub fn policy_inputs(policy: &ClusterPolicySpec) -> PolicyInputs {
-    let default_workload = policy
-        .sandbox_workloads
-        .as_ref()
-        .filter(|s| s.enabled == Some(true))
-        .map(|s| s.default_workload.unwrap_or_default());
     (
-        default_workload,
+        policy.sandbox_default_workload(),
         workload::sandbox_mode(policy),
         mig_config_default(policy).map(str::to_owned),
         mig_layout::mig_manager_enabled(policy),

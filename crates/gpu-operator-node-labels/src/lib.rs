@@ -9,7 +9,8 @@
 //! [`mig_layout`] holds the GPU clients' deploy labels back on a node that waits for its MIG
 //! layout, and the reconciler says so in an Event on the node. [`mig_watchdog`] marks a node whose
 //! MIG reconfiguration is stuck and recovers failed or stuck ones as the policy says
-//! ([`mig_recovery`]). The binary calls [`controller`].
+//! ([`mig_recovery`]). A workload config label of an unknown value is said once in an Event on
+//! the node (`InvalidWorkloadConfig`). The binary calls [`controller`].
 
 pub mod desired;
 pub mod driver_owner;
@@ -21,6 +22,7 @@ mod own_writes;
 pub mod reconcile;
 pub mod triggers;
 pub mod workload;
+mod workload_events;
 
 pub use desired::{Decision, LabelChanges, decide, label_changes};
 pub use reconcile::{NAME, NodeLabeler, controller};

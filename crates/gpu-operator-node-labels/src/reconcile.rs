@@ -55,6 +55,7 @@ use crate::{
     mig_watchdog::{self, MigWatch},
     own_writes::{self, OwnWrites},
     triggers::ActivePolicyFilter,
+    workload_events::{self, WorkloadEvents},
 };
 
 /// Reconciler name: metric label and field manager suffix.
@@ -79,6 +80,8 @@ pub struct NodeLabeler {
     own_writes: OwnWrites,
     /// The MIG layout waits already said on their nodes.
     layout_events: LayoutEvents,
+    /// The invalid workload config labels already said on their nodes.
+    workload_events: WorkloadEvents,
     /// The MIG watchdog's memory of nodes whose reconfiguration is not done.
     mig_watch: MigWatch,
     patches: AtomicU64,
@@ -101,6 +104,7 @@ impl NodeLabeler {
             ctx,
             own_writes: OwnWrites::default(),
             layout_events: LayoutEvents::default(),
+            workload_events: WorkloadEvents::default(),
             mig_watch: MigWatch::default(),
             patches: AtomicU64::new(0),
         })
@@ -166,6 +170,12 @@ impl NodeLabeler {
             && let Some(wait) = wait
         {
             layout_events::publish(&self.ctx, &policy.spec, &name, wait).await;
+        }
+        let invalid = workload_events::invalid_value(&labels, &policy.spec);
+        if self.workload_events.first_seen(&name, invalid)
+            && let Some(value) = invalid
+        {
+            workload_events::publish(&self.ctx, &policy.spec, &name, value).await;
         }
         let mut changes = decision.changes;
         let mut after = labels.clone();

@@ -74,17 +74,13 @@ pub fn workload_config(
     node_labels: &BTreeMap<String, String>,
     policy: &ClusterPolicySpec,
 ) -> WorkloadConfig {
-    let Some(sandbox) = policy
-        .sandbox_workloads
-        .as_ref()
-        .filter(|s| s.enabled == Some(true))
-    else {
+    let Some(default) = policy.sandbox_default_workload() else {
         return WorkloadConfig::Container;
     };
     node_labels
         .get(labels::GPU_WORKLOAD_CONFIG)
         .and_then(|name| WorkloadConfig::from_name(name))
-        .unwrap_or_else(|| sandbox.default_workload.unwrap_or_default())
+        .unwrap_or(default)
 }
 
 /// The sandbox mode of the policy (`kubevirt` unless set).

@@ -1,15 +1,17 @@
 //! Sums up what the validators report on each GPU node (their summary annotation, read from the
 //! metadata-only Node cache) into one ClusterPolicy condition, `NodesValidated`: validated/total
-//! GPU nodes per component and the first few nodes that are not validated, with the reason.
+//! GPU nodes per component — the container stack's, and the sandbox stack's on the nodes labelled
+//! for VMs — and the first few nodes that are not validated, with the reason.
 //! It informs; it does not gate `Ready` (the validator DaemonSet's readiness already does). The
 //! same reconciler writes [`crate::node_health`]'s `NodesHealthy` from the same reports.
 
-use std::{sync::Arc, time::Instant};
+use std::{collections::BTreeMap, sync::Arc, time::Instant};
 
 use gpu_operator_api::{
     ClusterPolicy,
     conditions::{NODES_VALIDATED, node},
-    labels, node_validation,
+    labels,
+    node_validation::{self, Entry},
 };
 use kube::{Resource as _, ResourceExt as _, runtime::controller::Action};
 
@@ -26,46 +28,92 @@ use gpu_operator_core::{
 /// Name of this reconciler (field manager suffix, metric label).
 pub const NAME: &str = "node-validation";
 
-/// Short names of the components in the message, by condition type.
-const COMPONENTS: [(&str, &str); 5] = [
-    (node::GPU_DRIVER_READY, "driver"),
-    (node::GPU_TOOLKIT_READY, "toolkit"),
-    (node::GPU_CUDA_READY, "cuda"),
-    (node::GPU_DEVICE_PLUGIN_READY, "device plugin"),
-    (node::GPU_STACK_READY, "stack"),
-];
+/// A stack the validators check: the container stack (the operator validator) or the sandbox
+/// stack (the sandbox validator, on the GPU nodes labelled for VMs).
+struct Stack {
+    /// What its nodes are called in the message.
+    nodes: &'static str,
+    /// Short names of its components in the message, by condition type.
+    components: &'static [(&'static str, &'static str)],
+    /// Its last count, named in the message: the nodes validated.
+    validated: &'static str,
+    /// Whether a node's report says the stack is validated there.
+    is_validated: fn(&BTreeMap<String, Entry>) -> bool,
+}
 
-/// The `NodesValidated` condition for `nodes`. Pure.
-pub fn summarize(nodes: &[Arc<NodeMeta>]) -> Desired {
-    let mut gpu_nodes: Vec<&NodeMeta> = nodes
-        .iter()
-        .map(AsRef::as_ref)
-        .filter(|n| n.labels().get(labels::GPU_PRESENT) == Some("true"))
-        .collect();
-    gpu_nodes.sort_by(|a, b| a.meta().name.cmp(&b.meta().name));
-    let total = gpu_nodes.len();
-    if total == 0 {
-        return Desired::ok(NODES_VALIDATED, "NoGPUNodes", "no GPU nodes to validate");
-    }
-    let mut ready = [0usize; COMPONENTS.len()];
-    // The last component, the whole stack, decides whether a node is validated.
-    let stack = COMPONENTS.len() - 1;
-    // Nodes whose validator reported a failure come before nodes with no report yet: they say why.
+/// The container stack: validated where `GPUStackReady` is True.
+const CONTAINER: Stack = Stack {
+    nodes: "GPU nodes",
+    components: &[
+        (node::GPU_DRIVER_READY, "driver"),
+        (node::GPU_TOOLKIT_READY, "toolkit"),
+        (node::GPU_CUDA_READY, "cuda"),
+        (node::GPU_DEVICE_PLUGIN_READY, "device plugin"),
+    ],
+    validated: "stack",
+    is_validated: |report| ready(report, node::GPU_STACK_READY),
+};
+
+/// The sandbox stack: validated where the VFIO, vGPU manager and vGPU devices checks are True
+/// (the sandbox validator passes the one a node's workload config does not need as
+/// `NotRequired`), and the CC manager's too where it ran (`ccManager.enabled`).
+const SANDBOX: Stack = Stack {
+    nodes: "VM nodes",
+    components: &[
+        (node::GPU_VFIO_PCI_READY, "vfio-pci"),
+        (node::GPU_VGPU_MANAGER_READY, "vgpu-manager"),
+        (node::GPU_VGPU_DEVICES_READY, "vgpu-devices"),
+        (node::GPU_CC_MANAGER_READY, "cc-manager"),
+    ],
+    validated: "sandbox",
+    is_validated: |report| {
+        ready(report, node::GPU_VFIO_PCI_READY)
+            && ready(report, node::GPU_VGPU_MANAGER_READY)
+            && ready(report, node::GPU_VGPU_DEVICES_READY)
+            && report
+                .get(node::GPU_CC_MANAGER_READY)
+                .is_none_or(|e| e.ready)
+    },
+};
+
+fn ready(report: &BTreeMap<String, Entry>, type_: &str) -> bool {
+    report.get(type_).is_some_and(|e| e.ready)
+}
+
+/// Whether `node` runs the sandbox stack: the node labeller gave it the sandbox validator's gate
+/// (sandbox workloads on, the node labelled, or defaulted, for a VM workload type).
+fn is_vm_node(node: &NodeMeta) -> bool {
+    node.labels().get(labels::DEPLOY_SANDBOX_VALIDATOR) == Some("true")
+}
+
+/// One stack's counts over its nodes.
+struct Tally {
+    /// `name a/n` per component, then the validated count.
+    counts: String,
+    validated: usize,
+    total: usize,
+    /// Nodes whose validator reported a failure (with the first failing component), then nodes
+    /// with no report yet, at most [`PROBLEM_NODES`].
+    problems: Vec<String>,
+}
+
+fn tally(stack: &Stack, nodes: &[&NodeMeta]) -> Tally {
+    let mut ready_by = vec![0usize; stack.components.len()];
+    let mut validated = 0;
     let (mut failed, mut silent) = (Vec::new(), Vec::new());
-    for node in &gpu_nodes {
+    for node in nodes {
         let report = node
             .validation()
             .map(node_validation::decode)
             .unwrap_or_default();
-        for (i, (type_, _)) in COMPONENTS.iter().enumerate() {
-            if report.get(*type_).is_some_and(|e| e.ready) {
-                ready[i] += 1;
-            }
+        for (count, (type_, _)) in ready_by.iter_mut().zip(stack.components) {
+            *count += usize::from(ready(&report, type_));
         }
-        if report.get(node::GPU_STACK_READY).is_some_and(|e| e.ready) {
+        if (stack.is_validated)(&report) {
+            validated += 1;
             continue;
         }
-        let why = COMPONENTS.iter().find_map(|(type_, name)| {
+        let why = stack.components.iter().find_map(|(type_, name)| {
             report
                 .get(*type_)
                 .filter(|e| !e.ready)
@@ -81,27 +129,64 @@ pub fn summarize(nodes: &[Arc<NodeMeta>]) -> Desired {
             _ => {}
         }
     }
-    let problems: Vec<String> = failed
-        .into_iter()
-        .chain(silent)
-        .take(PROBLEM_NODES)
-        .collect();
-    let counts: Vec<String> = COMPONENTS
+    let total = nodes.len();
+    let counts: Vec<String> = stack
+        .components
         .iter()
-        .zip(ready)
+        .zip(ready_by)
+        // The CC manager's count only where it ran on some node.
+        .filter(|((type_, _), n)| *type_ != node::GPU_CC_MANAGER_READY || *n > 0)
         .map(|((_, name), n)| format!("{name} {n}/{total}"))
+        .chain([format!("{} {validated}/{total}", stack.validated)])
         .collect();
-    let counts = format!("GPU nodes validated: {}", counts.join(", "));
-    let desired = if ready[stack] == total {
+    Tally {
+        counts: format!("{} validated: {}", stack.nodes, counts.join(", ")),
+        validated,
+        total,
+        problems: failed.into_iter().chain(silent).collect(),
+    }
+}
+
+/// The `NodesValidated` condition for `nodes`: the container stack on GPU nodes, the sandbox
+/// stack on the VM nodes (never counted against the container stack), each only where it has
+/// nodes. Pure.
+pub fn summarize(nodes: &[Arc<NodeMeta>]) -> Desired {
+    let mut gpu_nodes: Vec<&NodeMeta> = nodes
+        .iter()
+        .map(AsRef::as_ref)
+        .filter(|n| n.labels().get(labels::GPU_PRESENT) == Some("true"))
+        .collect();
+    if gpu_nodes.is_empty() {
+        return Desired::ok(NODES_VALIDATED, "NoGPUNodes", "no GPU nodes to validate");
+    }
+    gpu_nodes.sort_by(|a, b| a.meta().name.cmp(&b.meta().name));
+    let (vm_nodes, container_nodes): (Vec<&NodeMeta>, Vec<&NodeMeta>) =
+        gpu_nodes.into_iter().partition(|n| is_vm_node(n));
+    let tallies: Vec<Tally> = [(&CONTAINER, container_nodes), (&SANDBOX, vm_nodes)]
+        .into_iter()
+        .filter(|(_, nodes)| !nodes.is_empty())
+        .map(|(stack, nodes)| tally(stack, &nodes))
+        .collect();
+    let counts: Vec<&str> = tallies.iter().map(|t| t.counts.as_str()).collect();
+    let counts = counts.join("; ");
+    let validated = tallies.iter().map(|t| t.validated).sum();
+    let total = tallies.iter().map(|t| t.total).sum();
+    let desired = if validated == total {
         Desired::ok(NODES_VALIDATED, "AllNodesValidated", counts)
     } else {
+        let problems: Vec<&str> = tallies
+            .iter()
+            .flat_map(|t| &t.problems)
+            .map(String::as_str)
+            .take(PROBLEM_NODES)
+            .collect();
         Desired::not_ok(
             NODES_VALIDATED,
             "NodesNotValidated",
             format!("{counts}; not validated: {}", problems.join("; ")),
         )
     };
-    desired.with_progress(ready[stack], total)
+    desired.with_progress(validated, total)
 }
 
 /// Writes the summary into the active ClusterPolicy.
@@ -192,6 +277,60 @@ mod tests {
                 .contains("b (toolkit: NvidiaSmiNotInjected); d (cuda: WorkloadFailed); c (no validator report yet)"),
             "{}",
             d.message
+        );
+    }
+
+    fn vm_node(name: &str, annotation: Option<&str>) -> Arc<NodeMeta> {
+        let meta = NodeMeta::new(
+            name,
+            &[
+                (labels::GPU_PRESENT, "true"),
+                (labels::DEPLOY_SANDBOX_VALIDATOR, "true"),
+            ],
+        );
+        Arc::new(match annotation {
+            Some(report) => meta.with_validation(report),
+            None => meta,
+        })
+    }
+
+    const PASSTHROUGH_READY: &str = "GPUVfioPciReady=True/VfioPciValidated,GPUVgpuManagerReady=True/NotRequired,GPUVgpuDevicesReady=True/NotRequired";
+
+    #[test]
+    fn vm_nodes_count_for_the_sandbox_stack_and_never_against_the_container_stack() {
+        let d = summarize(&[
+            node("a", true, Some(READY)),
+            vm_node("vm1", Some(PASSTHROUGH_READY)),
+        ]);
+        assert!(d.status, "{}", d.message);
+        assert_eq!(
+            d.message,
+            "GPU nodes validated: driver 1/1, toolkit 1/1, cuda 1/1, device plugin 1/1, stack 1/1; \
+             VM nodes validated: vfio-pci 1/1, vgpu-manager 1/1, vgpu-devices 1/1, sandbox 1/1"
+        );
+        let unbound = "GPUVfioPciReady=False/NotBoundToVfio,GPUVgpuManagerReady=True/NotRequired";
+        let cc_off = format!("{PASSTHROUGH_READY},GPUCcManagerReady=False/CCModeMismatch");
+        let d = summarize(&[
+            vm_node("vm1", Some(unbound)),
+            vm_node("vm2", None),
+            vm_node("vm3", Some(&cc_off)),
+        ]);
+        assert!(!d.status);
+        assert_eq!(
+            d.message,
+            "VM nodes validated: vfio-pci 1/3, vgpu-manager 2/3, vgpu-devices 1/3, sandbox 0/3; \
+             not validated: vm1 (vfio-pci: NotBoundToVfio); vm3 (cc-manager: CCModeMismatch); \
+             vm2 (no validator report yet)"
+        );
+        assert_eq!(
+            summarize(&[
+                vm_node("vm1", Some(PASSTHROUGH_READY)),
+                node("b", true, None)
+            ])
+            .message,
+            "GPU nodes validated: driver 0/1, toolkit 0/1, cuda 0/1, device plugin 0/1, stack 0/1; \
+             VM nodes validated: vfio-pci 1/1, vgpu-manager 1/1, vgpu-devices 1/1, sandbox 1/1; \
+             not validated: b (no validator report yet)"
         );
     }
 

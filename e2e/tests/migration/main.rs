@@ -4,7 +4,9 @@
 //! DaemonSet controller and kwok run the pods as on NVIDIA's cluster. Then our operator starts and
 //! takes over: no request refused (selectors are immutable), no driver pod replaced, every other
 //! operand rolled at most once, what NVIDIA made and we do not render removed and named in one
-//! Event, the rest taken over with no field of NVIDIA's left behind, node labels kept, and the
+//! Event (with the RuntimeClasses of NVIDIA's deprecated Kata manager: deleted under NVIDIA's
+//! names, named as kept under another), the rest taken over with no field of NVIDIA's left
+//! behind, node labels kept, and the
 //! ClusterPolicy plainly `ready`: NVIDIA's driver pods install what ours would, so they count as
 //! current and no driver upgrade starts.
 #![cfg(feature = "e2e")]
@@ -24,7 +26,10 @@ use gpu_operator_api::conditions::DRIVER_UPGRADE;
 use gpu_operator_harness::{
     fleet::PROFILE_LABEL, node_marks::NodeMarks, operator::writes_by, unique_name, wait_until,
 };
-use k8s_openapi::{api::core::v1::Event, jiff::Timestamp};
+use k8s_openapi::{
+    api::{core::v1::Event, node::v1::RuntimeClass},
+    jiff::Timestamp,
+};
 use kube::{Api, ResourceExt as _, api::ListParams};
 
 use gpu_operator_e2e::nvidia_fixture::Fixture;
@@ -87,9 +92,12 @@ async fn our_operator_takes_over_what_nvidias_operator_left() {
     let history = PodHistory::watch(&env);
     history.wait_seen(&driver_before).await;
 
+    let kata = KataRuntimeClasses::create(&env).await;
+
     let since = Timestamp::now();
     let operator = env.start(&IMAGES);
-    let removed = wait_leftovers_event(&env, &name).await;
+    let mut removed = wait_leftovers_event(&env, &name).await;
+    kata.assert_removed_or_named(&mut removed).await;
     load::wait_rolled_out(&env).await;
     // NVIDIA's driver pods install what our driver template installs (`in_sync`): they count as
     // current, so nothing keeps the ClusterPolicy from `ready`.
@@ -154,6 +162,57 @@ async fn our_operator_takes_over_what_nvidias_operator_left() {
         "{upgrade:#?}"
     );
     operator.stop().unwrap();
+}
+
+/// RuntimeClasses as NVIDIA's deprecated Kata manager labelled them: one under a name NVIDIA's
+/// charts gave it, one under a name of the user's (which the operator may not delete).
+struct KataRuntimeClasses {
+    api: Api<RuntimeClass>,
+}
+
+impl KataRuntimeClasses {
+    const NVIDIAS: &str = "kata-qemu-nvidia-gpu-snp";
+    const USERS: &str = "kata-e2e-renamed";
+
+    async fn create(env: &support::Env) -> Self {
+        let api: Api<RuntimeClass> = Api::all(env.client.clone());
+        for name in [Self::NVIDIAS, Self::USERS] {
+            let class: RuntimeClass = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name, "labels": {"nvidia.com/kata-runtime-class": "true"}},
+                "handler": "kata-qemu-nvidia-gpu-snp",
+            }))
+            .unwrap();
+            let _ = api.delete(name, &Default::default()).await;
+            wait_until("an earlier run's RuntimeClass gone", TIMEOUT, || async {
+                Ok(api.get_opt(name).await?.is_none().then_some(()))
+            })
+            .await
+            .unwrap();
+            api.create(&Default::default(), &class).await.unwrap();
+        }
+        Self { api }
+    }
+
+    /// NVIDIA's name deleted and named in the Event, the user's kept and named as kept; both
+    /// taken out of `removed`.
+    async fn assert_removed_or_named(&self, removed: &mut BTreeSet<String>) {
+        assert!(
+            removed.remove(&format!("RuntimeClass {}", Self::NVIDIAS)),
+            "{removed:#?}"
+        );
+        let kept = removed
+            .iter()
+            .find(|r| r.starts_with(&format!("RuntimeClass {} (NOT removed", Self::USERS)))
+            .cloned()
+            .unwrap_or_else(|| panic!("the renamed one named as kept: {removed:#?}"));
+        removed.remove(&kept);
+        assert!(self.api.get_opt(Self::NVIDIAS).await.unwrap().is_none());
+        assert!(self.api.get_opt(Self::USERS).await.unwrap().is_some());
+        self.api
+            .delete(Self::USERS, &Default::default())
+            .await
+            .unwrap();
+    }
 }
 
 /// Waits for the Event on ClusterPolicy `name` naming what was removed; returns those names.

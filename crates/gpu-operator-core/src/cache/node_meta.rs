@@ -65,10 +65,14 @@ impl NodeMeta {
     }
 
     /// Whether `new` differs from `old` in what the validators' summary reads: GPU presence
-    /// (label [`gpu_operator_api::labels::GPU_PRESENT`]) and the report.
+    /// (label [`gpu_operator_api::labels::GPU_PRESENT`]), the stack it runs (the sandbox
+    /// validator's gate) and the report.
     pub fn report_changed(old: &Self, new: &Self) -> bool {
-        let present = gpu_operator_api::labels::GPU_PRESENT;
-        old.labels.get(present) != new.labels.get(present) || old.validation != new.validation
+        use gpu_operator_api::labels::{DEPLOY_SANDBOX_VALIDATOR, GPU_PRESENT};
+        [GPU_PRESENT, DEPLOY_SANDBOX_VALIDATOR]
+            .iter()
+            .any(|key| old.labels.get(key) != new.labels.get(key))
+            || old.validation != new.validation
     }
 }
 

@@ -2,9 +2,11 @@
 //! this operator does not render: its operator-metrics Service, the entrypoint ConfigMaps of its
 //! operand scripts, … Once every operand reconciler has applied the current generation of the
 //! owner (so everything we render has been written, and so taken over), the objects still owned
-//! by it that no field manager of ours ever wrote are deleted, and one Event names them. Once per
-//! owner and process: an object someone adds later is not ours to
-//! judge, and a converged operator sends no request for it.
+//! by it that no field manager of ours ever wrote are deleted, and one Event names them. So are
+//! the RuntimeClasses labelled `nvidia.com/kata-runtime-class=true`, owned or not: NVIDIA's
+//! deprecated Kata manager made them, and NVIDIA's operator deletes them on every reconcile now
+//! that the Kata manager is permanently off. Once per owner and process: an object someone adds
+//! later is not ours to judge, and a converged operator sends no request for it.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -23,7 +25,7 @@ use k8s_openapi::{
 };
 use kube::{
     Api, Resource, ResourceExt as _,
-    api::ListParams,
+    api::{DeleteParams, ListParams},
     runtime::events::{Event, EventType},
 };
 use serde::de::DeserializeOwned;
@@ -94,6 +96,9 @@ pub fn is_leftover(meta: &ObjectMeta, owner_uid: &str) -> bool {
     owned && !written_by_us && !labelled_ours
 }
 
+/// The label of the RuntimeClasses NVIDIA's deprecated Kata manager created.
+pub const KATA_RUNTIME_CLASS_LABEL: &str = "nvidia.com/kata-runtime-class";
+
 /// Deletes the leftovers of `owner` once it is due (see the module documentation) and publishes
 /// one Event naming them.
 pub async fn sweep<K: Owner>(ctx: &Context, owner: &K, conditions: &[&str]) -> Result<(), Error> {
@@ -137,6 +142,7 @@ pub async fn sweep<K: Owner>(ctx: &Context, owner: &K, conditions: &[&str]) -> R
     )
     .await?;
     remove(Api::<RuntimeClass>::all(c.clone()), &uid, &mut removed).await?;
+    remove_kata_runtime_classes(Api::<RuntimeClass>::all(c.clone()), &mut removed).await?;
     remove(
         Api::<DaemonSet>::namespaced(c.clone(), ns),
         &uid,
@@ -168,7 +174,34 @@ pub async fn sweep<K: Owner>(ctx: &Context, owner: &K, conditions: &[&str]) -> R
     Ok(())
 }
 
-/// Lists the objects of one kind, deletes the leftovers among them, and notes `Kind name`.
+/// Deletes the RuntimeClasses of NVIDIA's deprecated Kata manager and notes them. The operator
+/// may delete only the names NVIDIA's charts gave them (the chart's ClusterRole); one renamed in
+/// `kataManager.config.runtimeClasses` is noted as kept, for the user to delete.
+async fn remove_kata_runtime_classes(
+    api: Api<RuntimeClass>,
+    removed: &mut Vec<String>,
+) -> Result<(), Error> {
+    let selector = format!("{KATA_RUNTIME_CLASS_LABEL}=true");
+    let list = api
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .map_err(Error::kube("listing Kata RuntimeClasses"))?;
+    for name in list.items.iter().map(kube::ResourceExt::name_any) {
+        match api.delete(&name, &DeleteParams::background()).await {
+            Ok(_) => removed.push(format!("RuntimeClass {name}")),
+            Err(kube::Error::Api(status)) if status.is_not_found() => {}
+            Err(kube::Error::Api(status)) if status.is_forbidden() => removed.push(format!(
+                "RuntimeClass {name} (NOT removed: this operator may delete only the names \
+                 NVIDIA's charts give its Kata RuntimeClasses; delete it by hand)"
+            )),
+            Err(error) => return Err(Error::kube(format!("deleting RuntimeClass {name}"))(error)),
+        }
+    }
+    Ok(())
+}
+
+/// Lists the objects of one kind, deletes the leftovers of the owner with `uid` among them, and
+/// notes `Kind name`.
 async fn remove<K>(api: Api<K>, uid: &str, removed: &mut Vec<String>) -> Result<(), Error>
 where
     K: Resource<DynamicType = ()> + DeserializeOwned + Clone + Debug,
