@@ -16,10 +16,16 @@
 
 use std::collections::BTreeSet;
 
-use gpu_operator_e2e::{quiet::operator_writes, scenario as support};
+use gpu_operator_e2e::{
+    quiet::{change_unrelated_labels, operator_writes},
+    scenario as support,
+};
 
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
-use gpu_operator_harness::{access::kubectl_ok, unique_name, wait_until};
+use gpu_operator_harness::{
+    access::kubectl_ok, crd::repo_root, mutate::nvidia_sample_specs, operator::Operator,
+    unique_name, wait_until,
+};
 use k8s_openapi::{
     api::{core::v1::Event, rbac::v1::ClusterRole},
     jiff::Timestamp,
@@ -31,8 +37,8 @@ use kube::{
 use serde_json::json;
 
 use support::{
-    Cleanup, Env, IMAGES, PLUGIN, TIMEOUT, condition, gpu_nodes, pods_of, setup, simulated_nodes,
-    wait_policy,
+    Cleanup, Env, IMAGES, PLUGIN, TIMEOUT, condition, gpu_nodes, is_ready, pods_of, setup,
+    simulated_nodes, wait_policy,
 };
 
 const WORKLOAD: &str = "nvidia.com/gpu.workload.config";
@@ -136,6 +142,88 @@ async fn relabel(env: &Env, node: &str, workload: &str, expected: &[(&str, &BTre
     assert!(others.is_empty(), "{workload}: no other write: {others:#?}");
 }
 
+/// The sandbox operands' images (NVIDIA's operator reads them from its environment; its sample
+/// ClusterPolicy names none).
+const SANDBOX_IMAGES: [(&str, &str); 6] = [
+    ("VFIO_MANAGER_IMAGE", "nvcr.io/nvidia/cuda:12.9.1-base-ubi9"),
+    (
+        "SANDBOX_DEVICE_PLUGIN_IMAGE",
+        "nvcr.io/nvidia/kubevirt-gpu-device-plugin:v1.4.0",
+    ),
+    (
+        "KATA_SANDBOX_DEVICE_PLUGIN_IMAGE",
+        "nvcr.io/nvidia/cloud-native/nvidia-sandbox-device-plugin:v0.0.1",
+    ),
+    (
+        "VGPU_MANAGER_IMAGE",
+        "nvcr.io/nvidia/vgpu-manager:595.91.07",
+    ),
+    (
+        "VGPU_DEVICE_MANAGER_IMAGE",
+        "nvcr.io/nvidia/cloud-native/vgpu-device-manager:v0.4.1",
+    ),
+    (
+        "CC_MANAGER_IMAGE",
+        "nvcr.io/nvidia/cloud-native/k8s-cc-manager:v0.3.0",
+    ),
+];
+
+/// NVIDIA's v26.7.0 sample ClusterPolicy with `sandboxWorkloads.enabled` switched on, in each
+/// mode and with each default workload: every condition at the policy's generation and the
+/// policy `ready`; in `kata` mode, which the sample gives no Kata device plugin, the VM nodes'
+/// missing device plugin is said in `SandboxWorkloadsReady`. Then a quiet window: no write.
+async fn nvidias_sample_converges_in_each_mode(
+    env: &Env,
+    operator: &Operator,
+    name: &str,
+    gpus: &[String],
+) {
+    let sample = nvidia_sample_specs(&repo_root()).unwrap().pop().unwrap();
+    let mut policy = env.policies().get(name).await.unwrap();
+    policy.spec = serde_json::from_value(sample).unwrap();
+    env.policies()
+        .replace(name, &PostParams::default(), &policy)
+        .await
+        .unwrap();
+    for mode in ["kubevirt", "kata"] {
+        for default in ["container", "vm-passthrough", "vm-vgpu"] {
+            let sandbox = json!({"enabled": true, "mode": mode, "defaultWorkload": default});
+            env.policies()
+                .patch(
+                    name,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"spec": {"sandboxWorkloads": sandbox}})),
+                )
+                .await
+                .unwrap();
+            let policy = wait_policy(env, name, &format!("{mode}/{default} converged"), |p| {
+                is_ready(p)
+                    && p.status.as_ref().is_some_and(|s| {
+                        s.conditions
+                            .iter()
+                            .flatten()
+                            .all(|c| c.observed_generation == p.metadata.generation)
+                    })
+            })
+            .await;
+            let sandbox = condition(&policy, "SandboxWorkloadsReady").unwrap();
+            if mode == "kata" {
+                assert!(
+                    sandbox.status == "False"
+                        && sandbox.message.contains("kataSandboxDevicePlugin.enabled"),
+                    "{mode}/{default}: {sandbox:#?}"
+                );
+            } else {
+                assert_eq!(sandbox.status, "True", "{mode}/{default}: {sandbox:#?}");
+            }
+        }
+    }
+    let from = Timestamp::now();
+    change_unrelated_labels(env, operator, gpus, std::time::Duration::from_secs(5)).await;
+    let writes = operator_writes(env, from);
+    assert!(writes.is_empty(), "converged, yet: {writes:#?}");
+}
+
 /// Waits for the `InvalidWorkloadConfig` Event on `node` and returns how many there are.
 async fn invalid_workload_events(env: &Env, node: &str) -> usize {
     let events: Api<Event> = Api::all(env.client.clone());
@@ -174,7 +262,8 @@ async fn vm_nodes_get_the_sandbox_stack_and_move_between_stacks_with_one_node_pa
     label(&passthrough, "vm-passthrough");
     label(&vgpu, "vm-vgpu");
     label(&bogus, "vm-gpu");
-    let operator = env.start(&IMAGES);
+    let images: Vec<(&str, &str)> = IMAGES.iter().chain(&SANDBOX_IMAGES).copied().collect();
+    let operator = env.start(&images);
     let name = unique_name("sandbox");
     let _cleanup = Cleanup {
         namespace: env.namespace.clone(),
@@ -261,6 +350,8 @@ async fn vm_nodes_get_the_sandbox_stack_and_move_between_stacks_with_one_node_pa
         ],
     )
     .await;
+
+    nvidias_sample_converges_in_each_mode(&env, &operator, &name, &gpus).await;
 
     // Sandbox workloads off: every sandbox object pruned.
     env.policies()

@@ -1,46 +1,68 @@
-//! What we do not deploy, said out loud: NVIDIA's sandbox (virtual-machine) workloads — vGPU
-//! managers, Kata and confidential-computing managers — are accepted in the ClusterPolicy, so
-//! nothing is pruned, but this operator deploys none of them; of the sandbox operands it deploys
-//! only the sandbox validator, the VFIO manager and the sandbox device plugins (their own
-//! operands, `gpu-operator-sandbox-validator`, `gpu-operator-vfio-manager` and
-//! `gpu-operator-sandbox-device-plugin`, not reported here).
-//! (`psa.enabled` is no longer among them: see `gpu_operator_status::pod_security`.) When the
-//! ClusterPolicy asks for them, the `SandboxWorkloadsReady` condition is `False` (reason
-//! `NotSupported`) and one Warning Event names each setting and the GPU nodes labelled for a VM
-//! workload type, which get no container stack and, but for the sandbox validator, the VFIO
-//! manager and the sandbox device plugin, no sandbox operand either.
-//! Nothing running is touched.
-//! Not part of the overall `Ready`: the container stack is unaffected.
+//! `SandboxWorkloadsReady`: where the sandbox (virtual-machine) stack runs. With
+//! `sandboxWorkloads.enabled`, each GPU node runs the stack of its workload config (its
+//! `nvidia.com/gpu.workload.config` label, else `sandboxWorkloads.defaultWorkload`): the
+//! condition names the nodes of each and the sandbox operands each VM workload type gets (their
+//! own operands deploy them and report their rollouts: `SandboxValidatorReady`,
+//! `VfioManagerReady`, …). It is `False` (reason `NoDevicePlugin`) while VM nodes get no device
+//! plugin that exposes their GPUs in the chosen mode — `kata` mode without
+//! `kataSandboxDevicePlugin.enabled`, or `vm-vgpu` nodes in `kata` mode — naming the nodes and
+//! the fix. `kataManager.enabled=true` is a warning: NVIDIA deprecated the Kata manager and
+//! neither operator deploys it (the RuntimeClasses it made are removed with the leftovers, see
+//! `gpu_operator_core::pipeline::leftovers`). Deploys nothing; not part of the overall `Ready`
+//! (each sandbox operand is).
 
-use std::fmt::Write as _;
+use std::collections::BTreeMap;
 
-use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, spec::WorkloadConfig};
+use gpu_operator_api::{
+    ClusterPolicy, ClusterPolicySpec,
+    spec::{SandboxMode, WorkloadConfig},
+};
 use gpu_operator_core::{
     Error,
     cache::facts::NodeSample,
-    contract::{Children, Cluster, ImageEnv, Operand},
+    contract::{Children, Cluster, ImageEnv, Operand, Warning},
+    report::conditions::Desired,
 };
 
-/// The condition this reconciler owns.
+/// The condition this reporter owns.
 pub const CONDITION: &str = "SandboxWorkloadsReady";
+/// Reason while VM nodes get no device plugin.
+pub const NO_DEVICE_PLUGIN: &str = "NoDevicePlugin";
+/// Reason of the warning about `kataManager.enabled`.
+pub const KATA_MANAGER_DEPRECATED: &str = "KataManagerDeprecated";
 
-/// The reporter of settings we do not deploy.
+/// The reporter of where the sandbox stack runs.
 pub struct Sandbox;
 
-/// What the ClusterPolicy asks for that is not deployed.
+/// Which sandbox operands the ClusterPolicy deploys (each on its own nodes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[allow(clippy::struct_excessive_bools, reason = "one switch per operand")]
+pub struct Deployed {
+    /// The VFIO manager (`vm-passthrough` nodes).
+    pub vfio_manager: bool,
+    /// The KubeVirt GPU device plugin (`kubevirt` mode, every VM node).
+    pub sandbox_device_plugin: bool,
+    /// The Kata sandbox device plugin (`kata` mode, `vm-passthrough` nodes).
+    pub kata_device_plugin: bool,
+    /// The vGPU manager (`vm-vgpu` nodes).
+    pub vgpu_manager: bool,
+    /// The vGPU device manager (`vm-vgpu` nodes).
+    pub vgpu_device_manager: bool,
+    /// The confidential-computing manager (`kata` mode, every VM node).
+    pub cc_manager: bool,
+}
+
+/// What the condition says, resolved from the spec and the node facts.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Input {
-    /// The settings, as `path=value`.
-    pub settings: Vec<String>,
-    /// GPU nodes of a VM workload type, by type (`vm-passthrough`, `vm-vgpu`): their
-    /// `nvidia.com/gpu.workload.config` label, or `sandboxWorkloads.defaultWorkload` without one.
-    pub vm_nodes: Vec<(String, NodeSample)>,
-    /// Whether the VFIO manager is deployed (on the `vm-passthrough` nodes).
-    pub vfio_manager: bool,
-    /// Whether the KubeVirt GPU device plugin is deployed (on every VM node).
-    pub device_plugin: bool,
-    /// Whether the Kata sandbox device plugin is deployed (on the `vm-passthrough` nodes).
-    pub kata_device_plugin: bool,
+    /// `sandboxWorkloads.mode`.
+    pub mode: SandboxMode,
+    /// GPU nodes by the workload config they run.
+    pub nodes: BTreeMap<WorkloadConfig, NodeSample>,
+    /// The sandbox operands deployed.
+    pub deployed: Deployed,
+    /// `kataManager.enabled` is true.
+    pub kata_manager: bool,
 }
 
 impl Operand for Sandbox {
@@ -49,162 +71,153 @@ impl Operand for Sandbox {
     const CONDITION: &'static str = CONDITION;
     const SECTION: &'static str = "sandboxWorkloads";
     type Input = Input;
-    /// Reports only: the container stack is ready without it.
+    /// Reports only: each sandbox operand's own condition counts in the overall `Ready`.
     const IN_OVERALL_READY: bool = false;
-    /// The images of the sections reported here, read as NVIDIA's operator reads them (none is
-    /// deployed).
-    const IMAGES: &'static [ImageEnv] = &[
-        ImageEnv {
-            var: "VGPU_MANAGER_IMAGE",
-            chart_values: Some("vgpuManager"),
-        },
-        ImageEnv {
-            var: "VGPU_DEVICE_MANAGER_IMAGE",
-            chart_values: Some("vgpuDeviceManager"),
-        },
-        ImageEnv {
-            var: "KATA_MANAGER_IMAGE",
-            chart_values: None,
-        },
-        ImageEnv {
-            var: "CC_MANAGER_IMAGE",
-            chart_values: Some("ccManager"),
-        },
-    ];
+    /// The deprecated Kata manager's image, which NVIDIA's operator reads and never deploys.
+    const IMAGES: &'static [ImageEnv] = &[ImageEnv {
+        var: "KATA_MANAGER_IMAGE",
+        chart_values: None,
+    }];
 
-    /// `Ok(None)` (the condition says disabled) when nothing unsupported is asked for.
+    /// `Ok(None)` (the condition says disabled) without sandbox workloads.
     fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Option<Input>, Error> {
-        let settings = unsupported_settings(spec);
-        if settings.is_empty() {
+        let Some(default) = spec.sandbox_default_workload() else {
             return Ok(None);
+        };
+        let mut nodes: BTreeMap<WorkloadConfig, NodeSample> = BTreeMap::new();
+        for (label, sample) in &cluster.facts.gpu_nodes_by_workload {
+            let config = WorkloadConfig::from_name(label).unwrap_or(default);
+            nodes.entry(config).or_default().merge(sample);
         }
-        let sandbox = spec
-            .sandbox_workloads
-            .as_ref()
-            .filter(|s| s.enabled == Some(true));
-        let default = sandbox.and_then(|s| s.default_workload).unwrap_or_default();
-        let vm_nodes = cluster
-            .facts
-            .gpu_nodes_by_workload
-            .iter()
-            .filter(|_| sandbox.is_some())
-            .filter_map(|(label, nodes)| {
-                let kind = if label.is_empty() {
-                    default.as_str()
-                } else {
-                    label.as_str()
-                };
-                (kind != "container").then(|| (kind.to_owned(), nodes.clone()))
-            })
-            .collect();
         Ok(Some(Input {
-            settings,
-            vm_nodes,
-            vfio_manager: spec.vfio_manager_enabled(),
-            device_plugin: spec.sandbox_device_plugin_enabled(),
-            kata_device_plugin: spec.kata_sandbox_device_plugin_enabled(),
+            mode: spec.sandbox_mode(),
+            nodes,
+            deployed: Deployed {
+                vfio_manager: spec.vfio_manager_enabled(),
+                sandbox_device_plugin: spec.sandbox_device_plugin_enabled(),
+                kata_device_plugin: spec.kata_sandbox_device_plugin_enabled(),
+                vgpu_manager: spec.vgpu_manager_enabled(),
+                vgpu_device_manager: spec.vgpu_device_manager_enabled(),
+                cc_manager: spec.cc_manager_deployed(),
+            },
+            kata_manager: spec.kata_manager.as_ref().and_then(|k| k.enabled) == Some(true),
         }))
+    }
+
+    /// Without sandbox workloads every GPU node runs the container stack.
+    fn disabled_because(_spec: &ClusterPolicySpec, _cluster: &Cluster<'_>) -> Option<String> {
+        Some(
+            "sandboxWorkloads.enabled is not true: every GPU node runs the container stack"
+                .to_owned(),
+        )
     }
 
     fn render(_input: &Input) -> Children {
         Children::default()
     }
 
-    fn not_deployed(input: &Input) -> Option<String> {
-        let mut message = format!(
-            "{} accepted but not supported by this operator: it deploys the container stack \
-             and, of the sandbox (virtual-machine) operands, the sandbox validator, the VFIO \
-             manager and the sandbox device plugins only",
-            input.settings.join(", ")
-        );
-        for (kind, nodes) in &input.vm_nodes {
-            let passthrough = kind == WorkloadConfig::VmPassthrough.as_str();
-            let vfio = input.vfio_manager && passthrough;
-            let plugin = input.device_plugin || (input.kata_device_plugin && passthrough);
-            let operands = [
-                // VM nodes are listed only with sandbox workloads on, which deploy it everywhere.
-                (true, "the sandbox validator"),
-                (vfio, "the VFIO manager"),
-                (plugin, "the sandbox device plugin"),
-            ];
-            let operands = deployed(&operands);
-            let _ = write!(
-                message,
-                "; {} labelled for workload type {kind} get {operands}",
-                nodes.describe()
-            );
+    fn summary(input: &Input) -> Option<Desired> {
+        Some(summary(input))
+    }
+
+    fn warnings(input: &Input) -> Vec<Warning> {
+        if !input.kata_manager {
+            return Vec::new();
         }
-        message.push_str(
-            "; to run containers there, label the nodes nvidia.com/gpu.workload.config=container \
-             (or set sandboxWorkloads.enabled=false); for VM workloads use NVIDIA's GPU Operator",
-        );
-        Some(message)
+        vec![Warning {
+            reason: KATA_MANAGER_DEPRECATED,
+            message: "kataManager.enabled=true is ignored: NVIDIA deprecated the Kata manager \
+                      and neither its operator nor this one deploys it; the RuntimeClasses it \
+                      created (label nvidia.com/kata-runtime-class=true) are removed. Install \
+                      Kata's runtime classes with Kata itself and set kataManager.enabled=false"
+                .to_owned(),
+        }]
     }
 }
 
-/// `operands` that are deployed, as `a, b and c only`, or `no GPU operands`.
-fn deployed(operands: &[(bool, &str)]) -> String {
-    let names: Vec<&str> = operands
-        .iter()
-        .filter(|(on, _)| *on)
-        .map(|(_, name)| *name)
-        .collect();
-    match names.as_slice() {
-        [] => "no GPU operands".to_owned(),
-        [one] => format!("{one} only"),
-        [rest @ .., last] => format!("{} and {last} only", rest.join(", ")),
+/// The condition for `input`.
+fn summary(input: &Input) -> Desired {
+    let mode = match input.mode {
+        SandboxMode::Kubevirt => "kubevirt",
+        SandboxMode::Kata => "kata",
+    };
+    let mut parts = Vec::new();
+    let mut problems = Vec::new();
+    for (config, nodes) in &input.nodes {
+        let who = format!("{} {}", nodes.describe(), config.as_str());
+        if *config == WorkloadConfig::Container {
+            parts.push(format!("{who}: the container stack"));
+            continue;
+        }
+        let operands = operands(*config, input.mode, input.deployed);
+        parts.push(format!("{who}: {}", operands.join(", ")));
+        if let Some(fix) = missing_device_plugin(*config, input.mode, input.deployed) {
+            problems.push(format!("{who} get no device plugin: {fix}"));
+        }
+    }
+    if !input.nodes.keys().any(|c| *c != WorkloadConfig::Container) {
+        parts.push(format!(
+            "no GPU node runs VMs: label one {}=vm-passthrough or vm-vgpu, or set \
+             sandboxWorkloads.defaultWorkload",
+            gpu_operator_api::labels::GPU_WORKLOAD_CONFIG
+        ));
+    }
+    let placed = format!("sandbox workloads ({mode} mode): {}", parts.join("; "));
+    if problems.is_empty() {
+        Desired::ok(CONDITION, "Placed", placed)
+    } else {
+        Desired::not_ok(
+            CONDITION,
+            NO_DEVICE_PLUGIN,
+            format!("{}; {placed}", problems.join("; ")),
+        )
     }
 }
 
-/// The settings NVIDIA's operator would act on and we do not, in spec order (`vfioManager`,
-/// `sandboxDevicePlugin` and `kataSandboxDevicePlugin`, which their own operands deploy, are not
-/// among them).
-fn unsupported_settings(spec: &ClusterPolicySpec) -> Vec<String> {
-    let mut out = Vec::new();
-    if let Some(sandbox) = spec
-        .sandbox_workloads
-        .as_ref()
-        .filter(|s| s.enabled == Some(true))
-    {
-        out.push("sandboxWorkloads.enabled=true".to_owned());
-        if let Some(workload) = sandbox
-            .default_workload
-            .filter(|w| *w != WorkloadConfig::Container)
-        {
-            out.push(format!(
-                "sandboxWorkloads.defaultWorkload={}",
-                workload.as_str()
-            ));
-        }
-        if sandbox.mode == Some(gpu_operator_api::spec::SandboxMode::Kata) {
-            out.push("sandboxWorkloads.mode=kata".to_owned());
-        }
-        let components = [
-            (
-                "vgpuManager",
-                spec.vgpu_manager.as_ref().and_then(|c| c.enabled),
-            ),
-            (
-                "vgpuDeviceManager",
-                spec.vgpu_device_manager.as_ref().and_then(|c| c.enabled),
-            ),
-            (
-                "kataManager",
-                spec.kata_manager.as_ref().and_then(|c| c.enabled),
-            ),
-            (
-                "ccManager",
-                spec.cc_manager.as_ref().and_then(|c| c.enabled),
-            ),
-        ];
-        out.extend(
-            components
-                .into_iter()
-                .filter(|(_, enabled)| *enabled == Some(true))
-                .map(|(section, _)| format!("{section}.enabled=true")),
-        );
+/// The sandbox operands a node of VM workload `config` runs, as NVIDIA's node labels and states
+/// place them.
+fn operands(config: WorkloadConfig, mode: SandboxMode, deployed: Deployed) -> Vec<&'static str> {
+    let passthrough = config == WorkloadConfig::VmPassthrough;
+    let vgpu = config == WorkloadConfig::VmVgpu;
+    [
+        (true, "sandbox validator"),
+        (passthrough && deployed.vfio_manager, "VFIO manager"),
+        (vgpu && deployed.vgpu_manager, "vGPU manager"),
+        (vgpu && deployed.vgpu_device_manager, "vGPU device manager"),
+        (
+            deployed.sandbox_device_plugin && mode == SandboxMode::Kubevirt,
+            "KubeVirt device plugin",
+        ),
+        (
+            passthrough && deployed.kata_device_plugin,
+            "Kata device plugin",
+        ),
+        (deployed.cc_manager, "CC manager"),
+    ]
+    .into_iter()
+    .filter_map(|(on, name)| on.then_some(name))
+    .collect()
+}
+
+/// The fix when nodes of VM workload `config` get no device plugin in `mode`; `None` when they
+/// get one, or in `kubevirt` mode without `sandboxDevicePlugin` (KubeVirt can be given host
+/// devices without it: its `permittedHostDevices` with an external provider).
+fn missing_device_plugin(
+    config: WorkloadConfig,
+    mode: SandboxMode,
+    deployed: Deployed,
+) -> Option<&'static str> {
+    match (mode, config) {
+        (SandboxMode::Kata, WorkloadConfig::VmPassthrough) if !deployed.kata_device_plugin => Some(
+            "sandboxWorkloads.mode=kata exposes passthrough GPUs through the Kata sandbox device \
+             plugin; set kataSandboxDevicePlugin.enabled=true",
+        ),
+        (SandboxMode::Kata, WorkloadConfig::VmVgpu) => Some(
+            "in kata mode only vm-passthrough nodes get a device plugin (kataSandboxDevicePlugin.enabled); \
+             label these nodes vm-passthrough, or use sandboxWorkloads.mode=kubevirt",
+        ),
+        _ => None,
     }
-    out
 }
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
-//! The settings reported, the nodes named, and silence when nothing unsupported is asked for.
+//! Where each stack runs, the device-plugin gaps with their fixes, and the Kata manager warning.
 
 use gpu_operator_api::spec::{
-    CcManagerSpec, KataSandboxDevicePluginSpec, PsaSpec, SandboxDevicePluginSpec, SandboxMode,
-    SandboxWorkloadsSpec, VfioManagerSpec,
+    CcManagerSpec, KataManagerSpec, KataSandboxDevicePluginSpec, SandboxDevicePluginSpec,
+    SandboxWorkloadsSpec, VfioManagerSpec, VgpuDeviceManagerSpec, VgpuManagerSpec,
 };
 use gpu_operator_core::{
     cache::{facts::ClusterFacts, node_meta::NodeMeta},
@@ -11,7 +11,7 @@ use gpu_operator_core::{
 
 use super::*;
 
-fn check(spec: &ClusterPolicySpec, nodes: &[NodeMeta]) -> Option<String> {
+fn input(spec: &ClusterPolicySpec, nodes: &[NodeMeta]) -> Option<Input> {
     let facts = ClusterFacts::from_nodes(nodes, []);
     let cluster = contract::Cluster {
         namespace: "gpu-operator",
@@ -20,12 +20,14 @@ fn check(spec: &ClusterPolicySpec, nodes: &[NodeMeta]) -> Option<String> {
         config_maps: &fixtures::plugin_configs,
         policy: None,
     };
-    Sandbox::validate(spec, &cluster)
-        .unwrap()
-        .and_then(|input| Sandbox::not_deployed(&input))
+    Sandbox::validate(spec, &cluster).unwrap()
 }
 
-/// A GPU node as the user labelled it (the node labeller's deploy labels may not be there yet).
+fn condition(spec: &ClusterPolicySpec, nodes: &[NodeMeta]) -> Desired {
+    Sandbox::summary(&input(spec, nodes).unwrap()).unwrap()
+}
+
+/// A GPU node as the user labelled it.
 fn node(name: &str, workload: Option<&str>) -> NodeMeta {
     let mut labels = vec![("nvidia.com/gpu.present", "true")];
     if let Some(workload) = workload {
@@ -34,131 +36,17 @@ fn node(name: &str, workload: Option<&str>) -> NodeMeta {
     NodeMeta::new(name, &labels)
 }
 
-#[test]
-fn sandbox_workloads_name_the_settings_and_the_vm_nodes() {
-    let spec = ClusterPolicySpec {
+/// Sandbox workloads on in `mode`, every sandbox operand of NVIDIA's chart enabled.
+fn sandbox(mode: SandboxMode, default: Option<WorkloadConfig>) -> ClusterPolicySpec {
+    ClusterPolicySpec {
         sandbox_workloads: Some(SandboxWorkloadsSpec {
             enabled: Some(true),
-            default_workload: Some(WorkloadConfig::VmVgpu),
-            mode: Some(SandboxMode::Kata),
-        }),
-        cc_manager: Some(CcManagerSpec {
-            enabled: Some(true),
-            ..CcManagerSpec::default()
-        }),
-        ..ClusterPolicySpec::default()
-    };
-    let nodes = [
-        node("gpu-c", Some("vm-passthrough")),
-        node("gpu-a", Some("vm-passthrough")),
-        node("gpu-b", None),
-        node("gpu-d", Some("container")),
-    ];
-    let message = check(&spec, &nodes).unwrap();
-    for part in [
-        "sandboxWorkloads.enabled=true",
-        "sandboxWorkloads.defaultWorkload=vm-vgpu",
-        "sandboxWorkloads.mode=kata",
-        "ccManager.enabled=true",
-        "2 node(s) (gpu-a, gpu-c) labelled for workload type vm-passthrough get the sandbox validator only",
-        "1 node(s) (gpu-b) labelled for workload type vm-vgpu",
-        "nvidia.com/gpu.workload.config=container",
-    ] {
-        assert!(message.contains(part), "{part} not in {message}");
-    }
-    assert!(!message.contains("gpu-d"), "{message}");
-}
-
-#[test]
-fn psa_and_nothing_unsupported_say_nothing() {
-    let mut spec = ClusterPolicySpec::default();
-    assert_eq!(check(&spec, &[node("gpu-a", None)]), None);
-    // Sandbox sections without sandboxWorkloads.enabled deploy nothing in NVIDIA's operator
-    // either.
-    spec.cc_manager = Some(CcManagerSpec {
-        enabled: Some(true),
-        ..CcManagerSpec::default()
-    });
-    assert_eq!(check(&spec, &[]), None);
-    // psa.enabled is done (the namespace is labelled), so it is not reported as unsupported.
-    spec.psa = Some(PsaSpec {
-        enabled: Some(true),
-    });
-    // Without sandboxWorkloads.enabled the workload label means nothing.
-    assert_eq!(check(&spec, &[node("gpu-a", Some("vm-passthrough"))]), None);
-}
-
-#[test]
-fn unlabelled_nodes_are_vm_nodes_only_when_the_default_workload_is_one() {
-    let mut spec = ClusterPolicySpec {
-        sandbox_workloads: Some(SandboxWorkloadsSpec {
-            enabled: Some(true),
-            ..SandboxWorkloadsSpec::default()
-        }),
-        ..ClusterPolicySpec::default()
-    };
-    let nodes = [node("gpu-a", None), node("gpu-b", Some("vm-bogus"))];
-    let message = check(&spec, &nodes).unwrap();
-    assert!(!message.contains("gpu-a"), "{message}");
-    if let Some(sandbox) = spec.sandbox_workloads.as_mut() {
-        sandbox.default_workload = Some(WorkloadConfig::VmPassthrough);
-    }
-    let message = check(&spec, &nodes).unwrap();
-    assert!(
-        message.contains("2 node(s) (gpu-a, gpu-b) labelled for workload type vm-passthrough"),
-        "{message}"
-    );
-}
-
-#[test]
-fn the_vfio_manager_is_deployed_so_not_reported() {
-    let mut spec = ClusterPolicySpec {
-        sandbox_workloads: Some(SandboxWorkloadsSpec {
-            enabled: Some(true),
-            default_workload: Some(WorkloadConfig::VmPassthrough),
-            ..SandboxWorkloadsSpec::default()
+            default_workload: default,
+            mode: Some(mode),
         }),
         vfio_manager: Some(VfioManagerSpec {
             enabled: Some(true),
             ..VfioManagerSpec::default()
-        }),
-        ..ClusterPolicySpec::default()
-    };
-    let nodes = [node("gpu-a", None), node("gpu-b", Some("vm-vgpu"))];
-    let message = check(&spec, &nodes).unwrap();
-    assert!(!message.contains("vfioManager"), "{message}");
-    // The rest of the sandbox stack is still missing, so sandboxWorkloads is still reported.
-    for part in [
-        "sandboxWorkloads.enabled=true",
-        "1 node(s) (gpu-a) labelled for workload type vm-passthrough get the sandbox validator and the VFIO manager only",
-        "1 node(s) (gpu-b) labelled for workload type vm-vgpu get the sandbox validator only",
-    ] {
-        assert!(message.contains(part), "{part} not in {message}");
-    }
-    if let Some(vfio) = spec.vfio_manager.as_mut() {
-        vfio.enabled = Some(false);
-    }
-    let message = check(&spec, &nodes).unwrap();
-    assert!(
-        message.contains(
-            "(gpu-a) labelled for workload type vm-passthrough get the sandbox validator only"
-        ),
-        "{message}"
-    );
-    // The Sandbox reporter no longer reads the VFIO manager's image.
-    assert!(
-        Sandbox::IMAGES
-            .iter()
-            .all(|i| i.var != "VFIO_MANAGER_IMAGE")
-    );
-}
-
-#[test]
-fn the_sandbox_device_plugins_are_deployed_so_not_reported() {
-    let mut spec = ClusterPolicySpec {
-        sandbox_workloads: Some(SandboxWorkloadsSpec {
-            enabled: Some(true),
-            ..SandboxWorkloadsSpec::default()
         }),
         sandbox_device_plugin: Some(SandboxDevicePluginSpec {
             enabled: Some(true),
@@ -168,45 +56,122 @@ fn the_sandbox_device_plugins_are_deployed_so_not_reported() {
             enabled: Some(true),
             ..KataSandboxDevicePluginSpec::default()
         }),
+        vgpu_manager: Some(VgpuManagerSpec {
+            enabled: Some(true),
+            ..VgpuManagerSpec::default()
+        }),
+        vgpu_device_manager: Some(VgpuDeviceManagerSpec {
+            enabled: Some(true),
+            ..VgpuDeviceManagerSpec::default()
+        }),
+        cc_manager: Some(CcManagerSpec {
+            enabled: Some(true),
+            ..CcManagerSpec::default()
+        }),
         ..ClusterPolicySpec::default()
-    };
-    let nodes = [
+    }
+}
+
+fn fleet() -> [NodeMeta; 5] {
+    [
+        node("gpu-c", Some("vm-passthrough")),
         node("gpu-a", Some("vm-passthrough")),
-        node("gpu-b", Some("vm-vgpu")),
-    ];
-    // `kubevirt` mode (the default): the KubeVirt plugin on every VM node.
-    let message = check(&spec, &nodes).unwrap();
-    assert!(!message.contains("DevicePlugin"), "{message}");
-    for part in [
-        "(gpu-a) labelled for workload type vm-passthrough get the sandbox validator and the sandbox device plugin only",
-        "(gpu-b) labelled for workload type vm-vgpu get the sandbox validator and the sandbox device plugin only",
-    ] {
-        assert!(message.contains(part), "{part} not in {message}");
-    }
-    // `kata` mode: the Kata plugin on vm-passthrough nodes only.
-    if let Some(sandbox) = spec.sandbox_workloads.as_mut() {
-        sandbox.mode = Some(SandboxMode::Kata);
-    }
-    let message = check(&spec, &nodes).unwrap();
-    assert!(!message.contains("DevicePlugin"), "{message}");
-    for part in [
-        "(gpu-a) labelled for workload type vm-passthrough get the sandbox validator and the sandbox device plugin only",
-        "(gpu-b) labelled for workload type vm-vgpu get the sandbox validator only",
-    ] {
-        assert!(message.contains(part), "{part} not in {message}");
-    }
-    // The Sandbox reporter no longer reads the plugins' images.
-    assert!(
-        Sandbox::IMAGES
-            .iter()
-            .all(|i| !i.var.contains("SANDBOX_DEVICE_PLUGIN"))
+        node("gpu-b", None),
+        node("gpu-d", Some("container")),
+        node("gpu-e", Some("vm-vgpu")),
+    ]
+}
+
+#[test]
+fn each_stack_is_named_with_its_nodes_and_operands() {
+    let d = condition(
+        &sandbox(SandboxMode::Kubevirt, Some(WorkloadConfig::VmVgpu)),
+        &fleet(),
+    );
+    assert!(d.status, "{}", d.message);
+    assert_eq!(d.reason, "Placed");
+    assert_eq!(
+        d.message,
+        "sandbox workloads (kubevirt mode): 1 node(s) (gpu-d) container: the container stack; \
+         2 node(s) (gpu-a, gpu-c) vm-passthrough: sandbox validator, VFIO manager, KubeVirt \
+         device plugin; 2 node(s) (gpu-b, gpu-e) vm-vgpu: sandbox validator, vGPU manager, vGPU \
+         device manager, KubeVirt device plugin"
     );
 }
 
 #[test]
-fn the_operands_of_a_vm_node_read_as_a_list() {
-    let all = [(true, "a"), (true, "b"), (true, "c")];
-    assert_eq!(super::deployed(&all), "a, b and c only");
-    assert_eq!(super::deployed(&all[..1]), "a only");
-    assert_eq!(super::deployed(&[(false, "a")]), "no GPU operands");
+fn kata_mode_names_the_nodes_left_without_a_device_plugin_and_the_fix() {
+    let mut spec = sandbox(SandboxMode::Kata, None);
+    let d = condition(&spec, &fleet());
+    assert!(!d.status, "vm-vgpu nodes in kata mode: {}", d.message);
+    assert!(
+        d.message.starts_with(
+            "1 node(s) (gpu-e) vm-vgpu get no device plugin: in kata mode only vm-passthrough"
+        ),
+        "{}",
+        d.message
+    );
+    assert!(
+        d.message.contains(
+            "2 node(s) (gpu-a, gpu-c) vm-passthrough: sandbox validator, VFIO manager, Kata \
+             device plugin, CC manager"
+        ),
+        "{}",
+        d.message
+    );
+    spec.kata_sandbox_device_plugin = None;
+    let d = condition(&spec, &fleet()[..4]);
+    assert_eq!(d.reason, NO_DEVICE_PLUGIN);
+    assert!(
+        d.message.starts_with(
+            "2 node(s) (gpu-a, gpu-c) vm-passthrough get no device plugin: \
+             sandboxWorkloads.mode=kata exposes passthrough GPUs through the Kata sandbox device \
+             plugin; set kataSandboxDevicePlugin.enabled=true"
+        ),
+        "{}",
+        d.message
+    );
+}
+
+#[test]
+fn no_vm_node_says_how_to_give_one_to_vms() {
+    let d = condition(
+        &sandbox(SandboxMode::Kubevirt, None),
+        &[node("gpu-a", None)],
+    );
+    assert!(d.status);
+    assert!(
+        d.message.ends_with(
+            "1 node(s) (gpu-a) container: the container stack; no GPU node runs VMs: label one \
+             nvidia.com/gpu.workload.config=vm-passthrough or vm-vgpu, or set \
+             sandboxWorkloads.defaultWorkload"
+        ),
+        "{}",
+        d.message
+    );
+}
+
+#[test]
+fn without_sandbox_workloads_it_is_disabled_whatever_the_sections_say() {
+    let mut spec = sandbox(SandboxMode::Kata, None);
+    spec.sandbox_workloads = None;
+    assert_eq!(input(&spec, &fleet()), None);
+}
+
+#[test]
+fn the_deprecated_kata_manager_is_a_warning() {
+    let mut spec = sandbox(SandboxMode::Kata, None);
+    assert!(Sandbox::warnings(&input(&spec, &fleet()).unwrap()).is_empty());
+    spec.kata_manager = Some(KataManagerSpec {
+        enabled: Some(true),
+        ..KataManagerSpec::default()
+    });
+    let warnings = Sandbox::warnings(&input(&spec, &fleet()).unwrap());
+    assert_eq!(warnings.len(), 1);
+    assert_eq!(warnings[0].reason, KATA_MANAGER_DEPRECATED);
+    assert!(
+        warnings[0]
+            .message
+            .starts_with("kataManager.enabled=true is ignored")
+    );
 }

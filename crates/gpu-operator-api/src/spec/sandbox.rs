@@ -33,7 +33,9 @@ pub struct SandboxWorkloadsSpec {
 }
 
 /// What a GPU node runs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 pub enum WorkloadConfig {
     /// Containers using GPUs.
     #[default]

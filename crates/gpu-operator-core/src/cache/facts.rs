@@ -135,6 +135,15 @@ impl NodeSample {
         }
     }
 
+    /// Counts the nodes of `other` too (two samples of distinct nodes).
+    pub fn merge(&mut self, other: &Self) {
+        self.count += other.count;
+        self.first.extend(other.first.iter().cloned());
+        while self.first.len() > Self::NAMED {
+            self.first.pop_last();
+        }
+    }
+
     /// `3 node(s) (a, b, c)` or `7 node(s) (a, b, c, d, e, …)`.
     pub fn describe(&self) -> String {
         let names: Vec<&str> = self.first.iter().map(String::as_str).collect();

@@ -7,6 +7,7 @@ use crate::{
     Error,
     cache::stores::Stores,
     contract::{Children, Cluster, Owner, Warning},
+    report::conditions::Desired,
 };
 
 /// An operator environment variable that gives an operand's default image when its section
@@ -98,11 +99,10 @@ pub trait Operand: Send + Sync + 'static {
         Vec::new()
     }
 
-    /// Settings the ClusterPolicy asks for that this operator does not deploy, said in a
-    /// sentence (the setting, the nodes it leaves without operands, the way out). The condition
-    /// is then `False` with reason `NotSupported`, and the sentence is published once as a
-    /// Warning Event. Nothing is rendered for it. `None` by default.
-    fn not_deployed(_input: &Self::Input) -> Option<String> {
+    /// For an operand that deploys nothing of its own and states what the others do (the sandbox
+    /// workloads: which GPU nodes run which stack): its condition, instead of a rollout's. Its
+    /// [`Operand::warnings`] still apply. `None` by default.
+    fn summary(_input: &Self::Input) -> Option<Desired> {
         None
     }
 

@@ -82,7 +82,7 @@ pub fn retry_transient(error: &Error) -> Action {
 type Plan = (Children, Option<Desired>, Option<String>, Vec<Warning>);
 
 /// What the operand renders and reports for `spec`: the children, a condition that replaces the
-/// rollout's (disabled, no GPU nodes, not supported), the sentence on unserved nodes, warnings.
+/// rollout's (disabled, the operand's own summary, no GPU nodes), the sentence on unserved nodes, warnings.
 fn plan<O: Operand>(
     spec: &<O::Owner as Owner>::Spec,
     cluster: &Cluster<'_>,
@@ -100,18 +100,11 @@ fn plan<O: Operand>(
             None,
             Vec::new(),
         ),
-        Some(input) if let Some(message) = O::not_deployed(&input) => (
+        Some(input) if let Some(summary) = O::summary(&input) => (
             Children::default(),
-            Some(Desired::not_ok(
-                O::CONDITION,
-                "NotSupported",
-                "not deployed by this operator",
-            )),
+            Some(summary),
             None,
-            vec![Warning {
-                reason: "NotSupported",
-                message,
-            }],
+            O::warnings(&input),
         ),
         Some(_) if cluster.facts.gpu_nodes == 0 => (
             Children::default(),
