@@ -80,7 +80,7 @@ pub type PolicyInputs = (
 pub fn policy_inputs(policy: &ClusterPolicySpec) -> PolicyInputs {
     (
         policy.sandbox_default_workload(),
-        workload::sandbox_mode(policy),
+        policy.sandbox_mode(),
         mig_config_default(policy).map(str::to_owned),
         mig_layout::mig_manager_enabled(policy),
         policy.mig_manager.as_ref().and_then(|m| m.watchdog.clone()),
@@ -142,7 +142,7 @@ fn update_state_labels(
     policy: &ClusterPolicySpec,
 ) -> Option<LayoutWait> {
     let config = workload::workload_config(labels, policy);
-    let effective = workload::state_labels(config, workload::sandbox_mode(policy));
+    let effective = workload::state_labels(config, policy.sandbox_mode());
     let mig_manager = deploy_label(operand::MIG_MANAGER);
     for key in workload::all_state_labels() {
         let keep =

@@ -83,15 +83,6 @@ pub fn workload_config(
         .unwrap_or(default)
 }
 
-/// The sandbox mode of the policy (`kubevirt` unless set).
-pub fn sandbox_mode(policy: &ClusterPolicySpec) -> SandboxMode {
-    policy
-        .sandbox_workloads
-        .as_ref()
-        .and_then(|s| s.mode)
-        .unwrap_or_default()
-}
-
 /// The deploy labels a node of `config` gets (NVIDIA's `getEffectiveStateLabels`), without
 /// `mig-manager`. In `kata` mode a `vm-passthrough` node gets the Kata sandbox device plugin
 /// instead of the KubeVirt one.
@@ -326,9 +317,5 @@ mod tests {
         for (pairs, expected) in cases {
             assert_eq!(mig_capable(&node(pairs)), expected, "{pairs:?}");
         }
-        assert_eq!(
-            sandbox_mode(&ClusterPolicySpec::default()),
-            SandboxMode::Kubevirt
-        );
     }
 }

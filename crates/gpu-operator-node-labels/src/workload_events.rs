@@ -64,12 +64,12 @@ pub fn message(node: &str, value: &str, policy: &ClusterPolicySpec) -> String {
 
 /// Publishes the Warning about `node`; a refusal is logged, not retried.
 pub async fn publish(ctx: &Context, policy: &ClusterPolicySpec, node: &str, value: &str) {
-    let note = message(node, value, policy);
-    tracing::warn!(node, value, "{note}");
+    let said = message(node, value, policy);
+    tracing::warn!(node, value, "{said}");
     let event = Event {
         type_: EventType::Warning,
         reason: REASON.to_owned(),
-        note: Some(note),
+        note: Some(said),
         action: "FallBackToDefaultWorkload".to_owned(),
         secondary: None,
     };
