@@ -168,6 +168,7 @@ async fn the_cluster_policy_counts_validated_nodes_and_names_the_failing_one() {
     assert!(!message.contains(&expected), "{message}");
 
     health_is_summed_up(&node, &as_validator, &policies, &name).await;
+    sandbox_is_summed_up(&client, &namespace, &dir, &node, &policies, &name).await;
 
     operator.stop().unwrap();
     node.delete().await;
@@ -180,6 +181,79 @@ async fn the_cluster_policy_counts_validated_nodes_and_names_the_failing_one() {
         .delete(&namespace, &DeleteParams::default())
         .await
         .unwrap();
+}
+
+/// The node given to VMs (`vm-passthrough`, sandbox workloads on): the sandbox validator's
+/// components, the real binary with the token of the ServiceAccount the operator renders for
+/// `nvidia-sandbox-validator`, check a fake sysfs with the node's GPU bound to `vfio-pci`, and
+/// `NodesValidated` counts the node for the sandbox stack, no longer for the container stack.
+async fn sandbox_is_summed_up(
+    client: &kube::Client,
+    namespace: &str,
+    dir: &std::path::Path,
+    node: &SimulatedNode,
+    policies: &Api<ClusterPolicy>,
+    name: &str,
+) {
+    policies
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"sandboxWorkloads": {"enabled": true}}})),
+        )
+        .await
+        .unwrap();
+    kubectl_ok(&[
+        "label",
+        "node",
+        &node.name,
+        "nvidia.com/gpu.workload.config=vm-passthrough",
+    ])
+    .unwrap();
+    let sandbox_sa = "nvidia-sandbox-validator";
+    wait_until(
+        "the sandbox validator's RBAC",
+        Duration::from_secs(60),
+        || async {
+            let bound = Api::<ClusterRoleBinding>::all(client.clone())
+                .get_opt(sandbox_sa)
+                .await?
+                .and_then(|b| b.subjects)
+                .is_some_and(|s| s.iter().any(|s| s.namespace.as_deref() == Some(namespace)));
+            Ok(bound.then_some(()))
+        },
+    )
+    .await
+    .unwrap();
+    let (config, _) = token_kubeconfig(client, namespace, sandbox_sa, dir)
+        .await
+        .unwrap();
+    // One H100 at 0000:3b:00.0 bound to vfio-pci, laid out as the kernel's sysfs ABI has it.
+    let sys = node.dir.join("host/sys");
+    let device = sys.join("devices/pci0000:00/0000:3b:00.0");
+    std::fs::create_dir_all(&device).unwrap();
+    std::fs::create_dir_all(sys.join("bus/pci/drivers/vfio-pci")).unwrap();
+    std::fs::create_dir_all(sys.join("bus/pci/devices")).unwrap();
+    std::fs::write(device.join("vendor"), "0x10de\n").unwrap();
+    std::fs::write(device.join("class"), "0x030200\n").unwrap();
+    std::os::unix::fs::symlink("../../../bus/pci/drivers/vfio-pci", device.join("driver")).unwrap();
+    std::os::unix::fs::symlink(
+        "../../../devices/pci0000:00/0000:3b:00.0",
+        sys.join("bus/pci/devices/0000:3b:00.0"),
+    )
+    .unwrap();
+    let as_sandbox_validator = [("KUBECONFIG", config.to_str().unwrap())];
+    for component in ["vfio-pci", "vgpu-manager", "vgpu-devices"] {
+        let (code, log) = node.validate(component, &as_sandbox_validator).await;
+        assert_eq!(code, 0, "{component}: {log}");
+    }
+    let counted =
+        "VM nodes validated: vfio-pci 1/1, vgpu-manager 1/1, vgpu-devices 1/1, sandbox 1/1";
+    let message = wait_summary(policies, name, "the VM node counted for the sandbox", |m| {
+        m.contains(counted)
+    })
+    .await;
+    assert!(!message.contains(&node.name), "{message}");
 }
 
 /// The GPU health agent, the real binary with the validator's token: this node's fake driver has

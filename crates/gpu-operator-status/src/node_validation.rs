@@ -37,6 +37,9 @@ struct Stack {
     components: &'static [(&'static str, &'static str)],
     /// Its last count, named in the message: the nodes validated.
     validated: &'static str,
+    /// The condition that sums the stack up on the node, if the validator writes one: its
+    /// reason is the node's when no component failed.
+    verdict: Option<&'static str>,
     /// Whether a node's report says the stack is validated there.
     is_validated: fn(&BTreeMap<String, Entry>) -> bool,
 }
@@ -51,6 +54,7 @@ const CONTAINER: Stack = Stack {
         (node::GPU_DEVICE_PLUGIN_READY, "device plugin"),
     ],
     validated: "stack",
+    verdict: Some(node::GPU_STACK_READY),
     is_validated: |report| ready(report, node::GPU_STACK_READY),
 };
 
@@ -66,6 +70,7 @@ const SANDBOX: Stack = Stack {
         (node::GPU_CC_MANAGER_READY, "cc-manager"),
     ],
     validated: "sandbox",
+    verdict: None,
     is_validated: |report| {
         ready(report, node::GPU_VFIO_PCI_READY)
             && ready(report, node::GPU_VGPU_MANAGER_READY)
@@ -113,12 +118,18 @@ fn tally(stack: &Stack, nodes: &[&NodeMeta]) -> Tally {
             validated += 1;
             continue;
         }
-        let why = stack.components.iter().find_map(|(type_, name)| {
-            report
-                .get(*type_)
-                .filter(|e| !e.ready)
-                .map(|e| format!("{name}: {}", e.reason))
-        });
+        let verdict = stack.verdict.map(|type_| (type_, stack.validated));
+        let why = stack
+            .components
+            .iter()
+            .copied()
+            .chain(verdict)
+            .find_map(|(type_, name)| {
+                report
+                    .get(type_)
+                    .filter(|e| !e.ready)
+                    .map(|e| format!("{name}: {}", e.reason))
+            });
         match why {
             Some(why) if failed.len() < PROBLEM_NODES => {
                 failed.push(format!("{} ({why})", node.name_any()));
@@ -331,6 +342,19 @@ mod tests {
             "GPU nodes validated: driver 0/1, toolkit 0/1, cuda 0/1, device plugin 0/1, stack 0/1; \
              VM nodes validated: vfio-pci 1/1, vgpu-manager 1/1, vgpu-devices 1/1, sandbox 1/1; \
              not validated: b (no validator report yet)"
+        );
+    }
+
+    #[test]
+    fn a_node_whose_components_passed_so_far_is_named_with_the_stack_reason() {
+        let pending = "GPUDriverReady=True/DriverValidated,GPUStackReady=False/ValidationPending";
+        let d = summarize(&[node("a", true, None), node("b", true, Some(pending))]);
+        assert!(
+            d.message.ends_with(
+                "not validated: b (stack: ValidationPending); a (no validator report yet)"
+            ),
+            "{}",
+            d.message
         );
     }
 
