@@ -1,9 +1,10 @@
-//! What we do not deploy, said out loud: NVIDIA's sandbox (virtual-machine) workloads — vGPU
-//! managers, Kata and confidential-computing managers — are accepted in the ClusterPolicy, so
+//! What we do not deploy, said out loud: NVIDIA's sandbox (virtual-machine) workloads — the vGPU
+//! manager, Kata and confidential-computing managers — are accepted in the ClusterPolicy, so
 //! nothing is pruned, but this operator deploys none of them; of the sandbox operands it deploys
-//! only the sandbox validator, the VFIO manager and the sandbox device plugins (their own
-//! operands, `gpu-operator-sandbox-validator`, `gpu-operator-vfio-manager` and
-//! `gpu-operator-sandbox-device-plugin`, not reported here).
+//! only the sandbox validator, the VFIO manager, the vGPU device manager and the sandbox device
+//! plugins (their own operands, `gpu-operator-sandbox-validator`, `gpu-operator-vfio-manager`,
+//! `gpu-operator-vgpu-device-manager` and `gpu-operator-sandbox-device-plugin`, not reported
+//! here).
 //! (`psa.enabled` is no longer among them: see `gpu_operator_status::pod_security`.) When the
 //! ClusterPolicy asks for them, the `SandboxWorkloadsReady` condition is `False` (reason
 //! `NotSupported`) and one Warning Event names each setting and the GPU nodes labelled for a VM
@@ -59,10 +60,6 @@ impl Operand for Sandbox {
             chart_values: Some("vgpuManager"),
         },
         ImageEnv {
-            var: "VGPU_DEVICE_MANAGER_IMAGE",
-            chart_values: Some("vgpuDeviceManager"),
-        },
-        ImageEnv {
             var: "KATA_MANAGER_IMAGE",
             chart_values: None,
         },
@@ -114,7 +111,7 @@ impl Operand for Sandbox {
         let mut message = format!(
             "{} accepted but not supported by this operator: it deploys the container stack \
              and, of the sandbox (virtual-machine) operands, the sandbox validator, the VFIO \
-             manager and the sandbox device plugins only",
+             manager, the vGPU device manager and the sandbox device plugins only",
             input.settings.join(", ")
         );
         for (kind, nodes) in &input.vm_nodes {
@@ -157,8 +154,8 @@ fn deployed(operands: &[(bool, &str)]) -> String {
 }
 
 /// The settings NVIDIA's operator would act on and we do not, in spec order (`vfioManager`,
-/// `sandboxDevicePlugin` and `kataSandboxDevicePlugin`, which their own operands deploy, are not
-/// among them).
+/// `vgpuDeviceManager`, `sandboxDevicePlugin` and `kataSandboxDevicePlugin`, which their own
+/// operands deploy, are not among them).
 fn unsupported_settings(spec: &ClusterPolicySpec) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(sandbox) = spec
@@ -183,10 +180,6 @@ fn unsupported_settings(spec: &ClusterPolicySpec) -> Vec<String> {
             (
                 "vgpuManager",
                 spec.vgpu_manager.as_ref().and_then(|c| c.enabled),
-            ),
-            (
-                "vgpuDeviceManager",
-                spec.vgpu_device_manager.as_ref().and_then(|c| c.enabled),
             ),
             (
                 "kataManager",

@@ -2,7 +2,7 @@
 
 use gpu_operator_api::spec::{
     CcManagerSpec, KataSandboxDevicePluginSpec, PsaSpec, SandboxDevicePluginSpec, SandboxMode,
-    SandboxWorkloadsSpec, VfioManagerSpec,
+    SandboxWorkloadsSpec, VfioManagerSpec, VgpuDeviceManagerSpec,
 };
 use gpu_operator_core::{
     cache::{facts::ClusterFacts, node_meta::NodeMeta},
@@ -200,6 +200,28 @@ fn the_sandbox_device_plugins_are_deployed_so_not_reported() {
         Sandbox::IMAGES
             .iter()
             .all(|i| !i.var.contains("SANDBOX_DEVICE_PLUGIN"))
+    );
+}
+
+#[test]
+fn the_vgpu_device_manager_is_deployed_so_not_reported() {
+    let spec = ClusterPolicySpec {
+        sandbox_workloads: Some(SandboxWorkloadsSpec {
+            enabled: Some(true),
+            ..SandboxWorkloadsSpec::default()
+        }),
+        vgpu_device_manager: Some(VgpuDeviceManagerSpec {
+            enabled: Some(true),
+            ..VgpuDeviceManagerSpec::default()
+        }),
+        ..ClusterPolicySpec::default()
+    };
+    let message = check(&spec, &[node("gpu-b", Some("vm-vgpu"))]).unwrap();
+    assert!(!message.contains("vgpuDeviceManager"), "{message}");
+    assert!(
+        Sandbox::IMAGES
+            .iter()
+            .all(|i| i.var != "VGPU_DEVICE_MANAGER_IMAGE")
     );
 }
 
