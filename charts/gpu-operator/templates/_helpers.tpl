@@ -159,6 +159,7 @@ seccompProfile:
 - "nvidia-dcgm-exporter-read-pods"
 - "nvidia-sandbox-validator"
 - "nvidia-vfio-manager"
+- "nvidia-vgpu-device-manager"
 - "nvidia-sandbox-device-plugin"
 - "nvidia-kata-sandbox-device-plugin"
 {{- end -}}

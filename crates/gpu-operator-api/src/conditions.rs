@@ -83,6 +83,8 @@ pub mod operand {
     pub const KATA_SANDBOX_DEVICE_PLUGIN_READY: &str = "KataSandboxDevicePluginReady";
     /// Sandbox validator DaemonSet (sandbox workloads).
     pub const SANDBOX_VALIDATOR_READY: &str = "SandboxValidatorReady";
+    /// vGPU device manager DaemonSet (sandbox workloads).
+    pub const VGPU_DEVICE_MANAGER_READY: &str = "VGPUDeviceManagerReady";
 }
 
 /// Node conditions written by the validator on each GPU node.

@@ -105,6 +105,8 @@ pub mod operand {
     pub const KATA_SANDBOX_DEVICE_PLUGIN: &str = "kata-sandbox-device-plugin";
     /// Sandbox validator (`vm-passthrough` and `vm-vgpu` nodes, sandbox workloads).
     pub const SANDBOX_VALIDATOR: &str = "sandbox-validator";
+    /// vGPU device manager (`vm-vgpu` nodes, sandbox workloads).
+    pub const VGPU_DEVICE_MANAGER: &str = "vgpu-device-manager";
     /// GPU clients in general; paused by the MIG manager during a MIG change.
     pub const CLIENT: &str = "client";
 }

@@ -19,8 +19,6 @@ pub mod sandbox_operand {
     pub const CC_MANAGER: &str = "cc-manager";
     /// vGPU manager (vGPU host driver).
     pub const VGPU_MANAGER: &str = "vgpu-manager";
-    /// vGPU device manager.
-    pub const VGPU_DEVICE_MANAGER: &str = "vgpu-device-manager";
 }
 
 use sandbox_operand as sb;
@@ -52,7 +50,7 @@ const VM_PASSTHROUGH: [&str; 6] = [
 const VM_VGPU: [&str; 6] = [
     operand::SANDBOX_DEVICE_PLUGIN,
     sb::VGPU_MANAGER,
-    sb::VGPU_DEVICE_MANAGER,
+    operand::VGPU_DEVICE_MANAGER,
     operand::SANDBOX_VALIDATOR,
     sb::CC_MANAGER,
     operand::CLIENT,

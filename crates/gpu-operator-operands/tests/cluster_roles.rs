@@ -1,6 +1,6 @@
 //! The chart lets the operator write every ClusterRole and ClusterRoleBinding an operand renders:
 //! the names every registered operand renders, for every example ClusterPolicy on every node
-//! profile (and with the node status exporter and the VFIO manager on), are all in the chart's
+//! profile (and with the node status exporter and the sandbox operands on), are all in the chart's
 //! `gpu-operator.operandClusterRoles` list, which the operator's ClusterRole grants by name.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -71,13 +71,18 @@ fn the_chart_grants_every_cluster_role_an_operand_renders() {
         let mut exporter_on = spec.clone();
         exporter_on.node_status_exporter.enabled = Some(true);
         // No example turns sandbox workloads on: the ClusterRoles of the sandbox validator, the
-        // VFIO manager and the sandbox device plugins (one per mode) come with them.
+        // VFIO manager, the vGPU device manager and the sandbox device plugins (one per mode)
+        // come with them.
         exporter_on
             .sandbox_workloads
             .get_or_insert_with(Default::default)
             .enabled = Some(true);
         exporter_on
             .vfio_manager
+            .get_or_insert_with(Default::default)
+            .enabled = Some(true);
+        exporter_on
+            .vgpu_device_manager
             .get_or_insert_with(Default::default)
             .enabled = Some(true);
         exporter_on
@@ -115,6 +120,7 @@ fn the_chart_grants_every_cluster_role_an_operand_renders() {
             && names.contains("nvidia-operator-validator")
             && names.contains("nvidia-sandbox-validator")
             && names.contains("nvidia-vfio-manager")
+            && names.contains("nvidia-vgpu-device-manager")
             && names.contains("nvidia-sandbox-device-plugin")
             && names.contains("nvidia-kata-sandbox-device-plugin"),
         "too few ClusterRoles rendered: {names:?}"

@@ -1,9 +1,9 @@
 //! Virtual-machine workloads: `spec.sandboxWorkloads` and the components it deploys (VFIO
 //! manager, vGPU managers, sandbox device plugins, Kata and confidential-computing managers).
-//! All kept in the API so no field is lost. This operator deploys the VFIO manager, the sandbox
-//! device plugins and the sandbox validator (which `spec.validator` configures); the vGPU, Kata
-//! and confidential-computing managers are accepted but not deployed (`gpu-operator-sandbox`
-//! reports them).
+//! All kept in the API so no field is lost. This operator deploys the VFIO manager, the vGPU
+//! device manager, the sandbox device plugins and the sandbox validator (which `spec.validator`
+//! configures); the vGPU manager and the Kata and confidential-computing managers are accepted but
+//! not deployed (`gpu-operator-sandbox` reports them).
 
 use std::collections::BTreeMap;
 
@@ -180,8 +180,37 @@ pub struct VgpuDevicesConfigSpec {
     pub name: Option<String>,
     /// Layout used on nodes without the `nvidia.com/vgpu.config` label. Defaults to `default`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = "default"))]
+    #[schemars(extend("default" = VgpuDevicesConfigSpec::DEFAULT_CONFIG))]
     pub default: Option<String>,
+}
+
+impl VgpuDevicesConfigSpec {
+    /// The vGPU device configuration applied to nodes without the `nvidia.com/vgpu.config` label
+    /// when `default` is unset or empty (NVIDIA's `VgpuDMDefaultConfigName`).
+    pub const DEFAULT_CONFIG: &'static str = "default";
+}
+
+impl VgpuDeviceManagerSpec {
+    /// `config.default`, or [`VgpuDevicesConfigSpec::DEFAULT_CONFIG`] when unset or empty (as
+    /// NVIDIA's operator sets `DEFAULT_VGPU_CONFIG`).
+    #[must_use]
+    pub fn default_config(&self) -> &str {
+        self.config
+            .as_ref()
+            .and_then(|c| c.default.as_deref())
+            .filter(|d| !d.is_empty())
+            .unwrap_or(VgpuDevicesConfigSpec::DEFAULT_CONFIG)
+    }
+
+    /// `config.name` when it names a ConfigMap of the user's: set, not empty, and not the
+    /// default ConfigMap's name `default_name` (NVIDIA's `GetConfigMapName` rule).
+    #[must_use]
+    pub fn custom_config<'a>(&'a self, default_name: &str) -> Option<&'a str> {
+        self.config
+            .as_ref()
+            .and_then(|c| c.name.as_deref())
+            .filter(|n| !n.is_empty() && *n != default_name)
+    }
 }
 
 /// The Kata manager; deprecated, never deployed.
