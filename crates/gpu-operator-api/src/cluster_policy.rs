@@ -220,14 +220,6 @@ impl ClusterPolicySpec {
         self.sandbox_enabled() && self.vfio_manager.as_ref().and_then(|v| v.enabled) == Some(true)
     }
 
-    /// Whether the operator deploys the vGPU device manager: sandbox workloads on and
-    /// `vgpuDeviceManager.enabled` true (NVIDIA's default is false; its chart sets true).
-    #[must_use]
-    pub fn vgpu_device_manager_enabled(&self) -> bool {
-        self.sandbox_enabled()
-            && self.vgpu_device_manager.as_ref().and_then(|v| v.enabled) == Some(true)
-    }
-
     /// `sandboxWorkloads.mode` (`kubevirt` when unset, NVIDIA's CRD default).
     #[must_use]
     pub fn sandbox_mode(&self) -> SandboxMode {
