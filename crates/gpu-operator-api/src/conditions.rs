@@ -83,6 +83,10 @@ pub mod operand {
     pub const KATA_SANDBOX_DEVICE_PLUGIN_READY: &str = "KataSandboxDevicePluginReady";
     /// Sandbox validator DaemonSet (sandbox workloads).
     pub const SANDBOX_VALIDATOR_READY: &str = "SandboxValidatorReady";
+    /// vGPU manager DaemonSet, the vGPU host driver (sandbox workloads).
+    pub const VGPU_MANAGER_READY: &str = "VgpuManagerReady";
+    /// Confidential-computing manager DaemonSet (sandbox workloads, `kata` mode).
+    pub const CC_MANAGER_READY: &str = "CcManagerReady";
 }
 
 /// Node conditions written by the validator on each GPU node.

@@ -15,10 +15,6 @@ use gpu_operator_api::{
 pub mod sandbox_operand {
     /// Kata manager.
     pub const KATA_MANAGER: &str = "kata-manager";
-    /// Confidential-computing manager.
-    pub const CC_MANAGER: &str = "cc-manager";
-    /// vGPU manager (vGPU host driver).
-    pub const VGPU_MANAGER: &str = "vgpu-manager";
     /// vGPU device manager.
     pub const VGPU_DEVICE_MANAGER: &str = "vgpu-device-manager";
 }
@@ -44,17 +40,17 @@ const VM_PASSTHROUGH: [&str; 6] = [
     operand::SANDBOX_VALIDATOR,
     operand::VFIO_MANAGER,
     sb::KATA_MANAGER,
-    sb::CC_MANAGER,
+    operand::CC_MANAGER,
     operand::CLIENT,
 ];
 
 /// Operands gated on `vm-vgpu` nodes.
 const VM_VGPU: [&str; 6] = [
     operand::SANDBOX_DEVICE_PLUGIN,
-    sb::VGPU_MANAGER,
+    operand::VGPU_MANAGER,
     sb::VGPU_DEVICE_MANAGER,
     operand::SANDBOX_VALIDATOR,
-    sb::CC_MANAGER,
+    operand::CC_MANAGER,
     operand::CLIENT,
 ];
 

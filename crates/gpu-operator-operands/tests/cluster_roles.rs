@@ -70,14 +70,19 @@ fn the_chart_grants_every_cluster_role_an_operand_renders() {
     for (_, spec) in fixtures::examples(root()).unwrap() {
         let mut exporter_on = spec.clone();
         exporter_on.node_status_exporter.enabled = Some(true);
-        // No example turns sandbox workloads on: the ClusterRoles of the sandbox validator, the
-        // VFIO manager and the sandbox device plugins (one per mode) come with them.
+        // No example turns sandbox workloads on: the ClusterRoles of the vGPU manager, the
+        // sandbox validator, the VFIO manager and the sandbox device plugins (one per mode) come
+        // with them.
         exporter_on
             .sandbox_workloads
             .get_or_insert_with(Default::default)
             .enabled = Some(true);
         exporter_on
             .vfio_manager
+            .get_or_insert_with(Default::default)
+            .enabled = Some(true);
+        exporter_on
+            .vgpu_manager
             .get_or_insert_with(Default::default)
             .enabled = Some(true);
         exporter_on
@@ -115,6 +120,7 @@ fn the_chart_grants_every_cluster_role_an_operand_renders() {
             && names.contains("nvidia-operator-validator")
             && names.contains("nvidia-sandbox-validator")
             && names.contains("nvidia-vfio-manager")
+            && names.contains("nvidia-vgpu-manager")
             && names.contains("nvidia-sandbox-device-plugin")
             && names.contains("nvidia-kata-sandbox-device-plugin"),
         "too few ClusterRoles rendered: {names:?}"

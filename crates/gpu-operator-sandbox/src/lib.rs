@@ -1,14 +1,14 @@
-//! What we do not deploy, said out loud: NVIDIA's sandbox (virtual-machine) workloads — vGPU
-//! managers, Kata and confidential-computing managers — are accepted in the ClusterPolicy, so
-//! nothing is pruned, but this operator deploys none of them; of the sandbox operands it deploys
-//! only the sandbox validator, the VFIO manager and the sandbox device plugins (their own
-//! operands, `gpu-operator-sandbox-validator`, `gpu-operator-vfio-manager` and
-//! `gpu-operator-sandbox-device-plugin`, not reported here).
+//! What we do not deploy, said out loud: NVIDIA's sandbox (virtual-machine) workloads — the vGPU
+//! device manager, Kata and confidential-computing managers — are accepted in the ClusterPolicy,
+//! so nothing is pruned, but this operator deploys none of them; of the sandbox operands it
+//! deploys only the vGPU manager, the sandbox validator, the VFIO manager and the sandbox device
+//! plugins (their own operands, `gpu-operator-vgpu-manager`, `gpu-operator-sandbox-validator`,
+//! `gpu-operator-vfio-manager` and `gpu-operator-sandbox-device-plugin`, not reported here).
 //! (`psa.enabled` is no longer among them: see `gpu_operator_status::pod_security`.) When the
 //! ClusterPolicy asks for them, the `SandboxWorkloadsReady` condition is `False` (reason
 //! `NotSupported`) and one Warning Event names each setting and the GPU nodes labelled for a VM
-//! workload type, which get no container stack and, but for the sandbox validator, the VFIO
-//! manager and the sandbox device plugin, no sandbox operand either.
+//! workload type, which get no container stack and, but for those deployed operands, no sandbox
+//! operand either.
 //! Nothing running is touched.
 //! Not part of the overall `Ready`: the container stack is unaffected.
 
@@ -33,14 +33,9 @@ pub struct Input {
     /// The settings, as `path=value`.
     pub settings: Vec<String>,
     /// GPU nodes of a VM workload type, by type (`vm-passthrough`, `vm-vgpu`): their
-    /// `nvidia.com/gpu.workload.config` label, or `sandboxWorkloads.defaultWorkload` without one.
-    pub vm_nodes: Vec<(String, NodeSample)>,
-    /// Whether the VFIO manager is deployed (on the `vm-passthrough` nodes).
-    pub vfio_manager: bool,
-    /// Whether the KubeVirt GPU device plugin is deployed (on every VM node).
-    pub device_plugin: bool,
-    /// Whether the Kata sandbox device plugin is deployed (on the `vm-passthrough` nodes).
-    pub kata_device_plugin: bool,
+    /// `nvidia.com/gpu.workload.config` label, or `sandboxWorkloads.defaultWorkload` without one;
+    /// with the sandbox operands deployed on them, as `a, b and c only`.
+    pub vm_nodes: Vec<(String, NodeSample, String)>,
 }
 
 impl Operand for Sandbox {
@@ -54,10 +49,6 @@ impl Operand for Sandbox {
     /// The images of the sections reported here, read as NVIDIA's operator reads them (none is
     /// deployed).
     const IMAGES: &'static [ImageEnv] = &[
-        ImageEnv {
-            var: "VGPU_MANAGER_IMAGE",
-            chart_values: Some("vgpuManager"),
-        },
         ImageEnv {
             var: "VGPU_DEVICE_MANAGER_IMAGE",
             chart_values: Some("vgpuDeviceManager"),
@@ -94,16 +85,11 @@ impl Operand for Sandbox {
                 } else {
                     label.as_str()
                 };
-                (kind != "container").then(|| (kind.to_owned(), nodes.clone()))
+                (kind != "container")
+                    .then(|| (kind.to_owned(), nodes.clone(), operands_of(spec, kind)))
             })
             .collect();
-        Ok(Some(Input {
-            settings,
-            vm_nodes,
-            vfio_manager: spec.vfio_manager_enabled(),
-            device_plugin: spec.sandbox_device_plugin_enabled(),
-            kata_device_plugin: spec.kata_sandbox_device_plugin_enabled(),
-        }))
+        Ok(Some(Input { settings, vm_nodes }))
     }
 
     fn render(_input: &Input) -> Children {
@@ -113,21 +99,11 @@ impl Operand for Sandbox {
     fn not_deployed(input: &Input) -> Option<String> {
         let mut message = format!(
             "{} accepted but not supported by this operator: it deploys the container stack \
-             and, of the sandbox (virtual-machine) operands, the sandbox validator, the VFIO \
-             manager and the sandbox device plugins only",
+             and, of the sandbox (virtual-machine) operands, the vGPU manager, the sandbox \
+             validator, the VFIO manager and the sandbox device plugins only",
             input.settings.join(", ")
         );
-        for (kind, nodes) in &input.vm_nodes {
-            let passthrough = kind == WorkloadConfig::VmPassthrough.as_str();
-            let vfio = input.vfio_manager && passthrough;
-            let plugin = input.device_plugin || (input.kata_device_plugin && passthrough);
-            let operands = [
-                // VM nodes are listed only with sandbox workloads on, which deploy it everywhere.
-                (true, "the sandbox validator"),
-                (vfio, "the VFIO manager"),
-                (plugin, "the sandbox device plugin"),
-            ];
-            let operands = deployed(&operands);
+        for (kind, nodes, operands) in &input.vm_nodes {
             let _ = write!(
                 message,
                 "; {} labelled for workload type {kind} get {operands}",
@@ -140,6 +116,26 @@ impl Operand for Sandbox {
         );
         Some(message)
     }
+}
+
+/// The sandbox operands deployed on VM nodes of workload type `kind`, as `a, b and c only`.
+fn operands_of(spec: &ClusterPolicySpec, kind: &str) -> String {
+    let passthrough = kind == WorkloadConfig::VmPassthrough.as_str();
+    let vgpu = kind == WorkloadConfig::VmVgpu.as_str();
+    deployed(&[
+        (vgpu && spec.vgpu_manager_enabled(), "the vGPU manager"),
+        // VM nodes are listed only with sandbox workloads on, which deploy it everywhere.
+        (true, "the sandbox validator"),
+        (
+            passthrough && spec.vfio_manager_enabled(),
+            "the VFIO manager",
+        ),
+        (
+            spec.sandbox_device_plugin_enabled()
+                || (passthrough && spec.kata_sandbox_device_plugin_enabled()),
+            "the sandbox device plugin",
+        ),
+    ])
 }
 
 /// `operands` that are deployed, as `a, b and c only`, or `no GPU operands`.
@@ -156,9 +152,9 @@ fn deployed(operands: &[(bool, &str)]) -> String {
     }
 }
 
-/// The settings NVIDIA's operator would act on and we do not, in spec order (`vfioManager`,
-/// `sandboxDevicePlugin` and `kataSandboxDevicePlugin`, which their own operands deploy, are not
-/// among them).
+/// The settings NVIDIA's operator would act on and we do not, in spec order (`vgpuManager`,
+/// `vfioManager`, `sandboxDevicePlugin` and `kataSandboxDevicePlugin`, which their own operands
+/// deploy, are not among them).
 fn unsupported_settings(spec: &ClusterPolicySpec) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(sandbox) = spec
@@ -180,10 +176,6 @@ fn unsupported_settings(spec: &ClusterPolicySpec) -> Vec<String> {
             out.push("sandboxWorkloads.mode=kata".to_owned());
         }
         let components = [
-            (
-                "vgpuManager",
-                spec.vgpu_manager.as_ref().and_then(|c| c.enabled),
-            ),
             (
                 "vgpuDeviceManager",
                 spec.vgpu_device_manager.as_ref().and_then(|c| c.enabled),

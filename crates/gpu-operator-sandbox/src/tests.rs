@@ -2,7 +2,7 @@
 
 use gpu_operator_api::spec::{
     CcManagerSpec, KataSandboxDevicePluginSpec, PsaSpec, SandboxDevicePluginSpec, SandboxMode,
-    SandboxWorkloadsSpec, VfioManagerSpec,
+    SandboxWorkloadsSpec, VfioManagerSpec, VgpuManagerSpec,
 };
 use gpu_operator_core::{
     cache::{facts::ClusterFacts, node_meta::NodeMeta},
@@ -200,6 +200,39 @@ fn the_sandbox_device_plugins_are_deployed_so_not_reported() {
         Sandbox::IMAGES
             .iter()
             .all(|i| !i.var.contains("SANDBOX_DEVICE_PLUGIN"))
+    );
+}
+
+#[test]
+fn the_vgpu_manager_is_deployed_so_not_reported() {
+    let spec = ClusterPolicySpec {
+        sandbox_workloads: Some(SandboxWorkloadsSpec {
+            enabled: Some(true),
+            ..SandboxWorkloadsSpec::default()
+        }),
+        vgpu_manager: Some(VgpuManagerSpec {
+            enabled: Some(true),
+            ..VgpuManagerSpec::default()
+        }),
+        ..ClusterPolicySpec::default()
+    };
+    let nodes = [
+        node("gpu-a", Some("vm-passthrough")),
+        node("gpu-b", Some("vm-vgpu")),
+    ];
+    let message = check(&spec, &nodes).unwrap();
+    assert!(!message.contains("vgpuManager"), "{message}");
+    for part in [
+        "(gpu-a) labelled for workload type vm-passthrough get the sandbox validator only",
+        "(gpu-b) labelled for workload type vm-vgpu get the vGPU manager and the sandbox validator only",
+    ] {
+        assert!(message.contains(part), "{part} not in {message}");
+    }
+    // The Sandbox reporter no longer reads the vGPU manager's image.
+    assert!(
+        Sandbox::IMAGES
+            .iter()
+            .all(|i| i.var != "VGPU_MANAGER_IMAGE")
     );
 }
 
