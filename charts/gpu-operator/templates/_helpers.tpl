@@ -162,6 +162,7 @@ seccompProfile:
 - "nvidia-vfio-manager"
 - "nvidia-sandbox-device-plugin"
 - "nvidia-kata-sandbox-device-plugin"
+- "nvidia-cc-manager"
 {{- end -}}
 
 {{/* The operator's image fallbacks (the *_IMAGE variables it reads), from the values of every

@@ -35,6 +35,7 @@ pub fn visit_all(visit: &mut impl Visit) {
     visit.operand::<gpu_operator_vfio_manager::VfioManager>();
     visit.operand::<gpu_operator_sandbox_device_plugin::SandboxDevicePlugin>();
     visit.operand::<gpu_operator_sandbox_device_plugin::KataSandboxDevicePlugin>();
+    visit.operand::<gpu_operator_cc_manager::CcManager>();
     visit.operand::<gpu_operator_sandbox::Sandbox>();
 }
 

@@ -160,9 +160,9 @@ fn names_and_conditions_are_unique() {
 fn the_overall_ready_waits_for_every_container_operand_in_nvidias_order() {
     // By hand: the operand conditions, in the order the overall status names them; the sandbox's
     // `SandboxWorkloadsReady` only reports. The vGPU manager, the sandbox validator, the VFIO
-    // manager and the sandbox device plugins count as NVIDIA's states do (in NVIDIA's order): each says
-    // `Disabled` (ready) without sandbox workloads (the plugins also outside their mode), so the
-    // container stack's `Ready` holds.
+    // manager, the sandbox device plugins and the CC manager count as NVIDIA's states do (in
+    // NVIDIA's order): each says `Disabled` (ready) without sandbox workloads (the plugins and the
+    // CC manager also outside their mode), so the container stack's `Ready` holds.
     assert_eq!(
         ready_conditions(),
         [
@@ -180,6 +180,7 @@ fn the_overall_ready_waits_for_every_container_operand_in_nvidias_order() {
             "VfioManagerReady",
             "SandboxDevicePluginReady",
             "KataSandboxDevicePluginReady",
+            "CcManagerReady",
         ]
     );
 }

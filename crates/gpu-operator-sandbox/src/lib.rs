@@ -1,9 +1,10 @@
 //! What we do not deploy, said out loud: NVIDIA's sandbox (virtual-machine) workloads — the vGPU
-//! device manager, Kata and confidential-computing managers — are accepted in the ClusterPolicy,
-//! so nothing is pruned, but this operator deploys none of them; of the sandbox operands it
-//! deploys only the vGPU manager, the sandbox validator, the VFIO manager and the sandbox device
-//! plugins (their own operands, `gpu-operator-vgpu-manager`, `gpu-operator-sandbox-validator`,
-//! `gpu-operator-vfio-manager` and `gpu-operator-sandbox-device-plugin`, not reported here).
+//! device manager and the Kata manager — are accepted in the ClusterPolicy, so nothing is pruned,
+//! but this operator deploys none of them; of the sandbox operands it deploys only the vGPU
+//! manager, the sandbox validator, the VFIO manager, the sandbox device plugins and the CC
+//! manager (their own operands, `gpu-operator-vgpu-manager`, `gpu-operator-sandbox-validator`,
+//! `gpu-operator-vfio-manager`, `gpu-operator-sandbox-device-plugin` and
+//! `gpu-operator-cc-manager`, not reported here).
 //! (`psa.enabled` is no longer among them: see `gpu_operator_status::pod_security`.) When the
 //! ClusterPolicy asks for them, the `SandboxWorkloadsReady` condition is `False` (reason
 //! `NotSupported`) and one Warning Event names each setting and the GPU nodes labelled for a VM
@@ -57,10 +58,6 @@ impl Operand for Sandbox {
             var: "KATA_MANAGER_IMAGE",
             chart_values: None,
         },
-        ImageEnv {
-            var: "CC_MANAGER_IMAGE",
-            chart_values: Some("ccManager"),
-        },
     ];
 
     /// `Ok(None)` (the condition says disabled) when nothing unsupported is asked for.
@@ -100,7 +97,7 @@ impl Operand for Sandbox {
         let mut message = format!(
             "{} accepted but not supported by this operator: it deploys the container stack \
              and, of the sandbox (virtual-machine) operands, the vGPU manager, the sandbox \
-             validator, the VFIO manager and the sandbox device plugins only",
+             validator, the VFIO manager, the sandbox device plugins and the CC manager only",
             input.settings.join(", ")
         );
         for (kind, nodes, operands) in &input.vm_nodes {
@@ -135,6 +132,7 @@ fn operands_of(spec: &ClusterPolicySpec, kind: &str) -> String {
                 || (passthrough && spec.kata_sandbox_device_plugin_enabled()),
             "the sandbox device plugin",
         ),
+        (spec.cc_manager_deployed(), "the CC manager"),
     ])
 }
 
@@ -153,8 +151,8 @@ fn deployed(operands: &[(bool, &str)]) -> String {
 }
 
 /// The settings NVIDIA's operator would act on and we do not, in spec order (`vgpuManager`,
-/// `vfioManager`, `sandboxDevicePlugin` and `kataSandboxDevicePlugin`, which their own operands
-/// deploy, are not among them).
+/// `vfioManager`, `sandboxDevicePlugin`, `kataSandboxDevicePlugin` and `ccManager`, which their
+/// own operands deploy, are not among them).
 fn unsupported_settings(spec: &ClusterPolicySpec) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(sandbox) = spec
@@ -183,10 +181,6 @@ fn unsupported_settings(spec: &ClusterPolicySpec) -> Vec<String> {
             (
                 "kataManager",
                 spec.kata_manager.as_ref().and_then(|c| c.enabled),
-            ),
-            (
-                "ccManager",
-                spec.cc_manager.as_ref().and_then(|c| c.enabled),
             ),
         ];
         out.extend(

@@ -59,14 +59,16 @@ fn sandbox_workloads_name_the_settings_and_the_vm_nodes() {
         "sandboxWorkloads.enabled=true",
         "sandboxWorkloads.defaultWorkload=vm-vgpu",
         "sandboxWorkloads.mode=kata",
-        "ccManager.enabled=true",
-        "2 node(s) (gpu-a, gpu-c) labelled for workload type vm-passthrough get the sandbox validator only",
-        "1 node(s) (gpu-b) labelled for workload type vm-vgpu",
+        "2 node(s) (gpu-a, gpu-c) labelled for workload type vm-passthrough get the sandbox validator and the CC manager only",
+        "1 node(s) (gpu-b) labelled for workload type vm-vgpu get the sandbox validator and the CC manager only",
         "nvidia.com/gpu.workload.config=container",
     ] {
         assert!(message.contains(part), "{part} not in {message}");
     }
     assert!(!message.contains("gpu-d"), "{message}");
+    // The CC manager is deployed (kata mode), so neither reported nor read here.
+    assert!(!message.contains("ccManager"), "{message}");
+    assert!(Sandbox::IMAGES.iter().all(|i| i.var != "CC_MANAGER_IMAGE"));
 }
 
 #[test]
