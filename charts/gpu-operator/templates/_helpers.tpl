@@ -157,11 +157,13 @@ seccompProfile:
 - "nvidia-operator-validator"
 - "nvidia-node-status-exporter"
 - "nvidia-dcgm-exporter-read-pods"
+- "nvidia-vgpu-manager"
 - "nvidia-sandbox-validator"
 - "nvidia-vfio-manager"
 - "nvidia-vgpu-device-manager"
 - "nvidia-sandbox-device-plugin"
 - "nvidia-kata-sandbox-device-plugin"
+- "nvidia-cc-manager"
 {{- end -}}
 
 {{/* The operator's image fallbacks (the *_IMAGE variables it reads), from the values of every

@@ -189,13 +189,6 @@ impl ClusterPolicySpec {
         self.cc_manager.as_ref().and_then(|c| c.enabled) == Some(true)
     }
 
-    /// Whether the operator deploys the vGPU manager: sandbox workloads on and
-    /// `vgpuManager.enabled` true (NVIDIA's default is false).
-    #[must_use]
-    pub fn vgpu_manager_enabled(&self) -> bool {
-        self.sandbox_enabled() && self.vgpu_manager.as_ref().and_then(|v| v.enabled) == Some(true)
-    }
-
     /// Whether the operator deploys the vGPU device manager: sandbox workloads on and
     /// `vgpuDeviceManager.enabled` true (NVIDIA's default is false; its chart sets true).
     #[must_use]
@@ -204,20 +197,30 @@ impl ClusterPolicySpec {
             && self.vgpu_device_manager.as_ref().and_then(|v| v.enabled) == Some(true)
     }
 
-    /// Whether the operator deploys the CC manager: sandbox workloads on in `kata` mode and
-    /// `ccManager.enabled` true (NVIDIA's rule).
-    #[must_use]
-    pub fn cc_manager_deployed(&self) -> bool {
-        self.sandbox_enabled()
-            && self.sandbox_mode() == SandboxMode::Kata
-            && self.cc_manager_enabled()
-    }
-
     /// Whether the operator deploys the VFIO manager: sandbox workloads on and
     /// `vfioManager.enabled` true (NVIDIA's default is false; its chart sets true).
     #[must_use]
     pub fn vfio_manager_enabled(&self) -> bool {
         self.sandbox_enabled() && self.vfio_manager.as_ref().and_then(|v| v.enabled) == Some(true)
+    }
+
+    /// Whether the operator deploys the vGPU manager: sandbox workloads on and
+    /// `vgpuManager.enabled` true (NVIDIA's default is false, its chart's too). With
+    /// `driver.useNvidiaDriverCRD` NVIDIADriver objects deploy it instead (NVIDIA skips the
+    /// state), which the operand checks.
+    #[must_use]
+    pub fn vgpu_manager_enabled(&self) -> bool {
+        self.sandbox_enabled() && self.vgpu_manager.as_ref().and_then(|v| v.enabled) == Some(true)
+    }
+
+    /// Whether the operator deploys the confidential-computing manager: sandbox workloads on in
+    /// `kata` mode and `ccManager.enabled` true (NVIDIA's `state-cc-manager` rule; its default is
+    /// false, its chart sets true).
+    #[must_use]
+    pub fn cc_manager_deployed(&self) -> bool {
+        self.sandbox_enabled()
+            && self.sandbox_mode() == SandboxMode::Kata
+            && self.cc_manager_enabled()
     }
 
     /// `sandboxWorkloads.mode` (`kubevirt` when unset, NVIDIA's CRD default).

@@ -85,6 +85,10 @@ pub mod operand {
     pub const SANDBOX_VALIDATOR_READY: &str = "SandboxValidatorReady";
     /// vGPU device manager DaemonSet (sandbox workloads).
     pub const VGPU_DEVICE_MANAGER_READY: &str = "VGPUDeviceManagerReady";
+    /// vGPU manager DaemonSet, the vGPU host driver (sandbox workloads).
+    pub const VGPU_MANAGER_READY: &str = "VGPUManagerReady";
+    /// Confidential-computing manager DaemonSet (sandbox workloads, `kata` mode).
+    pub const CC_MANAGER_READY: &str = "CCManagerReady";
 }
 
 /// Node conditions written by the validator on each GPU node.

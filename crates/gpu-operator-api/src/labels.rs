@@ -107,6 +107,11 @@ pub mod operand {
     pub const SANDBOX_VALIDATOR: &str = "sandbox-validator";
     /// vGPU device manager (`vm-vgpu` nodes, sandbox workloads).
     pub const VGPU_DEVICE_MANAGER: &str = "vgpu-device-manager";
+    /// vGPU manager, the vGPU host driver (`vm-vgpu` nodes, sandbox workloads).
+    pub const VGPU_MANAGER: &str = "vgpu-manager";
+    /// Confidential-computing manager (`vm-passthrough` and `vm-vgpu` nodes, sandbox workloads
+    /// in `kata` mode).
+    pub const CC_MANAGER: &str = "cc-manager";
     /// GPU clients in general; paused by the MIG manager during a MIG change.
     pub const CLIENT: &str = "client";
 }

@@ -23,6 +23,7 @@
 use std::collections::BTreeMap;
 
 use gpu_operator_api::labels::{NFD_KERNEL_VERSION, NFD_OS_RELEASE_ID, NFD_OS_RELEASE_VERSION_ID};
+pub use gpu_operator_core::build::image::os_tag;
 use gpu_operator_core::{
     build::runtime_class::ContainerRuntime,
     cache::facts::{ClusterFacts, OsRelease},
@@ -50,16 +51,6 @@ pub struct Pool {
     pub gds_image: Option<String>,
     /// The GDRCopy sidecar image, when `gdrcopy.enabled`.
     pub gdrcopy_image: Option<String>,
-}
-
-/// The image tag suffix of an OS: `<id><VERSION_ID>`, with only the major version for RHEL,
-/// Rocky Linux and Oracle Linux (`ubuntu22.04`, `rhel9`).
-pub fn os_tag(os: &OsRelease) -> String {
-    let version = match os.id.as_str() {
-        "rhel" | "rocky" | "ol" => os.version_id.split('.').next().unwrap_or_default(),
-        _ => os.version_id.as_str(),
-    };
-    format!("{}{version}", os.id)
 }
 
 /// A kernel version fit for an object name: the architecture (`x86_64`, `aarch64`, with an
@@ -207,15 +198,6 @@ mod tests {
                 .collect::<BTreeSet<_>>(),
             ..ClusterFacts::default()
         }
-    }
-
-    #[test]
-    fn os_tag_keeps_the_full_version_except_major_only_for_rhel_rocky_and_oracle() {
-        assert_eq!(os_tag(&os("ubuntu", "22.04")), "ubuntu22.04");
-        assert_eq!(os_tag(&os("rhel", "9.4")), "rhel9");
-        assert_eq!(os_tag(&os("rocky", "8.10")), "rocky8");
-        assert_eq!(os_tag(&os("ol", "9.3")), "ol9");
-        assert_eq!(os_tag(&os("sles", "15.5")), "sles15.5");
     }
 
     #[test]

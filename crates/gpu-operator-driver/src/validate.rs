@@ -130,15 +130,15 @@ pub(crate) fn resolve(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result
         let tag = os_tag(&os);
         check_os_paths(spec, &os.id, precompiled)?;
         let driver_image = match &kernel {
-            Some(kernel) => with_os(&format!("{base}-{kernel}"), &tag),
-            None => with_os(&base, &tag),
+            Some(kernel) => image::with_os_tag(&format!("{base}-{kernel}"), &tag),
+            None => image::with_os_tag(&base, &tag),
         };
         resolved.push(Pool {
             node_selector: pools::node_selector(&os, kernel.as_deref()),
             name,
             driver_image,
-            gds_image: gds_base.as_deref().map(|i| with_os(i, &tag)),
-            gdrcopy_image: gdrcopy_base.as_deref().map(|i| with_os(i, &tag)),
+            gds_image: gds_base.as_deref().map(|i| image::with_os_tag(i, &tag)),
+            gdrcopy_image: gdrcopy_base.as_deref().map(|i| image::with_os_tag(i, &tag)),
             runtime: runtime_class::detect_for_os(spec, facts, &os),
             os,
             kernel,
@@ -226,15 +226,6 @@ impl Rdma {
     /// Whether RDMA is on with the host's MOFED.
     pub fn host_mofed(self) -> bool {
         self == Self::OnHostMofed
-    }
-}
-
-/// `<image>-<os tag>`, unless the image is pinned by digest.
-fn with_os(image: &str, tag: &str) -> String {
-    if image.contains("sha256:") {
-        image.to_owned()
-    } else {
-        format!("{image}-{tag}")
     }
 }
 

@@ -10,18 +10,10 @@ use gpu_operator_api::{
     spec::{SandboxMode, WorkloadConfig},
 };
 
-/// Operands of the sandbox (virtual-machine) workload configs. NVIDIA's names; the container
-/// operands are in [`gpu_operator_api::labels::operand`].
-pub mod sandbox_operand {
-    /// Kata manager.
-    pub const KATA_MANAGER: &str = "kata-manager";
-    /// Confidential-computing manager.
-    pub const CC_MANAGER: &str = "cc-manager";
-    /// vGPU manager (vGPU host driver).
-    pub const VGPU_MANAGER: &str = "vgpu-manager";
-}
-
-use sandbox_operand as sb;
+/// The deprecated Kata manager's gate, which NVIDIA's labeller still sets on `vm-passthrough`
+/// nodes (no operator deploys it); every other operand's is in
+/// [`gpu_operator_api::labels::operand`].
+pub const KATA_MANAGER: &str = "kata-manager";
 
 /// Operands gated on `container` nodes (besides `mig-manager`, which depends on the hardware).
 const CONTAINER: [&str; 9] = [
@@ -41,18 +33,18 @@ const VM_PASSTHROUGH: [&str; 6] = [
     operand::SANDBOX_DEVICE_PLUGIN,
     operand::SANDBOX_VALIDATOR,
     operand::VFIO_MANAGER,
-    sb::KATA_MANAGER,
-    sb::CC_MANAGER,
+    KATA_MANAGER,
+    operand::CC_MANAGER,
     operand::CLIENT,
 ];
 
 /// Operands gated on `vm-vgpu` nodes.
 const VM_VGPU: [&str; 6] = [
     operand::SANDBOX_DEVICE_PLUGIN,
-    sb::VGPU_MANAGER,
+    operand::VGPU_MANAGER,
     operand::VGPU_DEVICE_MANAGER,
     operand::SANDBOX_VALIDATOR,
-    sb::CC_MANAGER,
+    operand::CC_MANAGER,
     operand::CLIENT,
 ];
 

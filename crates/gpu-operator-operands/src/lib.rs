@@ -30,11 +30,13 @@ pub fn visit_all(visit: &mut impl Visit) {
     visit.operand::<gpu_operator_mig_manager::MigManager>();
     visit.operand::<gpu_operator_node_status_exporter::NodeStatusExporter>();
     visit.operand::<gpu_operator_gfd::GpuFeatureDiscovery>();
+    visit.operand::<gpu_operator_vgpu_manager::VgpuManager>();
     visit.operand::<gpu_operator_vgpu_device_manager::VgpuDeviceManager>();
     visit.operand::<gpu_operator_sandbox_validator::SandboxValidator>();
     visit.operand::<gpu_operator_vfio_manager::VfioManager>();
     visit.operand::<gpu_operator_sandbox_device_plugin::SandboxDevicePlugin>();
     visit.operand::<gpu_operator_sandbox_device_plugin::KataSandboxDevicePlugin>();
+    visit.operand::<gpu_operator_cc_manager::CcManager>();
     visit.operand::<gpu_operator_sandbox::Sandbox>();
 }
 

@@ -158,12 +158,10 @@ fn names_and_conditions_are_unique() {
 
 #[test]
 fn the_overall_ready_waits_for_every_container_operand_in_nvidias_order() {
-    // By hand: the operand conditions, in the order the overall status names them; the sandbox's
-    // `SandboxWorkloadsReady` only reports. The vGPU device manager, the sandbox validator, the
-    // VFIO manager and the sandbox device plugins count as NVIDIA's states do (in NVIDIA's
-    // order): each says
-    // `Disabled` (ready) without sandbox workloads (the plugins also outside their mode), so the
-    // container stack's `Ready` holds.
+    // By hand: the operand conditions, in the order the overall status names them;
+    // `SandboxWorkloadsReady` only reports. The sandbox operands count as NVIDIA's states do (in
+    // NVIDIA's order): each says `Disabled` (ready) without sandbox workloads (the plugins and the
+    // CC manager also outside their mode), so the container stack's `Ready` holds.
     assert_eq!(
         ready_conditions(),
         [
@@ -176,11 +174,13 @@ fn the_overall_ready_waits_for_every_container_operand_in_nvidias_order() {
             "MIGManagerReady",
             "NodeStatusExporterReady",
             "GFDReady",
+            "VGPUManagerReady",
             "VGPUDeviceManagerReady",
             "SandboxValidatorReady",
             "VfioManagerReady",
             "SandboxDevicePluginReady",
             "KataSandboxDevicePluginReady",
+            "CCManagerReady",
         ]
     );
 }

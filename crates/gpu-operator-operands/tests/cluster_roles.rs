@@ -70,9 +70,8 @@ fn the_chart_grants_every_cluster_role_an_operand_renders() {
     for (_, spec) in fixtures::examples(root()).unwrap() {
         let mut exporter_on = spec.clone();
         exporter_on.node_status_exporter.enabled = Some(true);
-        // No example turns sandbox workloads on: the ClusterRoles of the sandbox validator, the
-        // VFIO manager, the vGPU device manager and the sandbox device plugins (one per mode)
-        // come with them.
+        // No example turns sandbox workloads on: the ClusterRoles of the sandbox operands (the
+        // device plugins one per mode, the CC manager in kata mode) come with them.
         exporter_on
             .sandbox_workloads
             .get_or_insert_with(Default::default)
@@ -83,6 +82,14 @@ fn the_chart_grants_every_cluster_role_an_operand_renders() {
             .enabled = Some(true);
         exporter_on
             .vgpu_device_manager
+            .get_or_insert_with(Default::default)
+            .enabled = Some(true);
+        exporter_on
+            .vgpu_manager
+            .get_or_insert_with(Default::default)
+            .enabled = Some(true);
+        exporter_on
+            .cc_manager
             .get_or_insert_with(Default::default)
             .enabled = Some(true);
         exporter_on
@@ -121,6 +128,8 @@ fn the_chart_grants_every_cluster_role_an_operand_renders() {
             && names.contains("nvidia-sandbox-validator")
             && names.contains("nvidia-vfio-manager")
             && names.contains("nvidia-vgpu-device-manager")
+            && names.contains("nvidia-vgpu-manager")
+            && names.contains("nvidia-cc-manager")
             && names.contains("nvidia-sandbox-device-plugin")
             && names.contains("nvidia-kata-sandbox-device-plugin"),
         "too few ClusterRoles rendered: {names:?}"

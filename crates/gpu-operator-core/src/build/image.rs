@@ -1,8 +1,11 @@
 //! Image references by NVIDIA's rules: `repository/image:version`, `repository/image@sha256:…`,
 //! `image` alone used verbatim, else the component's environment fallback (`DEVICE_PLUGIN_IMAGE`,
-//! …), else an error naming the component.
+//! …), else an error naming the component; and the OS tag NVIDIA appends to the images of the
+//! driver and the vGPU manager, which are built for one OS (`<version>-ubuntu22.04`).
 
 use gpu_operator_api::spec::ImageSpec;
+
+use crate::cache::facts::OsRelease;
 
 /// Why no image could be resolved for a component.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -68,6 +71,26 @@ pub fn pull_policy(spec: &ImageSpec) -> &'static str {
         Some("Always") => "Always",
         Some("Never") => "Never",
         _ => "IfNotPresent",
+    }
+}
+
+/// The image tag suffix of an OS: `<id><VERSION_ID>`, with only the major version for RHEL,
+/// Rocky Linux and Oracle Linux (`ubuntu22.04`, `rhel9`), as NVIDIA builds its driver images.
+pub fn os_tag(os: &OsRelease) -> String {
+    let version = match os.id.as_str() {
+        "rhel" | "rocky" | "ol" => os.version_id.split('.').next().unwrap_or_default(),
+        _ => os.version_id.as_str(),
+    };
+    format!("{}{version}", os.id)
+}
+
+/// `<image>-<tag>` (an OS tag of [`os_tag`]), unless the image is pinned by digest (NVIDIA's
+/// rule: a digest names the image exactly).
+pub fn with_os_tag(image: &str, tag: &str) -> String {
+    if image.contains("sha256:") {
+        image.to_owned()
+    } else {
+        format!("{image}-{tag}")
     }
 }
 
@@ -150,5 +173,33 @@ mod tests {
         assert_eq!(pull_policy(&s), "IfNotPresent");
         s.pull_policy = Some("Always".into());
         assert_eq!(pull_policy(&s), "Always");
+    }
+
+    fn os(id: &str, version: &str) -> OsRelease {
+        OsRelease {
+            id: id.into(),
+            version_id: version.into(),
+        }
+    }
+
+    #[test]
+    fn os_tag_keeps_the_full_version_except_major_only_for_rhel_rocky_and_oracle() {
+        assert_eq!(os_tag(&os("ubuntu", "22.04")), "ubuntu22.04");
+        assert_eq!(os_tag(&os("rhel", "9.4")), "rhel9");
+        assert_eq!(os_tag(&os("rocky", "8.10")), "rocky8");
+        assert_eq!(os_tag(&os("ol", "9.3")), "ol9");
+        assert_eq!(os_tag(&os("sles", "15.5")), "sles15.5");
+    }
+
+    #[test]
+    fn the_os_tag_is_appended_unless_a_digest_pins_the_image() {
+        assert_eq!(
+            with_os_tag("r/driver:570.1", "rhel9"),
+            "r/driver:570.1-rhel9"
+        );
+        assert_eq!(
+            with_os_tag("r/driver@sha256:abc", "rhel9"),
+            "r/driver@sha256:abc"
+        );
     }
 }

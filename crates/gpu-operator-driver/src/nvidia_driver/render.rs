@@ -17,8 +17,6 @@ use k8s_openapi::api::{
 
 use super::PerDriver;
 
-/// The node label of the vGPU host manager's nodes, instead of the driver's.
-const VGPU_MANAGER_DEPLOY: &str = "vgpu-manager";
 /// How long a vGPU host manager pod may take to stop, as NVIDIA gives it.
 const VGPU_MANAGER_GRACE_SECONDS: i64 = 120;
 
@@ -100,7 +98,7 @@ fn vgpu_host_manager(pod: &mut PodSpec) {
     if let Some(selector) = pod.node_selector.as_mut() {
         selector.remove(&format!("{GPU_DEPLOY_PREFIX}{}", operand::DRIVER));
         selector.insert(
-            format!("{GPU_DEPLOY_PREFIX}{VGPU_MANAGER_DEPLOY}"),
+            format!("{GPU_DEPLOY_PREFIX}{}", operand::VGPU_MANAGER),
             "true".to_owned(),
         );
     }

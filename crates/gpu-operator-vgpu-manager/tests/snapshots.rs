@@ -1,0 +1,61 @@
+//! The vGPU manager rendered for every example ClusterPolicy × node profile (no example turns
+//! sandbox workloads on, so each renders `disabled`), and for each example with sandbox workloads
+//! and the vGPU manager switched on, on every node profile.
+#![allow(clippy::unwrap_used)]
+
+use gpu_operator_api::spec::{SandboxWorkloadsSpec, VgpuManagerSpec};
+use gpu_operator_core::{
+    contract::{Cluster, Operand},
+    fixtures,
+};
+use gpu_operator_vgpu_manager::VgpuManager;
+
+fn root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+fn every_example_on_every_profile() {
+    for (name, rendered) in fixtures::snapshots::<VgpuManager>(&root()).unwrap() {
+        insta::assert_yaml_snapshot!(name, rendered);
+    }
+}
+
+#[test]
+fn every_example_with_sandbox_workloads_on() {
+    let mut seen: Vec<serde_json::Value> = Vec::new();
+    for (example, mut spec) in fixtures::examples(&root()).unwrap() {
+        let sandbox = spec
+            .sandbox_workloads
+            .get_or_insert_with(SandboxWorkloadsSpec::default);
+        sandbox.enabled = Some(true);
+        spec.vgpu_manager
+            .get_or_insert_with(VgpuManagerSpec::default)
+            .enabled = Some(true);
+        for profile in fixtures::profiles() {
+            let cluster = Cluster {
+                namespace: "gpu-operator",
+                facts: &profile.facts,
+                image_env: &fixtures::image_env,
+                config_maps: &fixtures::plugin_configs,
+                policy: None,
+            };
+            let input = VgpuManager::validate(&spec, &cluster).unwrap().unwrap();
+            let children = VgpuManager::render(&input);
+            let rendered = serde_json::json!({
+                "serviceAccounts": children.service_accounts,
+                "clusterRoles": children.cluster_roles,
+                "clusterRoleBindings": children.cluster_role_bindings,
+                "daemonSets": children.daemonsets,
+            });
+            // One snapshot per distinct output.
+            if !seen.contains(&rendered) {
+                insta::assert_yaml_snapshot!(
+                    format!("sandbox-{example}-{}", profile.name),
+                    rendered
+                );
+                seen.push(rendered);
+            }
+        }
+    }
+}
