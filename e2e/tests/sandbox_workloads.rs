@@ -45,7 +45,15 @@ const WORKLOAD: &str = "nvidia.com/gpu.workload.config";
 const VALIDATOR: &str = "nvidia-sandbox-validator";
 const VFIO: &str = "nvidia-vfio-manager";
 const KUBEVIRT_PLUGIN: &str = "nvidia-sandbox-device-plugin-daemonset";
-const SANDBOX: [&str; 3] = [VALIDATOR, VFIO, KUBEVIRT_PLUGIN];
+const VGPU_MANAGER: &str = "nvidia-vgpu-manager-daemonset";
+const VGPU_DEVICE_MANAGER: &str = "nvidia-vgpu-device-manager";
+const SANDBOX: [&str; 5] = [
+    VALIDATOR,
+    VFIO,
+    KUBEVIRT_PLUGIN,
+    VGPU_MANAGER,
+    VGPU_DEVICE_MANAGER,
+];
 
 /// Removes the workload labels this scenario put on nodes, also when a step panics.
 struct NodeLabels(Vec<String>);
@@ -72,28 +80,29 @@ fn label(node: &str, workload: &str) {
 /// Sandbox workloads on, with the VFIO manager and the KubeVirt plugin (images in the spec: the
 /// scenario's operator has only the container stack's image variables).
 fn sandbox_spec() -> ClusterPolicySpec {
-    let mut spec = ClusterPolicySpec::default();
-    spec.sandbox_workloads = Some(serde_json::from_value(json!({"enabled": true})).unwrap());
-    spec.vfio_manager = Some(
-        serde_json::from_value(json!({
-            "enabled": true,
-            "repository": "nvcr.io/nvidia", "image": "cuda", "version": "12.9.1-base-ubi9",
-            "driverManager": {
-                "repository": "nvcr.io/nvidia/cloud-native",
-                "image": "k8s-driver-manager", "version": "v0.9.1"
-            }
-        }))
-        .unwrap(),
-    );
-    spec.sandbox_device_plugin = Some(
-        serde_json::from_value(json!({
-            "enabled": true,
-            "repository": "nvcr.io/nvidia", "image": "kubevirt-gpu-device-plugin",
-            "version": "v1.4.0"
-        }))
-        .unwrap(),
-    );
-    spec
+    ClusterPolicySpec {
+        sandbox_workloads: Some(serde_json::from_value(json!({"enabled": true})).unwrap()),
+        vfio_manager: Some(
+            serde_json::from_value(json!({
+                "enabled": true,
+                "repository": "nvcr.io/nvidia", "image": "cuda", "version": "12.9.1-base-ubi9",
+                "driverManager": {
+                    "repository": "nvcr.io/nvidia/cloud-native",
+                    "image": "k8s-driver-manager", "version": "v0.9.1"
+                }
+            }))
+            .unwrap(),
+        ),
+        sandbox_device_plugin: Some(
+            serde_json::from_value(json!({
+                "enabled": true,
+                "repository": "nvcr.io/nvidia", "image": "kubevirt-gpu-device-plugin",
+                "version": "v1.4.0"
+            }))
+            .unwrap(),
+        ),
+        ..ClusterPolicySpec::default()
+    }
 }
 
 /// The nodes DaemonSet `name` has pods on.
@@ -113,6 +122,25 @@ async fn wait_pods_on(env: &Env, name: &str, nodes: &BTreeSet<String>) {
             None => nodes.is_empty(),
         };
         Ok((ready && nodes_of(env, name).await == *nodes).then_some(()))
+    })
+    .await;
+    if let Err(error) = result {
+        panic!("{error}; pods on {:?}", nodes_of(env, name).await);
+    }
+}
+
+/// Waits until DaemonSet `name` is ready with pods on some of `nodes` and nowhere else.
+async fn wait_pods_within(env: &Env, name: &str, nodes: &BTreeSet<String>) {
+    let result = wait_until(&format!("{name} within {nodes:?}"), TIMEOUT, || async {
+        let Some(ds) = env.daemonsets().get_opt(name).await? else {
+            return Ok(None);
+        };
+        let status = ds.status.unwrap_or_default();
+        let on = nodes_of(env, name).await;
+        Ok((status.number_ready == status.desired_number_scheduled
+            && !on.is_empty()
+            && on.is_subset(nodes))
+        .then_some(()))
     })
     .await;
     if let Err(error) = result {
@@ -170,13 +198,16 @@ const SANDBOX_IMAGES: [(&str, &str); 6] = [
 
 /// NVIDIA's v26.7.0 sample ClusterPolicy with `sandboxWorkloads.enabled` switched on, in each
 /// mode and with each default workload: every condition at the policy's generation and the
-/// policy `ready`; in `kata` mode, which the sample gives no Kata device plugin, the VM nodes'
-/// missing device plugin is said in `SandboxWorkloadsReady`. Then a quiet window: no write.
+/// policy `ready`, the vGPU manager and device manager on exactly the `vm-vgpu` nodes; in `kata`
+/// mode, which the sample gives no Kata device plugin, the VM nodes' missing device plugin is said
+/// in `SandboxWorkloadsReady`. Then a quiet window: no write. `passthrough` is labelled
+/// `vm-passthrough`, `vgpu` `vm-vgpu`, the other GPU nodes run the default.
 async fn nvidias_sample_converges_in_each_mode(
     env: &Env,
     operator: &Operator,
     name: &str,
     gpus: &[String],
+    (passthrough, vgpu): (&str, &str),
 ) {
     let sample = nvidia_sample_specs(&repo_root()).unwrap().pop().unwrap();
     let mut policy = env.policies().get(name).await.unwrap();
@@ -206,6 +237,15 @@ async fn nvidias_sample_converges_in_each_mode(
                     })
             })
             .await;
+            let vgpu_nodes: BTreeSet<String> = gpus
+                .iter()
+                .filter(|n| *n == vgpu || (default == "vm-vgpu" && *n != passthrough))
+                .cloned()
+                .collect();
+            // The vGPU host driver is built for one OS (NVIDIA's single DaemonSet): the vm-vgpu
+            // nodes of that OS.
+            wait_pods_within(env, VGPU_MANAGER, &vgpu_nodes).await;
+            wait_pods_on(env, VGPU_DEVICE_MANAGER, &vgpu_nodes).await;
             let sandbox = condition(&policy, "SandboxWorkloadsReady").unwrap();
             if mode == "kata" {
                 assert!(
@@ -252,6 +292,90 @@ async fn invalid_workload_events(env: &Env, node: &str) -> usize {
     .unwrap()
 }
 
+/// One Event for the unknown workload config value on `node`, also after a reconcile of the node
+/// that finds the same value.
+async fn unknown_label_said_once(env: &Env, node: &str) {
+    assert_eq!(invalid_workload_events(env, node).await, 1);
+    kubectl_ok(&["label", "node", node, "e2e-poke=1", "--overwrite"]).unwrap();
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    kubectl_ok(&["label", "node", node, "e2e-poke-"]).unwrap();
+    assert_eq!(invalid_workload_events(env, node).await, 1, "said once");
+}
+
+/// `passthrough` (labelled `vm-passthrough`) → vm-vgpu → container → vm-passthrough: one node
+/// patch each, the pods follow. `vgpu` stays `vm-vgpu`; `containers` run the container stack.
+async fn relabel_walk(env: &Env, (passthrough, vgpu): (&str, &str), containers: &BTreeSet<String>) {
+    let vm: BTreeSet<String> = [passthrough.to_owned(), vgpu.to_owned()].into();
+    let none = BTreeSet::new();
+    relabel(
+        env,
+        passthrough,
+        "vm-vgpu",
+        &[(VFIO, &none), (VALIDATOR, &vm), (KUBEVIRT_PLUGIN, &vm)],
+    )
+    .await;
+    let only_vgpu: BTreeSet<String> = [vgpu.to_owned()].into();
+    let mut more_containers = containers.clone();
+    more_containers.insert(passthrough.to_owned());
+    relabel(
+        env,
+        passthrough,
+        "container",
+        &[
+            (VALIDATOR, &only_vgpu),
+            (KUBEVIRT_PLUGIN, &only_vgpu),
+            (PLUGIN, &more_containers),
+        ],
+    )
+    .await;
+    let only_passthrough: BTreeSet<String> = [passthrough.to_owned()].into();
+    relabel(
+        env,
+        passthrough,
+        "vm-passthrough",
+        &[
+            (VALIDATOR, &vm),
+            (VFIO, &only_passthrough),
+            (PLUGIN, containers),
+        ],
+    )
+    .await;
+}
+
+/// Sandbox workloads off: every sandbox DaemonSet and ClusterRole pruned.
+async fn sandbox_off_prunes_everything(env: &Env, name: &str) {
+    env.policies()
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"sandboxWorkloads": {"enabled": false}}})),
+        )
+        .await
+        .unwrap();
+    let roles: Api<ClusterRole> = Api::all(env.client.clone());
+    wait_until("every sandbox object pruned", TIMEOUT, || async {
+        for name in SANDBOX {
+            if env.daemonsets().get_opt(name).await?.is_some() {
+                return Ok(None);
+            }
+        }
+        for name in [
+            VALIDATOR,
+            VFIO,
+            "nvidia-sandbox-device-plugin",
+            "nvidia-vgpu-manager",
+            VGPU_DEVICE_MANAGER,
+        ] {
+            if roles.get_opt(name).await?.is_some() {
+                return Ok(None);
+            }
+        }
+        Ok(Some(()))
+    })
+    .await
+    .unwrap();
+}
+
 #[tokio::test]
 async fn vm_nodes_get_the_sandbox_stack_and_move_between_stacks_with_one_node_patch() {
     let env = setup().await;
@@ -285,10 +409,7 @@ async fn vm_nodes_get_the_sandbox_stack_and_move_between_stacks_with_one_node_pa
     wait_pods_on(&env, VFIO, &only_passthrough).await;
     wait_pods_on(&env, KUBEVIRT_PLUGIN, &vm).await;
     wait_pods_on(&env, PLUGIN, &containers).await;
-    for (daemonset, _) in [
-        ("nvidia-operator-validator", ()),
-        ("gpu-feature-discovery", ()),
-    ] {
+    for daemonset in ["nvidia-operator-validator", "gpu-feature-discovery"] {
         let on_vm: Vec<_> = nodes_of(&env, daemonset)
             .await
             .into_iter()
@@ -307,76 +428,13 @@ async fn vm_nodes_get_the_sandbox_stack_and_move_between_stacks_with_one_node_pa
     })
     .await;
 
-    // The unknown value: the default stack (the node is among `containers`), one Event, also after
-    // a reconcile of the node that finds the same value.
+    // The unknown value: the default stack (the node is among `containers`).
     assert!(containers.contains(&bogus));
-    assert_eq!(invalid_workload_events(&env, &bogus).await, 1);
-    kubectl_ok(&["label", "node", &bogus, "e2e-poke=1", "--overwrite"]).unwrap();
-    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
-    kubectl_ok(&["label", "node", &bogus, "e2e-poke-"]).unwrap();
-    assert_eq!(invalid_workload_events(&env, &bogus).await, 1, "said once");
+    unknown_label_said_once(&env, &bogus).await;
+    relabel_walk(&env, (&passthrough, &vgpu), &containers).await;
+    nvidias_sample_converges_in_each_mode(&env, &operator, &name, &gpus, (&passthrough, &vgpu))
+        .await;
 
-    // container → … : one node patch each, the pods follow.
-    let none = BTreeSet::new();
-    relabel(
-        &env,
-        &passthrough,
-        "vm-vgpu",
-        &[(VFIO, &none), (VALIDATOR, &vm), (KUBEVIRT_PLUGIN, &vm)],
-    )
-    .await;
-    let only_vgpu: BTreeSet<String> = [vgpu.clone()].into();
-    let mut more_containers = containers.clone();
-    more_containers.insert(passthrough.clone());
-    relabel(
-        &env,
-        &passthrough,
-        "container",
-        &[
-            (VALIDATOR, &only_vgpu),
-            (KUBEVIRT_PLUGIN, &only_vgpu),
-            (PLUGIN, &more_containers),
-        ],
-    )
-    .await;
-    relabel(
-        &env,
-        &passthrough,
-        "vm-passthrough",
-        &[
-            (VALIDATOR, &vm),
-            (VFIO, &only_passthrough),
-            (PLUGIN, &containers),
-        ],
-    )
-    .await;
-
-    nvidias_sample_converges_in_each_mode(&env, &operator, &name, &gpus).await;
-
-    // Sandbox workloads off: every sandbox object pruned.
-    env.policies()
-        .patch(
-            &name,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"sandboxWorkloads": {"enabled": false}}})),
-        )
-        .await
-        .unwrap();
-    let roles: Api<ClusterRole> = Api::all(env.client.clone());
-    wait_until("every sandbox object pruned", TIMEOUT, || async {
-        for name in SANDBOX {
-            if env.daemonsets().get_opt(name).await?.is_some() {
-                return Ok(None);
-            }
-        }
-        for name in [VALIDATOR, VFIO, "nvidia-sandbox-device-plugin"] {
-            if roles.get_opt(name).await?.is_some() {
-                return Ok(None);
-            }
-        }
-        Ok(Some(()))
-    })
-    .await
-    .unwrap();
+    sandbox_off_prunes_everything(&env, &name).await;
     operator.stop().unwrap();
 }

@@ -30,7 +30,10 @@ use k8s_openapi::{
     api::{core::v1::Event, node::v1::RuntimeClass},
     jiff::Timestamp,
 };
-use kube::{Api, ResourceExt as _, api::ListParams};
+use kube::{
+    Api, ResourceExt as _,
+    api::{DeleteParams, ListParams, PostParams},
+};
 
 use gpu_operator_e2e::nvidia_fixture::Fixture;
 use load::PodHistory;
@@ -182,13 +185,13 @@ impl KataRuntimeClasses {
                 "handler": "kata-qemu-nvidia-gpu-snp",
             }))
             .unwrap();
-            let _ = api.delete(name, &Default::default()).await;
+            let _ = api.delete(name, &DeleteParams::default()).await;
             wait_until("an earlier run's RuntimeClass gone", TIMEOUT, || async {
                 Ok(api.get_opt(name).await?.is_none().then_some(()))
             })
             .await
             .unwrap();
-            api.create(&Default::default(), &class).await.unwrap();
+            api.create(&PostParams::default(), &class).await.unwrap();
         }
         Self { api }
     }
@@ -209,7 +212,7 @@ impl KataRuntimeClasses {
         assert!(self.api.get_opt(Self::NVIDIAS).await.unwrap().is_none());
         assert!(self.api.get_opt(Self::USERS).await.unwrap().is_some());
         self.api
-            .delete(Self::USERS, &Default::default())
+            .delete(Self::USERS, &DeleteParams::default())
             .await
             .unwrap();
     }
