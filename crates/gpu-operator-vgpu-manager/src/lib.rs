@@ -86,7 +86,7 @@ impl Operand for VgpuManager {
         input.unserved.clone()
     }
 
-    /// GPU nodes of other OSes than the one the DaemonSet serves.
+    /// `vm-vgpu` nodes of other OSes than the one the DaemonSet serves.
     fn warnings(input: &Input) -> Vec<Warning> {
         let Some(served) = &input.os else {
             return Vec::new();
@@ -95,9 +95,9 @@ impl Operand for VgpuManager {
             return Vec::new();
         }
         vec![Warning {
-            reason: "VgpuManagerOtherOS",
+            reason: "VGPUManagerOtherOS",
             message: format!(
-                "the GPU nodes run several OSes: {DAEMONSET} runs the vGPU host driver image for \
+                "the vm-vgpu nodes run several OSes: {DAEMONSET} runs the vGPU host driver image for \
                  {} on those nodes only, and vm-vgpu nodes of {} get no vGPU manager; to serve \
                  several OSes set driver.useNvidiaDriverCRD=true with one NVIDIADriver of \
                  driverType vgpu-host-manager per OS",

@@ -5,16 +5,18 @@
 //! files of the `vgpuManager.kernelModuleConfig` ConfigMap. Pure.
 //!
 //! One DaemonSet serves one OS, as NVIDIA's ClusterPolicy does (it tags the image with the OS of
-//! the first GPU node it lists): the OS the live DaemonSet already selects while GPU nodes still
-//! run it (a new OS must not replace the host driver under running VMs), else the first OS of
-//! the GPU nodes. It selects that OS, so a `vm-vgpu` node of another OS gets no pod rather than a
+//! the first GPU node it lists): the OS the live DaemonSet already selects while `vm-vgpu` nodes
+//! still run it (a new OS must not replace the host driver under running VMs), else the first OS
+//! of the `vm-vgpu` nodes (of all GPU nodes while there is none). It selects that OS, so a `vm-vgpu` node of another OS gets no pod rather than a
 //! host driver built for another OS; a warning says so, and the way out (NVIDIADriver objects of
 //! `driverType: vgpu-host-manager`, one per OS, with `driver.useNvidiaDriverCRD`).
+
+use std::collections::BTreeSet;
 
 use gpu_operator_api::{
     ClusterPolicySpec,
     labels::{NFD_OS_RELEASE_ID, NFD_OS_RELEASE_VERSION_ID},
-    spec::EnvVar,
+    spec::{EnvVar, WorkloadConfig},
 };
 use gpu_operator_core::{
     Error,
@@ -102,10 +104,10 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
         .filter(|name| !name.is_empty())
         .map(|name| module_files(cluster, name))
         .transpose()?;
-    let facts = cluster.facts;
-    let chosen = served_os(facts);
-    let other_oses = facts
-        .os_releases
+    let oses = VgpuNodeOses::of(spec, cluster.facts);
+    let chosen = served_os(cluster.facts, &oses);
+    let other_oses = oses
+        .labelled
         .iter()
         .filter(|os| Some(*os) != chosen.as_ref())
         .map(image::os_tag)
@@ -116,12 +118,12 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
             os,
         }),
         other_oses,
-        unserved: (facts.gpu_nodes_without_os > 0).then(|| {
+        unserved: (oses.without_os > 0).then(|| {
             format!(
-                "{} GPU node(s) lack NFD's {NFD_OS_RELEASE_ID} or VERSION_ID label, so no vGPU \
-                 manager image can be chosen for them and they get no vGPU manager pod: run Node \
-                 Feature Discovery on every GPU node",
-                facts.gpu_nodes_without_os
+                "{} vm-vgpu GPU node(s) lack NFD's {NFD_OS_RELEASE_ID} or VERSION_ID label, so no \
+                 vGPU manager image can be chosen for them and they get no vGPU manager pod: run \
+                 Node Feature Discovery on every GPU node",
+                oses.without_os
             )
         }),
         manager_image,
@@ -140,17 +142,53 @@ pub fn managed_by_nvidia_drivers(spec: &ClusterPolicySpec) -> bool {
     spec.driver.use_nvidia_driver_crd == Some(true)
 }
 
-/// The OS the DaemonSet serves: the one the live DaemonSet selects while GPU nodes run it, else
-/// the first of the GPU nodes' OSes.
-fn served_os(facts: &ClusterFacts) -> Option<OsRelease> {
+/// The OSes of the `vm-vgpu` nodes (their label, or `sandboxWorkloads.defaultWorkload`).
+struct VgpuNodeOses {
+    /// The OSes of those that carry NFD's os-release labels.
+    labelled: BTreeSet<OsRelease>,
+    /// How many do not.
+    without_os: usize,
+}
+
+impl VgpuNodeOses {
+    fn of(spec: &ClusterPolicySpec, facts: &ClusterFacts) -> Self {
+        let default = spec.sandbox_default_workload().unwrap_or_default();
+        let mut oses = Self {
+            labelled: BTreeSet::new(),
+            without_os: 0,
+        };
+        for ((label, os), count) in &facts.gpu_nodes_by_workload_os {
+            if WorkloadConfig::from_name(label).unwrap_or(default) != WorkloadConfig::VmVgpu {
+                continue;
+            }
+            match os {
+                Some(os) => {
+                    oses.labelled.insert(os.clone());
+                }
+                None => oses.without_os += count,
+            }
+        }
+        oses
+    }
+}
+
+/// The OS the DaemonSet serves: the one the live DaemonSet selects while `vm-vgpu` nodes run it
+/// (or, with no `vm-vgpu` node, any GPU node), else the first of theirs (of the GPU nodes'
+/// without one, so the DaemonSet is ready for the first node given to vGPUs).
+fn served_os(facts: &ClusterFacts, oses: &VgpuNodeOses) -> Option<OsRelease> {
+    let candidates = if oses.labelled.is_empty() {
+        &facts.os_releases
+    } else {
+        &oses.labelled
+    };
     let live = facts.daemonsets.get(DAEMONSET).and_then(|live| {
         Some(OsRelease {
             id: live.node_selector.get(NFD_OS_RELEASE_ID)?.clone(),
             version_id: live.node_selector.get(NFD_OS_RELEASE_VERSION_ID)?.clone(),
         })
     });
-    live.filter(|os| facts.os_releases.contains(os))
-        .or_else(|| facts.os_releases.first().cloned())
+    live.filter(|os| candidates.contains(os))
+        .or_else(|| candidates.first().cloned())
 }
 
 /// The keys of ConfigMap `name` (NVIDIA mounts each at `/drivers/<key>`); an error naming the

@@ -63,6 +63,10 @@ pub struct ClusterFacts {
     /// `sandboxWorkloads.defaultWorkload`). Read from the label the user sets, not from the deploy
     /// labels the node labeller derives from it, so the first reconcile already knows them.
     pub gpu_nodes_by_workload: BTreeMap<String, NodeSample>,
+    /// How many GPU nodes of each workload config label (as in
+    /// [`ClusterFacts::gpu_nodes_by_workload`]) run each OS (`None`: no os-release labels): what
+    /// an operand of one workload config, such as the vGPU manager, needs of the OSes.
+    pub gpu_nodes_by_workload_os: BTreeMap<(String, Option<OsRelease>), usize>,
     /// GPU nodes whose MIG manager reports the layout they ask for failed
     /// (`nvidia.com/mig.config.state=failed`), by that layout (`nvidia.com/mig.config`). NVIDIA's
     /// MIG manager leaves such a node's GPU operands `paused-for-mig-change`: it offers no GPUs
@@ -248,6 +252,10 @@ impl ClusterFacts {
             };
             let kernel = node_labels.get(labels::NFD_KERNEL_VERSION);
             facts.gpu_nodes_without_os += usize::from(os.is_none());
+            *facts
+                .gpu_nodes_by_workload_os
+                .entry((workload.to_owned(), os.clone()))
+                .or_default() += 1;
             facts.gpu_nodes_without_kernel += usize::from(kernel.is_none());
             if let (Some(os), Some(kernel)) = (&os, kernel) {
                 facts.os_kernels.insert((os.clone(), kernel.to_owned()));

@@ -28,12 +28,19 @@ pub(crate) fn os(id: &str, version: &str) -> OsRelease {
     }
 }
 
-/// GPU nodes of `oses`, and `nodes_without_os` more without NFD's labels.
+/// `vm-vgpu` GPU nodes of `oses`, and `nodes_without_os` more without NFD's labels.
 pub(crate) fn facts(oses: &[OsRelease], nodes_without_os: usize) -> ClusterFacts {
+    let vgpu = |os: Option<&OsRelease>| ("vm-vgpu".to_owned(), os.cloned());
+    let mut by_workload_os: std::collections::BTreeMap<_, usize> =
+        oses.iter().map(|os| (vgpu(Some(os)), 1)).collect();
+    if nodes_without_os > 0 {
+        by_workload_os.insert(vgpu(None), nodes_without_os);
+    }
     ClusterFacts {
         gpu_nodes: oses.len() + nodes_without_os,
         os_releases: oses.iter().cloned().collect(),
         gpu_nodes_without_os: nodes_without_os,
+        gpu_nodes_by_workload_os: by_workload_os,
         ..ClusterFacts::default()
     }
 }
@@ -149,7 +156,7 @@ fn one_os_is_served_and_the_live_daemonsets_os_is_kept() {
     // The first OS in order; the other is named, the nodes without labels are unserved.
     assert_eq!(input.os.as_ref().unwrap().os, os("rhel", "9.4"));
     assert_eq!(input.other_oses, ["ubuntu22.04"]);
-    assert!(input.unserved.unwrap().contains("1 GPU node(s)"));
+    assert!(input.unserved.unwrap().contains("1 vm-vgpu GPU node(s)"));
     two.daemonsets.insert(
         DAEMONSET.to_owned(),
         LiveDaemonSet {
@@ -166,6 +173,17 @@ fn one_os_is_served_and_the_live_daemonsets_os_is_kept() {
         .unwrap();
     assert_eq!(input.os.unwrap().os, os("ubuntu", "22.04"));
     assert_eq!(input.other_oses, ["rhel9"]);
+    // A container node of another OS is not the vGPU manager's business.
+    let mut mixed = facts(&[os("rhel", "9.4")], 0);
+    mixed.os_releases.insert(os("ubuntu", "22.04"));
+    mixed
+        .gpu_nodes_by_workload_os
+        .insert((String::new(), Some(os("ubuntu", "22.04"))), 3);
+    let input = check_with(&enabled, &mixed, &fixtures::image_env)
+        .unwrap()
+        .unwrap();
+    assert_eq!(input.os.unwrap().os, os("rhel", "9.4"));
+    assert!(input.other_oses.is_empty(), "{:?}", input.other_oses);
     // No OS known: nothing to tag the image with.
     let none = check_with(&enabled, &facts(&[], 0), &fixtures::image_env)
         .unwrap()
