@@ -20,12 +20,13 @@ use gpu_operator_api::{
 use gpu_operator_core::{
     Error,
     cache::facts::NodeSample,
-    contract::{Children, Cluster, ImageEnv, Operand, Warning},
-    report::conditions::Desired,
+    contract::{Children, Cluster, ImageEnv, Operand, Summary, Warning},
 };
 
 /// The condition this reporter owns.
 pub const CONDITION: &str = "SandboxWorkloadsReady";
+/// Reason while every VM node gets a device plugin.
+pub const PLACED: &str = "Placed";
 /// Reason while VM nodes get no device plugin.
 pub const NO_DEVICE_PLUGIN: &str = "NoDevicePlugin";
 /// Reason of the warning about `kataManager.enabled`.
@@ -116,7 +117,7 @@ impl Operand for Sandbox {
         Children::default()
     }
 
-    fn summary(input: &Input) -> Option<Desired> {
+    fn summary(input: &Input) -> Option<Summary> {
         Some(summary(input))
     }
 
@@ -136,7 +137,7 @@ impl Operand for Sandbox {
 }
 
 /// The condition for `input`.
-fn summary(input: &Input) -> Desired {
+fn summary(input: &Input) -> Summary {
     let mode = match input.mode {
         SandboxMode::Kubevirt => "kubevirt",
         SandboxMode::Kata => "kata",
@@ -164,13 +165,17 @@ fn summary(input: &Input) -> Desired {
     }
     let placed = format!("sandbox workloads ({mode} mode): {}", parts.join("; "));
     if problems.is_empty() {
-        Desired::ok(CONDITION, "Placed", placed)
+        Summary {
+            ready: true,
+            reason: PLACED,
+            message: placed,
+        }
     } else {
-        Desired::not_ok(
-            CONDITION,
-            NO_DEVICE_PLUGIN,
-            format!("{}; {placed}", problems.join("; ")),
-        )
+        Summary {
+            ready: false,
+            reason: NO_DEVICE_PLUGIN,
+            message: format!("{}; {placed}", problems.join("; ")),
+        }
     }
 }
 

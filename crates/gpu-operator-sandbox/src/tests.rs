@@ -23,7 +23,7 @@ fn input(spec: &ClusterPolicySpec, nodes: &[NodeMeta]) -> Option<Input> {
     Sandbox::validate(spec, &cluster).unwrap()
 }
 
-fn condition(spec: &ClusterPolicySpec, nodes: &[NodeMeta]) -> Desired {
+fn condition(spec: &ClusterPolicySpec, nodes: &[NodeMeta]) -> Summary {
     Sandbox::summary(&input(spec, nodes).unwrap()).unwrap()
 }
 
@@ -88,7 +88,7 @@ fn each_stack_is_named_with_its_nodes_and_operands() {
         &sandbox(SandboxMode::Kubevirt, Some(WorkloadConfig::VmVgpu)),
         &fleet(),
     );
-    assert!(d.status, "{}", d.message);
+    assert!(d.ready, "{}", d.message);
     assert_eq!(d.reason, "Placed");
     assert_eq!(
         d.message,
@@ -103,7 +103,7 @@ fn each_stack_is_named_with_its_nodes_and_operands() {
 fn kata_mode_names_the_nodes_left_without_a_device_plugin_and_the_fix() {
     let mut spec = sandbox(SandboxMode::Kata, None);
     let d = condition(&spec, &fleet());
-    assert!(!d.status, "vm-vgpu nodes in kata mode: {}", d.message);
+    assert!(!d.ready, "vm-vgpu nodes in kata mode: {}", d.message);
     assert!(
         d.message.starts_with(
             "1 node(s) (gpu-e) vm-vgpu get no device plugin: in kata mode only vm-passthrough"
@@ -139,7 +139,7 @@ fn no_vm_node_says_how_to_give_one_to_vms() {
         &sandbox(SandboxMode::Kubevirt, None),
         &[node("gpu-a", None)],
     );
-    assert!(d.status);
+    assert!(d.ready);
     assert!(
         d.message.ends_with(
             "1 node(s) (gpu-a) container: the container stack; no GPU node runs VMs: label one \

@@ -169,6 +169,18 @@ pub struct OsRelease {
     pub version_id: String,
 }
 
+impl OsRelease {
+    /// The OS NFD's os-release labels of a node name, if it carries both.
+    fn of(node_labels: &Labels) -> Option<Self> {
+        Some(Self {
+            id: node_labels.get(labels::NFD_OS_RELEASE_ID)?.to_owned(),
+            version_id: node_labels
+                .get(labels::NFD_OS_RELEASE_VERSION_ID)?
+                .to_owned(),
+        })
+    }
+}
+
 impl ClusterFacts {
     /// Records that NVIDIADriver `owner` serves a node of `os` (and `kernel`).
     fn add_owner_pool(&mut self, owner: &str, os: &OsRelease, kernel: Option<&str>) {
@@ -240,16 +252,7 @@ impl ClusterFacts {
                 .entry(workload.to_owned())
                 .or_default()
                 .add(name);
-            let os = match (
-                node_labels.get(labels::NFD_OS_RELEASE_ID),
-                node_labels.get(labels::NFD_OS_RELEASE_VERSION_ID),
-            ) {
-                (Some(id), Some(version_id)) => Some(OsRelease {
-                    id: id.to_owned(),
-                    version_id: version_id.to_owned(),
-                }),
-                _ => None,
-            };
+            let os = OsRelease::of(node_labels);
             let kernel = node_labels.get(labels::NFD_KERNEL_VERSION);
             facts.gpu_nodes_without_os += usize::from(os.is_none());
             *facts

@@ -12,6 +12,6 @@ mod warning;
 
 pub use children::Children;
 pub use cluster::Cluster;
-pub use operand::{ImageEnv, Operand};
+pub use operand::{ImageEnv, Operand, Summary};
 pub use owner::Owner;
 pub use warning::Warning;

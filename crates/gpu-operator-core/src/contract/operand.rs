@@ -7,7 +7,6 @@ use crate::{
     Error,
     cache::stores::Stores,
     contract::{Children, Cluster, Owner, Warning},
-    report::conditions::Desired,
 };
 
 /// An operator environment variable that gives an operand's default image when its section
@@ -19,6 +18,17 @@ pub struct ImageEnv {
     /// The chart's values section the operator Deployment sets it from (`devicePlugin`,
     /// `driver.manager`), or `None` when the chart does not set it.
     pub chart_values: Option<&'static str>,
+}
+
+/// What an operand that deploys nothing states in its condition (see [`Operand::summary`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Summary {
+    /// Whether the condition is `True`.
+    pub ready: bool,
+    /// Its PascalCase reason.
+    pub reason: &'static str,
+    /// Its message.
+    pub message: String,
 }
 
 /// One operand: its names and its pure validate and render steps.
@@ -102,7 +112,7 @@ pub trait Operand: Send + Sync + 'static {
     /// For an operand that deploys nothing of its own and states what the others do (the sandbox
     /// workloads: which GPU nodes run which stack): its condition, instead of a rollout's. Its
     /// [`Operand::warnings`] still apply. `None` by default.
-    fn summary(_input: &Self::Input) -> Option<Desired> {
+    fn summary(_input: &Self::Input) -> Option<Summary> {
         None
     }
 

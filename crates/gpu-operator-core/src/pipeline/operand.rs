@@ -102,7 +102,11 @@ fn plan<O: Operand>(
         ),
         Some(input) if let Some(summary) = O::summary(&input) => (
             Children::default(),
-            Some(summary),
+            Some(if summary.ready {
+                Desired::ok(O::CONDITION, summary.reason, summary.message)
+            } else {
+                Desired::not_ok(O::CONDITION, summary.reason, summary.message)
+            }),
             None,
             O::warnings(&input),
         ),
