@@ -14,6 +14,7 @@ mod pools;
 mod proc_stats;
 pub(crate) mod report;
 pub(crate) mod run;
+mod sandbox;
 mod upgrade;
 
 use std::{
@@ -107,6 +108,12 @@ pub struct Args {
     /// `a100` pool alone under its own `upgradePolicy`.
     #[arg(long)]
     pub pools: bool,
+    /// A third of the GPU nodes labelled for VMs (`nvidia.com/gpu.workload.config`
+    /// `vm-passthrough` and `vm-vgpu` in turn) before a ClusterPolicy with sandbox workloads on;
+    /// after the steady window, 100 container nodes relabelled `vm-passthrough`: the operator's
+    /// writes and the time until the DaemonSets follow.
+    #[arg(long)]
+    pub sandbox: bool,
 }
 
 /// The ServiceAccount our operator runs as in the bench.
@@ -199,6 +206,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         upgrade: args.upgrade,
         health: args.health,
         pools: args.pools,
+        sandbox: args.sandbox,
         policy: policy.clone(),
     };
     let mut report = ours.report();
@@ -217,6 +225,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         upgrade: false,
         health: false,
         pools: false,
+        sandbox: false,
         policy,
     });
     let mut their_report = theirs.as_ref().map(Column::report);
@@ -250,6 +259,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 }
 
 /// One operator binary to measure, and how.
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "one switch per optional step, each read by name"
+)]
 struct Column {
     binary: PathBuf,
     env: Vec<(String, String)>,
@@ -265,6 +278,8 @@ struct Column {
     health: bool,
     /// Whether the drivers run in NVIDIADriver pools.
     pools: bool,
+    /// Whether a third of the GPU nodes are VM nodes (`--sandbox`).
+    sandbox: bool,
     /// The ClusterPolicy it gets.
     policy: policy::Policy,
 }
@@ -275,14 +290,20 @@ impl Column {
             operator: self.binary.display().to_string(),
             operator_env: self.env.iter().map(|(k, v)| format!("{k}={v}")).collect(),
             revision: self.revision.clone(),
-            policy: if self.pools {
-                format!(
-                    "{} with the drivers in 3 NVIDIADriver pools",
-                    self.policy.label
-                )
-            } else {
-                self.policy.label.clone()
-            },
+            policy: format!(
+                "{}{}{}",
+                self.policy.label,
+                if self.pools {
+                    " with the drivers in 3 NVIDIADriver pools"
+                } else {
+                    ""
+                },
+                if self.sandbox {
+                    " with sandbox workloads on a third of the GPU nodes"
+                } else {
+                    ""
+                }
+            ),
             ..Report::default()
         }
     }
@@ -316,6 +337,7 @@ impl Column {
                     upgrade: self.upgrade,
                     health: self.health,
                     pools: self.pools,
+                    sandbox: self.sandbox,
                     policy: self.policy.object.clone(),
                 };
                 let runtime = tokio::runtime::Runtime::new()?;

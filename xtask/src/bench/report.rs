@@ -132,6 +132,8 @@ pub struct Run {
     pub health: Option<super::health::HealthRun>,
     /// The driver upgrade step (`--upgrade`), when it ran.
     pub upgrade: Option<super::upgrade::UpgradeRun>,
+    /// The sandbox profile's fleet and relabel step (`--sandbox`), when it ran.
+    pub sandbox: Option<super::sandbox::SandboxRun>,
     /// What went wrong, if a step failed or timed out.
     pub error: Option<String>,
 }
@@ -173,6 +175,12 @@ impl Run {
         let patches = self.patch_latencies_s.len();
         (patches > 0).then(|| self.patch_writes.total() as f64 / patches as f64)
     }
+
+    /// Rollout writes (lease renewals excluded) per GPU node, comparable across profiles.
+    #[expect(clippy::cast_precision_loss, reason = "request counts are small")]
+    pub fn rollout_writes_per_gpu_node(&self) -> Option<f64> {
+        (self.gpu_nodes > 0).then(|| self.rollout_writes.total() as f64 / f64::from(self.gpu_nodes))
+    }
 }
 
 fn ms(value: Option<f64>) -> String {
@@ -187,13 +195,14 @@ fn mib(value: Option<f64>) -> String {
     value.map_or_else(|| "—".to_owned(), |m| format!("{m:.1} MiB"))
 }
 
-const HEADER: [&str; 14] = [
+const HEADER: [&str; 15] = [
     "nodes (GPU)",
     "caches synced",
     "ready",
     "patch → DS p50",
     "p95",
     "rollout writes",
+    "per GPU node",
     "status writes",
     "writes/patch",
     "steady writes",
@@ -205,7 +214,7 @@ const HEADER: [&str; 14] = [
 ];
 
 impl Run {
-    fn cells(&self) -> [String; 14] {
+    fn cells(&self) -> [String; 15] {
         [
             format!("{} ({})", self.nodes, self.gpu_nodes),
             secs(self.caches_synced_s),
@@ -213,6 +222,8 @@ impl Run {
             ms(self.patch_p50_s()),
             ms(self.patch_p95_s()),
             self.rollout_writes.summary(),
+            self.rollout_writes_per_gpu_node()
+                .map_or_else(|| "—".to_owned(), |w| format!("{w:.2}")),
             self.rollout_writes.of(STATUS_WRITES).to_string(),
             self.writes_per_patch()
                 .map_or_else(|| "—".to_owned(), |w| format!("{w:.1}")),
@@ -310,6 +321,9 @@ impl Report {
                     super::upgrade::line(run.nodes, run.gpu_nodes, upgrade)
                 );
             }
+            if let Some(sandbox) = &run.sandbox {
+                let _ = writeln!(out, "  {}", super::sandbox::line(run.nodes, sandbox));
+            }
             if let Some(error) = &run.error {
                 let _ = writeln!(out, "  - error: {error}");
             }
@@ -319,7 +333,7 @@ impl Report {
 
     /// The table for a terminal, columns aligned.
     pub fn table(&self) -> String {
-        let rows: Vec<[String; 14]> = self.runs.iter().map(Run::cells).collect();
+        let rows: Vec<[String; 15]> = self.runs.iter().map(Run::cells).collect();
         let widths: Vec<usize> = (0..HEADER.len())
             .map(|i| {
                 rows.iter()
@@ -406,7 +420,7 @@ mod tests {
         );
         assert!(
             md.contains(
-                "| 100 (86) | 0.4 s | 12.3 s | — | — | create 1, patch 3 | 0 | — | 0 in 60 s | 20.0 MiB | — |"
+                "| 100 (86) | 0.4 s | 12.3 s | — | — | create 1, patch 3 | 0.05 | 0 | — | 0 in 60 s | 20.0 MiB | — |"
             ),
             "{md}"
         );
@@ -437,7 +451,7 @@ mod tests {
         assert_eq!(run.writes_per_patch(), Some(2.0));
         let cells = run.cells();
         assert_eq!((cells[3].as_str(), cells[4].as_str()), ("40 ms", "200 ms"));
-        assert_eq!(cells[7], "2.0");
+        assert_eq!(cells[8], "2.0");
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! under a ServiceAccount token of its own, create a ClusterPolicy and time it to `ready`, watch
 //! the steady state, time a series of `kubectl patch`es to the updated DaemonSet, then count the
 //! operator's writes in the API server's audit log and read its memory and CPU from `/proc`.
+//! Optional steps follow the steady window: the sandbox relabel (`--sandbox`), the GPU health
+//! reports (`--health`), and after the patches the driver upgrade (`--upgrade`).
 
 use std::{
     path::{Path, PathBuf},
@@ -40,8 +42,9 @@ use crate::cluster::http_ok;
 pub(crate) const NAMESPACE: &str = "gpu-operator";
 /// The device plugin DaemonSet the patch step watches.
 const PLUGIN: &str = "nvidia-device-plugin-daemonset";
-/// The operand DaemonSets that must cover every GPU node.
-const DAEMONSETS: [&str; 2] = [PLUGIN, "nvidia-operator-validator"];
+/// The operand DaemonSets that must cover every GPU node (with `--sandbox`, every container
+/// node).
+pub(crate) const CONTAINER_DAEMONSETS: [&str; 2] = [PLUGIN, "nvidia-operator-validator"];
 /// Quiet time after `ready` before the steady window: longer than every debounce, so the
 /// status writes that follow `ready` count as rollout.
 const SETTLE: Duration = Duration::from_secs(10);
@@ -49,6 +52,10 @@ const SETTLE: Duration = Duration::from_secs(10);
 const PROGRESS_EVERY: Duration = Duration::from_secs(15);
 
 /// How to run one size.
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "one switch per optional step, each read by name"
+)]
 pub struct Options {
     /// The `gpu-operator` binary.
     pub binary: PathBuf,
@@ -75,6 +82,8 @@ pub struct Options {
     pub upgrade: bool,
     /// The drivers in three NVIDIADriver pools (see [`super::pools`]).
     pub pools: bool,
+    /// A third of the GPU nodes VM nodes, and the relabel step (see [`super::sandbox`]).
+    pub sandbox: bool,
     /// The ClusterPolicy to create (see [`super::policy`]).
     pub policy: ClusterPolicy,
 }
@@ -90,6 +99,8 @@ struct Marks {
     patches: Vec<Timed>,
     policy: Option<String>,
     upgrade: Option<(Timestamp, Timestamp)>,
+    /// The sandbox relabel step's window.
+    relabel: Option<(Timestamp, Timestamp)>,
     /// The health step's window and the agents' audit-log user.
     health: Option<(super::health::Window, String)>,
 }
@@ -211,7 +222,8 @@ async fn observe(
 
     let policies: Api<ClusterPolicy> = Api::all(client.clone());
     let daemonsets: Api<DaemonSet> = Api::namespaced(client.clone(), NAMESPACE);
-    let policy = &policy_to_create(client, options).await?;
+    let (policy, mut stacks) = policy_to_create(client, options, run).await?;
+    let policy = &policy;
     let name = policy.name_any();
     marks.policy = Some(name.clone());
     let gpu_nodes = run.gpu_nodes;
@@ -231,10 +243,8 @@ async fn observe(
                 eprintln!("    … {secs:.0} s: {}; RSS {rss}", progress(&policy));
             }
             let pools_ready = !options.pools || super::pools::ready(client).await?;
-            Ok(
-                (is_ready(&policy) && pools_ready && covered(&daemonsets, gpu_nodes).await?)
-                    .then_some(()),
-            )
+            let covered = covered(&daemonsets, gpu_nodes, stacks.as_ref()).await?;
+            Ok((is_ready(&policy) && pools_ready && covered).then_some(()))
         },
     )
     .await?;
@@ -259,6 +269,10 @@ async fn observe(
             "the operator exited; its log ends:\n{}",
             operator.log_tail()
         );
+    }
+    if let (Some(stacks), Some(sandbox)) = (&mut stacks, run.sandbox.as_mut()) {
+        let step = super::sandbox::relabel(client, operator, &daemonsets, stacks, sandbox).await;
+        marks.relabel = Some(step?);
     }
     // The health step runs on the converged fleet, before the patch series starts rollouts
     // (at 5,000 nodes a device plugin rollout, one node at a time, takes over an hour).
@@ -296,16 +310,26 @@ async fn observe(
 }
 
 /// The ClusterPolicy of the run; with `--pools`, handing the drivers to the NVIDIADrivers it
-/// creates first.
+/// creates first; with `--sandbox`, with sandbox workloads on, after labelling a third of the
+/// GPU nodes VM nodes (their stacks returned).
 async fn policy_to_create(
     client: &kube::Client,
     options: &Options,
-) -> anyhow::Result<ClusterPolicy> {
-    if !options.pools {
-        return Ok(options.policy.clone());
+    run: &mut Run,
+) -> anyhow::Result<(ClusterPolicy, Option<super::sandbox::Stacks>)> {
+    let policy = if options.pools {
+        super::pools::create(client).await?;
+        super::pools::hand_over(&options.policy)
+    } else {
+        options.policy.clone()
+    };
+    if !options.sandbox {
+        return Ok((policy, None));
     }
-    super::pools::create(client).await?;
-    Ok(super::pools::hand_over(&options.policy))
+    let mut sandbox = super::sandbox::SandboxRun::default();
+    let stacks = super::sandbox::label_fleet(client, &mut sandbox).await;
+    run.sandbox = Some(sandbox);
+    Ok((super::sandbox::enable(&policy)?, Some(stacks?)))
 }
 
 /// Calls `check` about once a second until it returns `Some`, the operator exits or `timeout`
@@ -346,10 +370,18 @@ async fn wait_for<T>(
 }
 
 /// Whether every operand DaemonSet has a ready pod on each of the `gpu_nodes` (the ClusterPolicy
-/// may say `ready` while nodes are still being labelled: the bench waits for the whole fleet).
-async fn covered(daemonsets: &Api<DaemonSet>, gpu_nodes: u32) -> anyhow::Result<bool> {
+/// may say `ready` while nodes are still being labelled: the bench waits for the whole fleet);
+/// with `--sandbox`, each on the nodes of its stack.
+async fn covered(
+    daemonsets: &Api<DaemonSet>,
+    gpu_nodes: u32,
+    stacks: Option<&super::sandbox::Stacks>,
+) -> anyhow::Result<bool> {
+    if let Some(stacks) = stacks {
+        return super::sandbox::covered(daemonsets, stacks).await;
+    }
     let want = i32::try_from(gpu_nodes)?;
-    for name in DAEMONSETS {
+    for name in CONTAINER_DAEMONSETS {
         let Some(ds) = daemonsets.get_opt(name).await? else {
             return Ok(false);
         };
@@ -445,6 +477,23 @@ fn count_writes(
         let admin = writes_in(&log, patch_parts::ADMIN, from)?;
         run.patch_parts = patch_parts::split(&marks.patches, &admin, &writes, policy, PLUGIN);
     }
+    if let Some((from, to)) = marks.relabel
+        && let Some(sandbox) = run.sandbox.as_mut()
+    {
+        for (at, write) in writes_in(&log, patch_parts::ADMIN, from)? {
+            if at <= to {
+                sandbox
+                    .cluster_writes
+                    .add(&write.verb, &write.resource, write.code);
+            }
+        }
+        let nodes: std::collections::BTreeSet<&str> = writes
+            .iter()
+            .filter(|(at, w)| *at > from && *at <= to && w.resource == "nodes")
+            .map(|(_, w)| w.name.as_str())
+            .collect();
+        sandbox.nodes_written = u32::try_from(nodes.len())?;
+    }
     if let Some(((from, counted, _), agents)) = &marks.health
         && let Some(health) = run.health.as_mut()
     {
@@ -482,6 +531,14 @@ fn count_writes(
                 if resource == super::report::STATUS_WRITES {
                     target.add_status_writer(write.field_manager.as_deref());
                 }
+            }
+            continue;
+        } else if let Some((from, to)) = marks.relabel
+            && let Some(sandbox) = run.sandbox.as_mut()
+            && window(Some(from), Some(to))
+        {
+            if resource != "leases" {
+                sandbox.writes.add(&write.verb, resource, write.code);
             }
             continue;
         } else if let Some((from, to)) = marks.upgrade

@@ -168,6 +168,7 @@ async fn one(
         upgrade: false,
         health: false,
         pools: false,
+        sandbox: false,
         policy: bench::policy::load(
             &gpu_operator_harness::crd::repo_root().join(bench::policy::DEFAULT),
             None,
