@@ -5,7 +5,7 @@
 //! [`Pull`] is the same for an image of another section that runs in the pod (a sidecar's).
 
 use gpu_operator_api::spec::{ContainerSpec, EnvVar, ImageSpec};
-use k8s_openapi::api::core::v1::ResourceRequirements;
+use k8s_openapi::api::core::v1::{LocalObjectReference, PodSpec, ResourceRequirements};
 
 use crate::build::image;
 
@@ -72,6 +72,31 @@ impl Pull {
         Self {
             policy: image.pull_policy().map(|_| image::pull_policy(image)),
             secrets: image.pull_secrets().to_vec(),
+        }
+    }
+
+    /// Applies these settings to the init container `container` of `pod`, as NVIDIA applies a
+    /// driver manager's: its pull policy only where the section sets one (else `IfNotPresent`,
+    /// not the pod's main image's), its pull secrets added to the pod's.
+    pub fn apply_to_init(&self, pod: &mut PodSpec, container: &str) {
+        if let Some(init) = pod
+            .init_containers
+            .iter_mut()
+            .flatten()
+            .find(|c| c.name == container)
+        {
+            init.image_pull_policy = Some(self.policy.unwrap_or("IfNotPresent").to_owned());
+        }
+        if self.secrets.is_empty() {
+            return;
+        }
+        let secrets = pod.image_pull_secrets.get_or_insert_with(Vec::new);
+        for secret in &self.secrets {
+            if !secrets.iter().any(|s| &s.name == secret) {
+                secrets.push(LocalObjectReference {
+                    name: secret.clone(),
+                });
+            }
         }
     }
 }

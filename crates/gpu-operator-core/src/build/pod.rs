@@ -54,6 +54,14 @@ pub fn read_only_mount(name: &str, path: &str) -> VolumeMount {
     }
 }
 
+/// `mount` with the given propagation (`Bidirectional`, `HostToContainer`).
+pub fn propagated(mount: VolumeMount, propagation: &str) -> VolumeMount {
+    VolumeMount {
+        mount_propagation: Some(propagation.to_owned()),
+        ..mount
+    }
+}
+
 /// A privileged container's security context.
 pub fn privileged() -> SecurityContext {
     SecurityContext {

@@ -11,11 +11,7 @@ pub fn read_only(mut mount: VolumeMount) -> VolumeMount {
     mount
 }
 
-/// A mount with the given propagation (`Bidirectional`, `HostToContainer`).
-pub fn propagated(mut mount: VolumeMount, propagation: &str) -> VolumeMount {
-    mount.mount_propagation = Some(propagation.to_owned());
-    mount
-}
+pub use gpu_operator_core::build::pod::propagated;
 
 /// Privileged, with the SELinux level driver containers need to load kernel modules.
 pub fn privileged() -> SecurityContext {

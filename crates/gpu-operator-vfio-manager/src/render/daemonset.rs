@@ -8,7 +8,7 @@ use gpu_operator_api::labels::operand;
 use gpu_operator_core::{
     build::{
         daemonset::{Identity, field_env, override_env},
-        pod::{self, Barrier, Finish, Wrap, host_path, mount, read_only_mount},
+        pod::{self, Barrier, Finish, Wrap, host_path, mount, propagated, read_only_mount},
     },
     contract::Operand as _,
 };
@@ -16,8 +16,8 @@ use k8s_openapi::{
     api::{
         apps::v1::DaemonSet,
         core::v1::{
-            Container, EnvVar, ExecAction, Lifecycle, LifecycleHandler, LocalObjectReference,
-            PodSpec, ResourceRequirements, SELinuxOptions, SecurityContext, VolumeMount,
+            Container, EnvVar, ExecAction, Lifecycle, LifecycleHandler, PodSpec,
+            ResourceRequirements, SELinuxOptions, SecurityContext,
         },
     },
     apimachinery::pkg::api::resource::Quantity,
@@ -54,7 +54,9 @@ pub fn build(input: &Input) -> DaemonSet {
         args: Some(NAME),
     };
     let mut finished = pod::finish(pod, steps);
-    manager_pull(input, finished.pod_mut());
+    input
+        .manager_pull
+        .apply_to_init(finished.pod_mut(), MANAGER_CONTAINER);
     finished.into_daemonset(Wrap {
         identity: Identity {
             name: NAME,
@@ -148,40 +150,6 @@ fn vfio_manager(input: &Input) -> Container {
             ..Lifecycle::default()
         }),
         ..Container::default()
-    }
-}
-
-/// A mount with the given propagation (`Bidirectional`, `HostToContainer`).
-fn propagated(mount: VolumeMount, propagation: &str) -> VolumeMount {
-    VolumeMount {
-        mount_propagation: Some(propagation.to_owned()),
-        ..mount
-    }
-}
-
-/// The driver manager image's own pull settings, as NVIDIA applies them: its pull policy only
-/// where `vfioManager.driverManager.imagePullPolicy` is set (else NVIDIA's `IfNotPresent`, not
-/// the VFIO manager's), its pull secrets added to the pod's.
-fn manager_pull(input: &Input, pod: &mut PodSpec) {
-    let policy = input.manager_pull.policy.unwrap_or("IfNotPresent");
-    if let Some(init) = pod
-        .init_containers
-        .iter_mut()
-        .flatten()
-        .find(|c| c.name == MANAGER_CONTAINER)
-    {
-        init.image_pull_policy = Some(policy.to_owned());
-    }
-    if input.manager_pull.secrets.is_empty() {
-        return;
-    }
-    let secrets = pod.image_pull_secrets.get_or_insert_with(Vec::new);
-    for secret in &input.manager_pull.secrets {
-        if !secrets.iter().any(|s| &s.name == secret) {
-            secrets.push(LocalObjectReference {
-                name: secret.clone(),
-            });
-        }
     }
 }
 

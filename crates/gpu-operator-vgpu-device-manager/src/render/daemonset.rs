@@ -10,15 +10,13 @@ use gpu_operator_core::{
     build::{
         barrier::{self, VALIDATIONS_DIR, VALIDATIONS_VOLUME},
         daemonset::{Identity, field_env, override_env},
-        pod::{self, Finish, Wrap, host_path, mount},
+        pod::{self, Finish, Wrap, host_path, mount, propagated},
     },
     contract::Operand as _,
 };
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
-    core::v1::{
-        ConfigMapVolumeSource, Container, EnvVar, PodSpec, SecurityContext, Volume, VolumeMount,
-    },
+    core::v1::{ConfigMapVolumeSource, Container, EnvVar, PodSpec, SecurityContext, Volume},
 };
 
 use crate::{CUSTOM_CONFIG, DEFAULT_CONFIG, Input, NAME, VgpuDeviceManager, validate::CONFIG_KEY};
@@ -100,7 +98,10 @@ fn wait(validator_image: &str) -> Container {
             run_as_user: Some(0),
             ..pod::privileged()
         }),
-        volume_mounts: Some(vec![propagated(mount(VALIDATIONS_VOLUME, VALIDATIONS_DIR))]),
+        volume_mounts: Some(vec![propagated(
+            mount(VALIDATIONS_VOLUME, VALIDATIONS_DIR),
+            "HostToContainer",
+        )]),
         ..Container::default()
     }
 }
@@ -132,18 +133,13 @@ fn manager(input: &Input) -> Container {
         volume_mounts: Some(vec![
             mount("vgpu-config", CONFIG_DIR),
             mount("host-sys", "/sys"),
-            propagated(mount("host-root", "/host")),
-            propagated(mount("driver-install-dir", "/driver-root")),
+            propagated(mount("host-root", "/host"), "HostToContainer"),
+            propagated(
+                mount("driver-install-dir", "/driver-root"),
+                "HostToContainer",
+            ),
         ]),
         ..Container::default()
-    }
-}
-
-/// A mount that sees the host's later mounts.
-fn propagated(mount: VolumeMount) -> VolumeMount {
-    VolumeMount {
-        mount_propagation: Some("HostToContainer".to_owned()),
-        ..mount
     }
 }
 

@@ -10,15 +10,15 @@ use gpu_operator_api::labels::{NFD_OS_RELEASE_ID, NFD_OS_RELEASE_VERSION_ID, ope
 use gpu_operator_core::{
     build::{
         daemonset::{Identity, annotate_pods, field_env, override_env},
-        pod::{self, Barrier, Finish, Wrap, host_path, mount, read_only_mount},
+        pod::{self, Barrier, Finish, Wrap, host_path, mount, propagated, read_only_mount},
     },
     contract::Operand as _,
 };
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
     core::v1::{
-        ConfigMapVolumeSource, Container, EnvVar, KeyToPath, LocalObjectReference, PodSpec,
-        SELinuxOptions, SecurityContext, Volume, VolumeMount,
+        ConfigMapVolumeSource, Container, EnvVar, KeyToPath, PodSpec, SELinuxOptions,
+        SecurityContext, Volume, VolumeMount,
     },
 };
 
@@ -90,7 +90,9 @@ pub fn build(input: &Input, for_os: &ForOs) -> DaemonSet {
         args: Some(CONTAINER),
     };
     let mut finished = pod::finish(pod, steps);
-    manager_pull(input, finished.pod_mut());
+    input
+        .manager_pull
+        .apply_to_init(finished.pod_mut(), MANAGER_CONTAINER);
     let mut ds = finished.into_daemonset(Wrap {
         identity: Identity {
             name: DAEMONSET,
@@ -196,40 +198,6 @@ fn literal(name: &str, value: &str) -> EnvVar {
         name: name.to_owned(),
         value: Some(value.to_owned()),
         value_from: None,
-    }
-}
-
-/// A mount with the given propagation (`Bidirectional`, `HostToContainer`).
-fn propagated(mount: VolumeMount, propagation: &str) -> VolumeMount {
-    VolumeMount {
-        mount_propagation: Some(propagation.to_owned()),
-        ..mount
-    }
-}
-
-/// The driver manager image's own pull settings, as NVIDIA applies them: its pull policy only
-/// where `vgpuManager.driverManager.imagePullPolicy` is set (else NVIDIA's `IfNotPresent`, not
-/// the vGPU manager's), its pull secrets added to the pod's.
-fn manager_pull(input: &Input, pod: &mut PodSpec) {
-    let policy = input.manager_pull.policy.unwrap_or("IfNotPresent");
-    if let Some(init) = pod
-        .init_containers
-        .iter_mut()
-        .flatten()
-        .find(|c| c.name == MANAGER_CONTAINER)
-    {
-        init.image_pull_policy = Some(policy.to_owned());
-    }
-    if input.manager_pull.secrets.is_empty() {
-        return;
-    }
-    let secrets = pod.image_pull_secrets.get_or_insert_with(Vec::new);
-    for secret in &input.manager_pull.secrets {
-        if !secrets.iter().any(|s| &s.name == secret) {
-            secrets.push(LocalObjectReference {
-                name: secret.clone(),
-            });
-        }
     }
 }
 
