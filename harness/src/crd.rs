@@ -1,4 +1,4 @@
-//! Installing the generated ClusterPolicy and NVIDIADriver CRDs on the test cluster, once per test
+//! Installing the generated ClusterPolicy, NVIDIADriver and GPUCluster CRDs on the test cluster, once per test
 //! process; the Prometheus Operator's ServiceMonitor CRD for the tests that need one.
 
 use std::{
@@ -12,7 +12,11 @@ use tokio::sync::OnceCell;
 use crate::{access::kubectl_ok, wait_until};
 
 /// The CRDs this operator serves, as `cargo xtask codegen` writes them to `crds/`.
-const CRD_NAMES: [&str; 2] = ["clusterpolicies.nvidia.com", "nvidiadrivers.nvidia.com"];
+const CRD_NAMES: [&str; 3] = [
+    "clusterpolicies.nvidia.com",
+    "nvidiadrivers.nvidia.com",
+    "gpuclusters.nvidia.com",
+];
 const FIELD_MANAGER: &str = "gpu-operator-e2e";
 
 /// The repository's root directory.
@@ -22,7 +26,7 @@ pub fn repo_root() -> PathBuf {
 
 static INSTALLED: OnceCell<()> = OnceCell::const_new();
 
-/// Installs (or updates) the generated CRDs (ClusterPolicy, NVIDIADriver) with server-side apply
+/// Installs (or updates) the generated CRDs (ClusterPolicy, NVIDIADriver, GPUCluster) with server-side apply
 /// and waits until they are Established and served. Runs once per test process.
 pub async fn ensure_crd() -> anyhow::Result<()> {
     INSTALLED.get_or_try_init(install).await.copied()

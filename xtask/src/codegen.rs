@@ -1,5 +1,5 @@
-//! `cargo xtask codegen`: writes the files generated from the Rust sources (the ClusterPolicy and
-//! NVIDIADriver CRDs, for `crds/` and the chart; the chart's values schema; the book's reference pages) and from the chart (the static manifests,
+//! `cargo xtask codegen`: writes the files generated from the Rust sources (the ClusterPolicy,
+//! NVIDIADriver and GPUCluster CRDs, for `crds/` and the chart; the chart's values schema; the book's reference pages) and from the chart (the static manifests,
 //! rendered by the harness's helm), and a test that fails when they are stale.
 
 use std::path::{Path, PathBuf};
@@ -44,6 +44,7 @@ fn write_all(root: &Path, files: Vec<(PathBuf, String)>) -> anyhow::Result<()> {
 fn generated_files() -> anyhow::Result<Vec<(PathBuf, String)>> {
     let crd = clusterpolicy_crd_yaml()?;
     let nvidia_driver_crd = nvidia_driver_crd_yaml()?;
+    let gpu_cluster_crd = gpu_cluster_crd_yaml()?;
     let mut files = vec![
         (
             PathBuf::from("crds/clusterpolicies.nvidia.com.yaml"),
@@ -60,6 +61,14 @@ fn generated_files() -> anyhow::Result<Vec<(PathBuf, String)>> {
         (
             PathBuf::from("charts/gpu-operator/crds/nvidiadrivers.nvidia.com.yaml"),
             nvidia_driver_crd,
+        ),
+        (
+            PathBuf::from("crds/gpuclusters.nvidia.com.yaml"),
+            gpu_cluster_crd.clone(),
+        ),
+        (
+            PathBuf::from("charts/gpu-operator/crds/gpuclusters.nvidia.com.yaml"),
+            gpu_cluster_crd,
         ),
         (
             PathBuf::from("charts/gpu-operator/values.schema.json"),
@@ -95,6 +104,12 @@ fn nvidia_driver_crd_yaml() -> anyhow::Result<String> {
     Ok(format!("{HEADER}{crd}"))
 }
 
+/// The GPUCluster CRD as YAML, with the generated-file header.
+fn gpu_cluster_crd_yaml() -> anyhow::Result<String> {
+    let crd = gpu_operator_api::gpu_cluster_crd_yaml().context("rendering the GPUCluster CRD")?;
+    Ok(format!("{HEADER}{crd}"))
+}
+
 /// The workspace's root directory.
 pub fn workspace_root() -> PathBuf {
     let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -103,7 +118,7 @@ pub fn workspace_root() -> PathBuf {
 
 #[cfg(test)]
 mod tests {
-    use gpu_operator_api::{ClusterPolicy, NvidiaDriver};
+    use gpu_operator_api::{ClusterPolicy, GpuCluster, NvidiaDriver};
     use kube::CustomResourceExt as _;
 
     use super::*;
@@ -155,6 +170,7 @@ mod tests {
             read("crds/nvidiadrivers.nvidia.com.yaml"),
             NvidiaDriver::crd()
         );
+        assert_eq!(read("crds/gpuclusters.nvidia.com.yaml"), GpuCluster::crd());
         let (_, content) = &files[0];
         assert!(
             content.contains("- \"on\"\n"),

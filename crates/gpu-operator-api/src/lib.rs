@@ -1,4 +1,4 @@
-//! ClusterPolicy (`nvidia.com/v1`) and NVIDIADriver (`nvidia.com/v1alpha1`) types and the names
+//! ClusterPolicy (`nvidia.com/v1`), NVIDIADriver and GPUCluster (`nvidia.com/v1alpha1`) types and the names
 //! shared across the operator. Pure data.
 //!
 //! [`ClusterPolicy`] and [`NvidiaDriver`] have the same JSON fields, enums, defaults and required
@@ -9,6 +9,7 @@
 pub mod cel;
 mod cluster_policy;
 pub mod conditions;
+pub mod gpu_cluster;
 pub mod labels;
 pub mod node_validation;
 pub mod nvidia_driver;
@@ -19,6 +20,7 @@ pub mod validator;
 mod yaml;
 
 pub use cluster_policy::{ClusterPolicy, ClusterPolicySpec};
+pub use gpu_cluster::{GpuCluster, GpuClusterSpec, GpuClusterStatus};
 pub use nvidia_driver::{NvidiaDriver, NvidiaDriverSpec, NvidiaDriverStatus};
 pub use status::{ClusterPolicyStatus, State};
 
@@ -40,6 +42,13 @@ pub fn crd_yaml() -> Result<String, serde_json::Error> {
 pub fn nvidia_driver_crd_yaml() -> Result<String, serde_json::Error> {
     use kube::CustomResourceExt as _;
     to_yaml(&NvidiaDriver::crd())
+}
+
+/// The GPUCluster CRD as YAML, as `cargo xtask codegen` writes it and `gpu-operator crds` prints
+/// it.
+pub fn gpu_cluster_crd_yaml() -> Result<String, serde_json::Error> {
+    use kube::CustomResourceExt as _;
+    to_yaml(&GpuCluster::crd())
 }
 
 fn to_yaml(crd: &impl serde::Serialize) -> Result<String, serde_json::Error> {

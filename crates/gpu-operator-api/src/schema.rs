@@ -37,6 +37,14 @@ pub(crate) fn nvidia_driver_conditions(_: &mut SchemaGenerator) -> Schema {
     )
 }
 
+/// Schema of `GPUCluster.status.conditions`, the same list-map with its own descriptions.
+pub(crate) fn gpu_cluster_conditions(_: &mut SchemaGenerator) -> Schema {
+    condition_list(
+        "What this condition reports, in CamelCase: Ready and Error (NVIDIA's pair), and one per component such as DRADriverReady.",
+        "The GPUCluster generation this condition was computed from.",
+    )
+}
+
 /// A list-map of `metav1.Condition` keyed by `type`, with the descriptions of its `type` and
 /// `observedGeneration`.
 fn condition_list(type_description: &str, generation_description: &str) -> Schema {

@@ -6,7 +6,7 @@ use std::{io::Write as _, path::Path, time::Duration};
 
 use anyhow::{Context as _, bail};
 use clap::Subcommand;
-use gpu_operator_api::{ClusterPolicy, NvidiaDriver};
+use gpu_operator_api::{ClusterPolicy, GpuCluster, NvidiaDriver};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{
     Api, CustomResourceExt as _, ResourceExt as _,
@@ -26,7 +26,7 @@ pub enum Action {
     Print,
     /// Create or update them with server-side apply and wait until they are served. Idempotent.
     Apply,
-    /// Delete them, and with them every ClusterPolicy and NVIDIADriver. Idempotent.
+    /// Delete them, and with them every ClusterPolicy, NVIDIADriver and GPUCluster. Idempotent.
     Delete,
 }
 
@@ -35,9 +35,10 @@ pub fn main(action: Option<Action>, kubeconfig: Option<&Path>) -> anyhow::Result
     match action.unwrap_or(Action::Print) {
         Action::Print => {
             let yaml = format!(
-                "{}---\n{}",
+                "{}---\n{}---\n{}",
                 gpu_operator_api::crd_yaml()?,
-                gpu_operator_api::nvidia_driver_crd_yaml()?
+                gpu_operator_api::nvidia_driver_crd_yaml()?,
+                gpu_operator_api::gpu_cluster_crd_yaml()?
             );
             std::io::stdout().lock().write_all(yaml.as_bytes())?;
             Ok(())
@@ -47,9 +48,9 @@ pub fn main(action: Option<Action>, kubeconfig: Option<&Path>) -> anyhow::Result
     }
 }
 
-/// The CRDs this operator serves: ClusterPolicy and NVIDIADriver.
-fn crds() -> [CustomResourceDefinition; 2] {
-    [ClusterPolicy::crd(), NvidiaDriver::crd()]
+/// The CRDs this operator serves: ClusterPolicy, NVIDIADriver and GPUCluster.
+fn crds() -> [CustomResourceDefinition; 3] {
+    [ClusterPolicy::crd(), NvidiaDriver::crd(), GpuCluster::crd()]
 }
 
 fn block_on(work: impl Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {

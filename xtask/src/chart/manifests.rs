@@ -20,6 +20,7 @@ pub fn render(root: &Path, header: &str) -> anyhow::Result<String> {
     for file in [
         "crds/clusterpolicies.nvidia.com.yaml",
         "crds/nvidiadrivers.nvidia.com.yaml",
+        "crds/gpuclusters.nvidia.com.yaml",
     ] {
         let crd = std::fs::read_to_string(chart.join(file))
             .with_context(|| format!("reading the chart's {file}"))?;

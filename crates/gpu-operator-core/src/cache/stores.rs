@@ -6,20 +6,24 @@
 //! [`NodeMeta`] (name, labels, the validators' report), so the cache stays small at thousands of
 //! nodes; the GPU nodes' container runtime, parsed as that one field; and the metadata of one
 //! CustomResourceDefinition each for the Prometheus Operator's ServiceMonitor and PrometheusRule,
-//! whose presence decides whether those can be created. NVIDIADrivers are cached too, where
-//! their CRD is installed: where it is not, their cache stays empty and ready
-//! ([`tolerate_missing`]), so the operator runs without it.
+//! whose presence decides whether those can be created. NVIDIADrivers and GPUClusters are cached too,
+//! where their CRD is installed, and the DRA kinds the GPUCluster writes (DeviceClasses,
+//! ResourceClaimTemplates) where `resource.k8s.io/v1` is served: where not, their cache stays
+//! empty and ready ([`tolerate_missing`]), so the operator runs without them. Deployments and
+//! ValidatingAdmissionPolicies (and their bindings) of ours are cached like the DaemonSets.
 
 use std::{fmt::Debug, future::Future, hash::Hash, pin::Pin, sync::Arc};
 
 use futures::{StreamExt as _, stream::BoxStream};
-use gpu_operator_api::{ClusterPolicy, NvidiaDriver, labels};
+use gpu_operator_api::{ClusterPolicy, GpuCluster, NvidiaDriver, labels};
 use k8s_openapi::{
     api::{
-        apps::v1::DaemonSet,
+        admissionregistration::v1::{ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding},
+        apps::v1::{DaemonSet, Deployment},
         core::v1::{ConfigMap, Service, ServiceAccount},
         node::v1::RuntimeClass,
         rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
+        resource::v1::{DeviceClass, ResourceClaimTemplate},
     },
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 };
@@ -71,6 +75,8 @@ macro_rules! kinds {
             pub policy_events: Arc<Notify>,
             /// Woken after every NVIDIADriver event reached the cache and the controllers.
             pub nvidia_driver_events: Arc<Notify>,
+            /// Woken after every GPUCluster event reached the cache and the controllers.
+            pub gpu_cluster_events: Arc<Notify>,
         }
 
         /// Change streams of the shared caches, to trigger controllers.
@@ -121,6 +127,7 @@ macro_rules! kinds {
 kinds! {
     policies: ClusterPolicy,
     nvidia_drivers: NvidiaDriver,
+    gpu_clusters: GpuCluster,
     nodes: NodeMeta,
     node_runtimes: NodeRuntime,
     daemonsets: DaemonSet,
@@ -132,6 +139,11 @@ kinds! {
     cluster_roles: ClusterRole,
     cluster_role_bindings: ClusterRoleBinding,
     runtime_classes: RuntimeClass,
+    deployments: Deployment,
+    admission_policies: ValidatingAdmissionPolicy,
+    admission_policy_bindings: ValidatingAdmissionPolicyBinding,
+    device_classes: DeviceClass,
+    resource_claim_templates: ResourceClaimTemplate,
     service_monitor_crds: PartialObjectMeta<CustomResourceDefinition>,
     prometheus_rule_crds: PartialObjectMeta<CustomResourceDefinition>;
     /// Nodes that are new, deleted, or whose labels or uid changed ([`NodeMeta::labels_changed`]).
@@ -173,6 +185,14 @@ pub fn start(client: &Client, namespace: &str) -> (Stores, Subscriptions, Driver
         &everything,
         strip_managed_fields,
         Tap::Notify(nvidia_driver_events.clone()),
+        [],
+    );
+    let gpu_cluster_events = Arc::new(Notify::new());
+    let (gpu_clusters, gpu_clusters_sub, []) = r.reflect_tapped(
+        Api::<GpuCluster>::all(c.clone()),
+        &everything,
+        strip_managed_fields,
+        Tap::Notify(gpu_cluster_events.clone()),
         [],
     );
     let (nodes, nodes_sub, [node_labels, node_reports]) = r.reflect_tapped(
@@ -234,6 +254,32 @@ pub fn start(client: &Client, namespace: &str) -> (Stores, Subscriptions, Driver
         &managed,
         strip_managed_fields,
     );
+    let (deployments, deployments_sub) = r.reflect(
+        Api::<Deployment>::namespaced(c.clone(), ns),
+        &managed,
+        strip_managed_fields,
+    );
+    let (admission_policies, admission_policies_sub) = r.reflect(
+        Api::<ValidatingAdmissionPolicy>::all(c.clone()),
+        &managed,
+        strip_managed_fields,
+    );
+    let (admission_policy_bindings, admission_policy_bindings_sub) = r.reflect(
+        Api::<ValidatingAdmissionPolicyBinding>::all(c.clone()),
+        &managed,
+        strip_managed_fields,
+    );
+    // The DRA kinds read as empty where `resource.k8s.io/v1` is not served ([`tolerate_missing`]).
+    let (device_classes, device_classes_sub) = r.reflect(
+        Api::<DeviceClass>::all(c.clone()),
+        &managed,
+        strip_managed_fields,
+    );
+    let (resource_claim_templates, resource_claim_templates_sub) = r.reflect(
+        Api::<ResourceClaimTemplate>::namespaced(c.clone(), ns),
+        &managed,
+        strip_managed_fields,
+    );
     let (service_monitor_crds, service_monitor_crds_sub) = r.crd_metadata(c, SERVICE_MONITOR_CRD);
     let (prometheus_rule_crds, prometheus_rule_crds_sub) = r.crd_metadata(c, PROMETHEUS_RULE_CRD);
 
@@ -241,6 +287,7 @@ pub fn start(client: &Client, namespace: &str) -> (Stores, Subscriptions, Driver
     let stores = Stores {
         policies,
         nvidia_drivers,
+        gpu_clusters,
         nodes,
         node_runtimes,
         daemonsets,
@@ -252,15 +299,22 @@ pub fn start(client: &Client, namespace: &str) -> (Stores, Subscriptions, Driver
         cluster_roles,
         cluster_role_bindings,
         runtime_classes,
+        deployments,
+        admission_policies,
+        admission_policy_bindings,
+        device_classes,
+        resource_claim_templates,
         service_monitor_crds,
         prometheus_rule_crds,
         node_facts,
         policy_events,
         nvidia_driver_events,
+        gpu_cluster_events,
     };
     let subscriptions = Subscriptions {
         policies: policies_sub,
         nvidia_drivers: nvidia_drivers_sub,
+        gpu_clusters: gpu_clusters_sub,
         nodes: nodes_sub,
         node_runtimes: node_runtimes_sub,
         daemonsets: daemonsets_sub,
@@ -272,6 +326,11 @@ pub fn start(client: &Client, namespace: &str) -> (Stores, Subscriptions, Driver
         cluster_roles: cluster_roles_sub,
         cluster_role_bindings: cluster_role_bindings_sub,
         runtime_classes: runtime_classes_sub,
+        deployments: deployments_sub,
+        admission_policies: admission_policies_sub,
+        admission_policy_bindings: admission_policy_bindings_sub,
+        device_classes: device_classes_sub,
+        resource_claim_templates: resource_claim_templates_sub,
         service_monitor_crds: service_monitor_crds_sub,
         prometheus_rule_crds: prometheus_rule_crds_sub,
         node_labels,

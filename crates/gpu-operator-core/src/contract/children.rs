@@ -2,10 +2,12 @@
 //! the pipeline writes them is in [`crate::pipeline::children`].
 
 use k8s_openapi::api::{
-    apps::v1::DaemonSet,
+    admissionregistration::v1::{ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding},
+    apps::v1::{DaemonSet, Deployment},
     core::v1::{ConfigMap, Service, ServiceAccount},
     node::v1::RuntimeClass,
     rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
+    resource::v1::{DeviceClass, ResourceClaimTemplate},
 };
 use kube::api::DynamicObject;
 
@@ -30,8 +32,18 @@ pub struct Children {
     pub services: Vec<Service>,
     /// RuntimeClasses.
     pub runtime_classes: Vec<RuntimeClass>,
+    /// ValidatingAdmissionPolicies.
+    pub admission_policies: Vec<ValidatingAdmissionPolicy>,
+    /// ValidatingAdmissionPolicyBindings.
+    pub admission_policy_bindings: Vec<ValidatingAdmissionPolicyBinding>,
+    /// DRA DeviceClasses (`resource.k8s.io/v1`).
+    pub device_classes: Vec<DeviceClass>,
+    /// DRA ResourceClaimTemplates (`resource.k8s.io/v1`, operator namespace).
+    pub resource_claim_templates: Vec<ResourceClaimTemplate>,
     /// DaemonSets (operator namespace).
     pub daemonsets: Vec<DaemonSet>,
+    /// Deployments (operator namespace).
+    pub deployments: Vec<Deployment>,
     /// Prometheus Operator ServiceMonitors (operator namespace), written only while their CRD is
     /// installed; build them with [`crate::build::service_monitor::build`].
     pub service_monitors: Vec<DynamicObject>,
@@ -52,7 +64,12 @@ impl Children {
             config_maps,
             services,
             runtime_classes,
+            admission_policies,
+            admission_policy_bindings,
+            device_classes,
+            resource_claim_templates,
             daemonsets,
+            deployments,
             service_monitors,
             prometheus_rules,
         } = self;
@@ -64,7 +81,12 @@ impl Children {
             + config_maps.len()
             + services.len()
             + runtime_classes.len()
+            + admission_policies.len()
+            + admission_policy_bindings.len()
+            + device_classes.len()
+            + resource_claim_templates.len()
             + daemonsets.len()
+            + deployments.len()
             + service_monitors.len()
             + prometheus_rules.len()
     }

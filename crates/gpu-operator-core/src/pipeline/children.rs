@@ -52,7 +52,12 @@ pub async fn apply_all<O: Owner>(
         config_maps,
         services,
         runtime_classes,
+        admission_policies,
+        admission_policy_bindings,
+        device_classes,
+        resource_claim_templates,
         daemonsets,
+        deployments,
         service_monitors,
         prometheus_rules,
     } = children;
@@ -81,6 +86,26 @@ pub async fn apply_all<O: Owner>(
     w.kind(namespaced(ctx), services, &stores.services).await?;
     w.kind(cluster_wide(ctx), runtime_classes, &stores.runtime_classes)
         .await?;
+    w.kind(
+        cluster_wide(ctx),
+        admission_policies,
+        &stores.admission_policies,
+    )
+    .await?;
+    w.kind(
+        cluster_wide(ctx),
+        admission_policy_bindings,
+        &stores.admission_policy_bindings,
+    )
+    .await?;
+    w.kind(cluster_wide(ctx), device_classes, &stores.device_classes)
+        .await?;
+    w.kind(
+        namespaced(ctx),
+        resource_claim_templates,
+        &stores.resource_claim_templates,
+    )
+    .await?;
     let daemonsets: Vec<DaemonSet> = daemonsets
         .iter()
         .map(|ds| {
@@ -95,6 +120,9 @@ pub async fn apply_all<O: Owner>(
     if pods == Dependents::LeftRunning {
         w.written += settle_handed_over_pods(ctx, owner, &pruned).await?;
     }
+    w.dependents = Dependents::Deleted;
+    w.kind(namespaced(ctx), deployments, &stores.deployments)
+        .await?;
     w.written +=
         service_monitor::apply_all(ctx, owner, component, service_monitors, monitored).await?;
     w.written +=

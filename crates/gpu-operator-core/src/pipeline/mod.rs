@@ -1,6 +1,6 @@
 //! The reconcile pipeline every operand runs, written once and generic over the custom resource
 //! that owns the operand ([`crate::contract::Owner`]; ClusterPolicy in [`cluster_policy`],
-//! NVIDIADriver in [`nvidia_driver`]): the validate → render → apply → status steps of
+//! NVIDIADriver in [`nvidia_driver`], GPUCluster in [`gpu_cluster`]): the validate → render → apply → status steps of
 //! [`operand`] (over the [`crate::contract::Operand`] an operand crate supplies), the Controllers
 //! that wake it ([`controller`], [`coalesce`]), which owners are [`active`], how children are
 //! written ([`children`], [`apply`], with [`adopt`] and [`takeover`] for what another operator
@@ -16,6 +16,7 @@ pub mod cluster_policy;
 pub mod coalesce;
 pub mod controller;
 pub mod events;
+pub mod gpu_cluster;
 pub mod leftovers;
 pub mod nvidia_driver;
 pub mod operand;
