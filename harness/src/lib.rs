@@ -1,7 +1,7 @@
 //! The test harness the e2e tests (`e2e/`) and the automation (`xtask/`) share, so neither
 //! depends on the other: how to reach the local cluster ([`access`]), the simulated GPU
 //! [`fleet`], the operator run as a host process and its audit log ([`operator`]), the Helm
-//! [`chart`] and the operator's identity taken from it, the CRDs ([`crd`]), the real node's names
+//! [`chart`] and the operator's identity taken from it, the CRDs ([`crd`]), the DRA kubelet plugin's ResourceSlices ([`dra`]), the real node's names
 //! ([`real_node`]), marks scenarios put on nodes ([`node_marks`]) and random edits of JSON
 //! documents for fuzzing ([`mutate`]).
 //!
@@ -11,6 +11,7 @@
 pub mod access;
 pub mod chart;
 pub mod crd;
+pub mod dra;
 pub mod fleet;
 pub mod mutate;
 pub mod node_marks;

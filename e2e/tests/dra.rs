@@ -1,0 +1,327 @@
+//! DRA with the real kube-scheduler, beside the device plugin: a ClusterPolicy serves the GPU
+//! nodes, a GPUCluster takes the nodes labelled `nvidia.com/gpu.resource-api=dra` (one H100, one
+//! T4). The kubelet plugin runs on exactly those, the device plugin on exactly the others; the
+//! ResourceSlices the plugin would publish (simulated below the kubelet-plugin boundary) are
+//! published with the plugin's pod-bound token, and the admission policy refuses the same token a
+//! slice of another node. A pod claiming one `gpu.nvidia.com` device is allocated by the
+//! scheduler on a DRA node; a `mig.nvidia.com` claim gets a MIG device of the H100 node once the
+//! slice there publishes MIG devices. Converged, the operator writes nothing (unrelated node label
+//! changes). Deleting the GPUCluster waits while a claim holds a device of ours, naming it; once
+//! the pod is gone, the kubelet plugin goes and then the GPUCluster.
+#![cfg(feature = "e2e")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::large_futures
+)]
+
+use std::{collections::BTreeSet, time::Duration};
+
+use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, GpuCluster};
+use gpu_operator_e2e::{
+    quiet::{change_unrelated_labels, operator_writes},
+    scenario as support,
+};
+use gpu_operator_harness::{
+    access::kubectl_ok,
+    dra::{self, PLUGIN_DAEMONSET},
+    fleet::{PROFILE_LABEL, Profile},
+    wait_until,
+};
+use k8s_openapi::{api::core::v1::Pod, jiff::Timestamp};
+use kube::{
+    Api, ResourceExt as _,
+    api::{DeleteParams, DynamicObject, ListParams, PostParams},
+    core::{ApiResource, GroupVersionKind},
+};
+use serde_json::json;
+
+use support::{Cleanup, Env, IMAGES, PLUGIN, TIMEOUT, gpu_nodes, pods_of, setup, simulated_nodes};
+
+/// Our node label choosing the DRA pool when a ClusterPolicy is active too.
+const RESOURCE_API: &str = "nvidia.com/gpu.resource-api";
+const GPU_CLUSTER: &str = "gpu-cluster";
+
+/// Removes what the scenario put outside its namespace, also when a step panics: the pool labels,
+/// the published slices, the GPUCluster (its finalizer too, should the teardown step have failed).
+struct DraCleanup(Vec<String>);
+
+impl Drop for DraCleanup {
+    fn drop(&mut self) {
+        for node in &self.0 {
+            let _ = kubectl_ok(&["label", "node", node, &format!("{RESOURCE_API}-")]);
+        }
+        let _ = kubectl_ok(&[
+            "delete",
+            "resourceslices",
+            "--field-selector",
+            &format!("spec.driver={}", dra::GPU_DRIVER),
+            "--ignore-not-found",
+        ]);
+        let _ = kubectl_ok(&[
+            "patch",
+            "gpucluster",
+            GPU_CLUSTER,
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"finalizers":null}}"#,
+        ]);
+        let _ = kubectl_ok(&[
+            "delete",
+            "gpucluster",
+            GPU_CLUSTER,
+            "--ignore-not-found",
+            "--wait=false",
+        ]);
+    }
+}
+
+fn profile_of(nodes: &[k8s_openapi::api::core::v1::Node], name: &str) -> Profile {
+    let node = nodes.iter().find(|n| n.name_any() == name).unwrap();
+    node.labels()[PROFILE_LABEL].parse().unwrap()
+}
+
+/// The nodes DaemonSet `name` has pods on.
+async fn nodes_of(env: &Env, name: &str) -> BTreeSet<String> {
+    pods_of(env, name).await.into_keys().collect()
+}
+
+/// Waits until DaemonSet `name` has pods on exactly `nodes`.
+async fn wait_pods_on(env: &Env, name: &str, nodes: &BTreeSet<String>) {
+    let result = wait_until(&format!("{name} on {nodes:?}"), TIMEOUT, || async {
+        Ok((nodes_of(env, name).await == *nodes).then_some(()))
+    })
+    .await;
+    if let Err(error) = result {
+        panic!("{error}; pods on {:?}", nodes_of(env, name).await);
+    }
+}
+
+fn gpu_cluster() -> GpuCluster {
+    serde_json::from_value(json!({
+        "apiVersion": "nvidia.com/v1alpha1",
+        "kind": "GPUCluster",
+        "metadata": {"name": GPU_CLUSTER},
+        "spec": {"draDriver": {
+            "repository": "nvcr.io/nvidia", "image": "dra-driver-nvidia-gpu", "version": "v0.5.0"
+        }},
+    }))
+    .unwrap()
+}
+
+fn claim_template(name: &str, class: &str) -> DynamicObject {
+    let kind = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("resource.k8s.io", "v1", "ResourceClaimTemplate"),
+        "resourceclaimtemplates",
+    );
+    let mut template = DynamicObject::new(name, &kind);
+    template.data = json!({"spec": {"spec": {"devices": {"requests": [
+        {"name": "gpu", "exactly": {"deviceClassName": class, "count": 1}}
+    ]}}}});
+    template
+}
+
+fn claiming_pod(name: &str, template: &str) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}],
+            "containers": [{
+                "name": "cuda", "image": "nvcr.io/nvidia/cuda:12.9.1-base-ubi9",
+                "resources": {"claims": [{"name": "gpu"}]}
+            }],
+        },
+    }))
+    .unwrap()
+}
+
+/// Creates a claim template of `class` and a pod claiming from it in the scenario's namespace;
+/// waits until the scheduler placed the pod and returns its node.
+async fn claim_and_schedule(env: &Env, name: &str, class: &str) -> String {
+    let kind = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("resource.k8s.io", "v1", "ResourceClaimTemplate"),
+        "resourceclaimtemplates",
+    );
+    let templates: Api<DynamicObject> =
+        Api::namespaced_with(env.client.clone(), &env.namespace, &kind);
+    templates
+        .create(&PostParams::default(), &claim_template(name, class))
+        .await
+        .unwrap();
+    env.pods()
+        .create(&PostParams::default(), &claiming_pod(name, name))
+        .await
+        .unwrap();
+    wait_until(&format!("pod {name} scheduled"), TIMEOUT, || async {
+        let pod = env.pods().get(name).await?;
+        Ok(pod.spec.and_then(|s| s.node_name))
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn dra_pools_beside_the_device_plugin() {
+    let env = setup().await;
+    let _cleanup = Cleanup {
+        namespace: env.namespace.clone(),
+        policies: vec![env.namespace.clone()],
+    };
+    let nodes = simulated_nodes(&env.client).await;
+    let gpus = gpu_nodes(&nodes);
+    let first = |profile: Profile| {
+        gpus.iter()
+            .find(|n| profile_of(&nodes, n) == profile)
+            .cloned()
+            .unwrap()
+    };
+    let (h100, t4) = (first(Profile::H100), first(Profile::T4));
+    let dra_pool: BTreeSet<String> = [h100.clone(), t4.clone()].into();
+    let plugin_pool: BTreeSet<String> = gpus
+        .iter()
+        .filter(|n| !dra_pool.contains(*n))
+        .cloned()
+        .collect();
+    let _dra_cleanup = DraCleanup(dra_pool.iter().cloned().collect());
+    for node in &dra_pool {
+        kubectl_ok(&[
+            "label",
+            "node",
+            node,
+            &format!("{RESOURCE_API}=dra"),
+            "--overwrite",
+        ])
+        .unwrap();
+    }
+    let operator = env.start(&IMAGES);
+    let policy = ClusterPolicy::new(&env.namespace, ClusterPolicySpec::default());
+    env.policies()
+        .create(&PostParams::default(), &policy)
+        .await
+        .unwrap();
+    let clusters: Api<GpuCluster> = Api::all(env.client.clone());
+    clusters
+        .create(&PostParams::default(), &gpu_cluster())
+        .await
+        .unwrap();
+
+    // One stack per node: the kubelet plugin on the DRA pool, the device plugin elsewhere.
+    wait_pods_on(&env, PLUGIN_DAEMONSET, &dra_pool).await;
+    wait_pods_on(&env, PLUGIN, &plugin_pool).await;
+
+    publish_slices(&env, &nodes, &dra_pool, (&h100, &t4)).await;
+
+    // The scheduler allocates a GPU of the DRA pool, never of the device-plugin pool.
+    let node = claim_and_schedule(&env, "whole-gpu", "gpu.nvidia.com").await;
+    assert!(dra_pool.contains(&node), "allocated on {node}");
+
+    // MIG: the H100 node's plugin republishes its GPUs as MIG devices.
+    let client = dra::plugin_client(&env.client, &env.namespace, &h100)
+        .await
+        .unwrap();
+    let mig = dra::gpu_slice(&h100, Profile::H100, Some(("1g.10gb", 7)), 2).unwrap();
+    dra::publish(&client, &mig).await.unwrap();
+    let node = claim_and_schedule(&env, "mig-slice", "mig.nvidia.com").await;
+    assert_eq!(node, h100, "the MIG claim lands on the H100 node");
+
+    // Converged: unrelated node label changes cost the operator no write.
+    wait_until("the GPUCluster ready", TIMEOUT, || async {
+        let cluster = clusters.get(GPU_CLUSTER).await?;
+        Ok(cluster
+            .status
+            .is_some_and(|s| s.state.as_str() == "ready")
+            .then_some(()))
+    })
+    .await
+    .unwrap();
+    let from = Timestamp::now();
+    change_unrelated_labels(&env, &operator, &gpus, Duration::from_secs(5)).await;
+    let writes = operator_writes(&env, from);
+    assert!(writes.is_empty(), "converged, yet: {writes:#?}");
+
+    teardown_waits_for_claims(&env, &clusters).await;
+    drop(operator);
+}
+
+/// The plugin's slices of every node of `dra_pool`, published with its pod-bound token there; the
+/// T4 node's token is refused the H100 node's slice.
+async fn publish_slices(
+    env: &Env,
+    nodes: &[k8s_openapi::api::core::v1::Node],
+    dra_pool: &BTreeSet<String>,
+    (h100, t4): (&str, &str),
+) {
+    for node in dra_pool {
+        let client = dra::plugin_client(&env.client, &env.namespace, node)
+            .await
+            .unwrap();
+        let slice = dra::gpu_slice(node, profile_of(nodes, node), None, 1).unwrap();
+        dra::publish(&client, &slice).await.unwrap();
+    }
+    let t4_client = dra::plugin_client(&env.client, &env.namespace, t4)
+        .await
+        .unwrap();
+    let foreign = dra::gpu_slice(h100, Profile::H100, None, 2).unwrap();
+    let refused = dra::publish(&t4_client, &foreign).await.unwrap_err();
+    assert!(
+        refused.to_string().contains("may not modify"),
+        "the admission policy refuses another node's slice: {refused}"
+    );
+}
+
+/// Deleting the GPUCluster waits while a claim holds a device of ours, naming it, and keeps the
+/// kubelet plugin; once the claiming pods are gone, the kubelet plugin goes, then the GPUCluster.
+async fn teardown_waits_for_claims(env: &Env, clusters: &Api<GpuCluster>) {
+    clusters
+        .delete(GPU_CLUSTER, &DeleteParams::default())
+        .await
+        .unwrap();
+    let waiting = wait_until("the teardown waiting for claims", TIMEOUT, || async {
+        let cluster = clusters.get(GPU_CLUSTER).await?;
+        let ready = cluster
+            .status
+            .and_then(|s| s.conditions)
+            .unwrap_or_default()
+            .into_iter()
+            .find(|c| c.type_ == "Ready");
+        Ok(ready.filter(|c| c.message.contains("whole-gpu")))
+    })
+    .await
+    .unwrap();
+    assert_eq!(waiting.status, "False", "{waiting:#?}");
+    assert!(
+        env.daemonsets()
+            .get_opt(PLUGIN_DAEMONSET)
+            .await
+            .unwrap()
+            .is_some(),
+        "the kubelet plugin stays while a claim holds a device"
+    );
+    for pod in ["whole-gpu", "mig-slice"] {
+        env.pods()
+            .delete(pod, &DeleteParams::default().grace_period(0))
+            .await
+            .unwrap();
+    }
+    wait_until("the GPUCluster gone", TIMEOUT, || async {
+        Ok(clusters.get_opt(GPU_CLUSTER).await?.is_none().then_some(()))
+    })
+    .await
+    .unwrap();
+    assert!(
+        env.daemonsets()
+            .get_opt(PLUGIN_DAEMONSET)
+            .await
+            .unwrap()
+            .is_none()
+            || env
+                .pods()
+                .list(&ListParams::default().labels(&format!("app={PLUGIN_DAEMONSET}")))
+                .await
+                .unwrap()
+                .items
+                .is_empty(),
+        "the kubelet plugin is removed with the GPUCluster"
+    );
+}
