@@ -6,6 +6,7 @@
 //! another operator binary under a user of its own, and prints both side by side.
 
 mod compare;
+mod dra;
 mod health;
 pub(crate) mod patch_parts;
 pub(crate) mod patches;
@@ -114,6 +115,12 @@ pub struct Args {
     /// writes and the time until the DaemonSets follow.
     #[arg(long)]
     pub sandbox: bool,
+    /// A GPUCluster beside the ClusterPolicy, a third of the GPU nodes labelled
+    /// `nvidia.com/gpu.resource-api=dra` first: ready once both are and the device plugin and
+    /// the DRA kubelet plugin each cover their pool (the bench publishes the ResourceSlices the
+    /// kubelet plugin would).
+    #[arg(long)]
+    pub dra: bool,
 }
 
 /// The ServiceAccount our operator runs as in the bench.
@@ -207,6 +214,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         health: args.health,
         pools: args.pools,
         sandbox: args.sandbox,
+        dra: args.dra,
         policy: policy.clone(),
     };
     let mut report = ours.report();
@@ -226,6 +234,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         health: false,
         pools: false,
         sandbox: false,
+        dra: false,
         policy,
     });
     let mut their_report = theirs.as_ref().map(Column::report);
@@ -280,6 +289,8 @@ struct Column {
     pools: bool,
     /// Whether a third of the GPU nodes are VM nodes (`--sandbox`).
     sandbox: bool,
+    /// Whether a GPUCluster serves a third of the GPU nodes (`--dra`).
+    dra: bool,
     /// The ClusterPolicy it gets.
     policy: policy::Policy,
 }
@@ -291,7 +302,7 @@ impl Column {
             operator_env: self.env.iter().map(|(k, v)| format!("{k}={v}")).collect(),
             revision: self.revision.clone(),
             policy: format!(
-                "{}{}{}",
+                "{}{}{}{}",
                 self.policy.label,
                 if self.pools {
                     " with the drivers in 3 NVIDIADriver pools"
@@ -300,6 +311,11 @@ impl Column {
                 },
                 if self.sandbox {
                     " with sandbox workloads on a third of the GPU nodes"
+                } else {
+                    ""
+                },
+                if self.dra {
+                    " with a GPUCluster serving a third of the GPU nodes by DRA"
                 } else {
                     ""
                 }
@@ -338,6 +354,7 @@ impl Column {
                     health: self.health,
                     pools: self.pools,
                     sandbox: self.sandbox,
+                    dra: self.dra,
                     policy: self.policy.object.clone(),
                 };
                 let runtime = tokio::runtime::Runtime::new()?;

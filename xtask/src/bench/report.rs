@@ -134,6 +134,8 @@ pub struct Run {
     pub upgrade: Option<super::upgrade::UpgradeRun>,
     /// The sandbox profile's fleet and relabel step (`--sandbox`), when it ran.
     pub sandbox: Option<super::sandbox::SandboxRun>,
+    /// The DRA profile's pools (`--dra`), when it ran.
+    pub dra: Option<super::dra::DraRun>,
     /// What went wrong, if a step failed or timed out.
     pub error: Option<String>,
 }
@@ -323,6 +325,9 @@ impl Report {
             }
             if let Some(sandbox) = &run.sandbox {
                 let _ = writeln!(out, "  {}", super::sandbox::line(run.nodes, sandbox));
+            }
+            if let Some(dra) = &run.dra {
+                let _ = writeln!(out, "  {}", super::dra::line(run.nodes, dra));
             }
             if let Some(error) = &run.error {
                 let _ = writeln!(out, "  - error: {error}");

@@ -84,6 +84,8 @@ pub struct Options {
     pub pools: bool,
     /// A third of the GPU nodes VM nodes, and the relabel step (see [`super::sandbox`]).
     pub sandbox: bool,
+    /// A GPUCluster with a third of the GPU nodes on DRA (see [`super::dra`]).
+    pub dra: bool,
     /// The ClusterPolicy to create (see [`super::policy`]).
     pub policy: ClusterPolicy,
 }
@@ -222,7 +224,7 @@ async fn observe(
 
     let policies: Api<ClusterPolicy> = Api::all(client.clone());
     let daemonsets: Api<DaemonSet> = Api::namespaced(client.clone(), NAMESPACE);
-    let (policy, mut stacks) = policy_to_create(client, options, run).await?;
+    let (policy, mut stacks, mut pools) = policy_to_create(client, options, run).await?;
     let policy = &policy;
     let name = policy.name_any();
     marks.policy = Some(name.clone());
@@ -243,7 +245,7 @@ async fn observe(
                 eprintln!("    … {secs:.0} s: {}; RSS {rss}", progress(&policy));
             }
             let pools_ready = !options.pools || super::pools::ready(client).await?;
-            let covered = covered(&daemonsets, gpu_nodes, stacks.as_ref()).await?;
+            let covered = covered(client, &daemonsets, gpu_nodes, (&stacks, &mut pools)).await?;
             Ok((is_ready(&policy) && pools_ready && covered).then_some(()))
         },
     )
@@ -311,12 +313,23 @@ async fn observe(
 
 /// The ClusterPolicy of the run; with `--pools`, handing the drivers to the NVIDIADrivers it
 /// creates first; with `--sandbox`, with sandbox workloads on, after labelling a third of the
-/// GPU nodes VM nodes (their stacks returned).
+/// GPU nodes VM nodes (their stacks returned); with `--dra`, after labelling a third of the GPU
+/// nodes for DRA and creating the GPUCluster (the pools returned).
 async fn policy_to_create(
     client: &kube::Client,
     options: &Options,
     run: &mut Run,
-) -> anyhow::Result<(ClusterPolicy, Option<super::sandbox::Stacks>)> {
+) -> anyhow::Result<(
+    ClusterPolicy,
+    Option<super::sandbox::Stacks>,
+    Option<super::dra::Pools>,
+)> {
+    let pools = if options.dra {
+        let dra = run.dra.get_or_insert_default();
+        Some(super::dra::prepare(client, dra).await?)
+    } else {
+        None
+    };
     let policy = if options.pools {
         super::pools::create(client).await?;
         super::pools::hand_over(&options.policy)
@@ -324,12 +337,12 @@ async fn policy_to_create(
         options.policy.clone()
     };
     if !options.sandbox {
-        return Ok((policy, None));
+        return Ok((policy, None, pools));
     }
     let mut sandbox = super::sandbox::SandboxRun::default();
     let stacks = super::sandbox::label_fleet(client, &mut sandbox).await;
     run.sandbox = Some(sandbox);
-    Ok((super::sandbox::enable(&policy)?, Some(stacks?)))
+    Ok((super::sandbox::enable(&policy)?, Some(stacks?), pools))
 }
 
 /// Calls `check` about once a second until it returns `Some`, the operator exits or `timeout`
@@ -371,12 +384,20 @@ async fn wait_for<T>(
 
 /// Whether every operand DaemonSet has a ready pod on each of the `gpu_nodes` (the ClusterPolicy
 /// may say `ready` while nodes are still being labelled: the bench waits for the whole fleet);
-/// with `--sandbox`, each on the nodes of its stack.
+/// with `--sandbox`, each on the nodes of its stack; with `--dra`, each on its pool, and the
+/// GPUCluster `ready`.
 async fn covered(
+    client: &kube::Client,
     daemonsets: &Api<DaemonSet>,
     gpu_nodes: u32,
-    stacks: Option<&super::sandbox::Stacks>,
+    (stacks, pools): (
+        &Option<super::sandbox::Stacks>,
+        &mut Option<super::dra::Pools>,
+    ),
 ) -> anyhow::Result<bool> {
+    if let Some(pools) = pools {
+        return super::dra::ready(client, daemonsets, pools).await;
+    }
     if let Some(stacks) = stacks {
         return super::sandbox::covered(daemonsets, stacks).await;
     }

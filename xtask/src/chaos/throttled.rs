@@ -169,6 +169,7 @@ async fn one(
         health: false,
         pools: false,
         sandbox: false,
+        dra: false,
         policy: bench::policy::load(
             &gpu_operator_harness::crd::repo_root().join(bench::policy::DEFAULT),
             None,
