@@ -82,12 +82,11 @@ pub fn decide_served(
     };
     let api = resource_api::resource_api(node_labels, served);
     let mut desired = node_labels.clone();
-    let layout_wait = match policy {
-        Some(policy) => apply_rules(&mut desired, policy, api),
-        None => {
-            apply_dra_only_rules(&mut desired);
-            None
-        }
+    let layout_wait = if let Some(policy) = policy {
+        apply_rules(&mut desired, policy, api)
+    } else {
+        apply_dra_only_rules(&mut desired);
+        None
     };
     Decision {
         changes: diff(node_labels, &desired),

@@ -57,7 +57,9 @@ pub fn resource_api(node_labels: &BTreeMap<String, String>, served: Served) -> R
         (_, false) => ResourceApi::DevicePlugin,
         (false, true) => ResourceApi::Dra,
         (true, true) => {
-            if node_labels.get(labels::GPU_RESOURCE_API).map(String::as_str)
+            if node_labels
+                .get(labels::GPU_RESOURCE_API)
+                .map(String::as_str)
                 == Some(labels::RESOURCE_API_DRA)
             {
                 ResourceApi::Dra

@@ -97,15 +97,28 @@ pub fn node_readiness(gpu_count: Option<u64>, slices: &[&SliceSummary]) -> Resul
     }
     let mut gpus: Vec<&str> = Vec::new();
     for slices in pools.values() {
-        let newest = slices.iter().map(|s| s.generation).max().unwrap_or_default();
+        let newest = slices
+            .iter()
+            .map(|s| s.generation)
+            .max()
+            .unwrap_or_default();
         let current: Vec<&&SliceSummary> =
             slices.iter().filter(|s| s.generation == newest).collect();
-        let expected = current.iter().map(|s| s.slice_count).max().unwrap_or_default();
+        let expected = current
+            .iter()
+            .map(|s| s.slice_count)
+            .max()
+            .unwrap_or_default();
         let present = current.len();
         if i64::try_from(present).unwrap_or(i64::MAX) < expected {
             return Err(NotReady::PoolIncomplete { present, expected });
         }
-        gpus.extend(current.iter().flat_map(|s| &s.physical_gpus).map(String::as_str));
+        gpus.extend(
+            current
+                .iter()
+                .flat_map(|s| &s.physical_gpus)
+                .map(String::as_str),
+        );
     }
     gpus.sort_unstable();
     gpus.dedup();
@@ -255,9 +268,7 @@ mod tests {
         );
         let empty = [slice("a", (1, 1), 0..0, &[])];
         assert_eq!(
-            node_readiness(None, &refs(&empty))
-                .unwrap_err()
-                .to_string(),
+            node_readiness(None, &refs(&empty)).unwrap_err().to_string(),
             "0 GPUs published"
         );
     }
@@ -272,10 +283,7 @@ mod tests {
 
     #[test]
     fn only_the_newest_generation_counts_and_it_must_be_complete() {
-        let updating = [
-            slice("a", (1, 1), 0..8, &[]),
-            slice("a", (2, 2), 0..4, &[]),
-        ];
+        let updating = [slice("a", (1, 1), 0..8, &[]), slice("a", (2, 2), 0..4, &[])];
         assert_eq!(
             node_readiness(Some(8), &refs(&updating)),
             Err(NotReady::PoolIncomplete {
@@ -305,7 +313,7 @@ mod tests {
     #[test]
     fn the_summary_counts_dra_nodes_and_names_the_first_not_ready() {
         let plugin_node = Arc::new(NodeMeta::new("p", &[(labels::GPU_PRESENT, "true")]));
-        let none = summarize(&[plugin_node.clone()], &[]);
+        let none = summarize(std::slice::from_ref(&plugin_node), &[]);
         assert!(none.status);
         assert_eq!(none.reason, "NoDRANodes");
         let nodes = vec![
@@ -340,7 +348,11 @@ mod tests {
             .map(|i| dra_node(&format!("n{i}"), Some("1")))
             .collect();
         let summary = summarize(&nodes, &[]);
-        assert!(summary.message.starts_with("DRA nodes ready: 0/8; not ready: n0 ("));
+        assert!(
+            summary
+                .message
+                .starts_with("DRA nodes ready: 0/8; not ready: n0 (")
+        );
         assert_eq!(summary.message.matches("no ResourceSlice").count(), 5);
     }
 }

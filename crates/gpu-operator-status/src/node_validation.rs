@@ -208,10 +208,10 @@ pub fn summarize(nodes: &[Arc<NodeMeta>]) -> Desired {
         (&SANDBOX, vm_nodes),
         (&DRA_CONTAINER, dra_nodes),
     ]
-        .into_iter()
-        .filter(|(_, nodes)| !nodes.is_empty())
-        .map(|(stack, nodes)| tally(stack, &nodes))
-        .collect();
+    .into_iter()
+    .filter(|(_, nodes)| !nodes.is_empty())
+    .map(|(stack, nodes)| tally(stack, &nodes))
+    .collect();
     let counts: Vec<&str> = tallies.iter().map(|t| t.counts.as_str()).collect();
     let counts = counts.join("; ");
     let validated = tallies.iter().map(|t| t.validated).sum();

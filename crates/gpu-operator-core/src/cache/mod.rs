@@ -14,6 +14,6 @@ pub mod node_meta;
 pub mod node_runtime;
 pub mod pod_install;
 pub mod pod_summary;
-pub mod resource_slice;
 mod projection;
+pub mod resource_slice;
 pub mod stores;

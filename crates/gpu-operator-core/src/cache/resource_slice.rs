@@ -218,7 +218,11 @@ mod tests {
         assert_eq!(cached.resource_version().as_deref(), Some("9"));
         assert!(cached.managed_fields().is_empty());
         assert_eq!(
-            (cached.node.as_str(), cached.driver.as_str(), cached.pool.as_str()),
+            (
+                cached.node.as_str(),
+                cached.driver.as_str(),
+                cached.pool.as_str()
+            ),
             ("n1", NVIDIA_GPU_DRIVER, "n1")
         );
         assert_eq!((cached.generation, cached.slice_count), (3, 2));
@@ -232,7 +236,8 @@ mod tests {
             }
         );
         assert_eq!(cached.physical_gpus, ["GPU-a", "GPU-b"]);
-        let bare: SliceSummary = serde_json::from_value(json!({"metadata": {"name": "s"}})).unwrap();
+        let bare: SliceSummary =
+            serde_json::from_value(json!({"metadata": {"name": "s"}})).unwrap();
         assert_eq!(bare, SliceSummary::new("s", "", "", ("", 0, 0)));
         assert_eq!(SliceSummary::plural(&()), "resourceslices");
         assert_eq!(SliceSummary::group(&()), "resource.k8s.io");

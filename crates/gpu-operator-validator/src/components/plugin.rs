@@ -128,7 +128,12 @@ pub fn choose_resource(node: &Node, strategy: MigStrategy) -> Result<(String, i6
 
 /// Why the check is not required on `node`, when the DRA driver offers its GPUs. Pure.
 pub fn not_required(node: &Node) -> Option<String> {
-    (node.labels().get(labels::DEPLOY_DRA_DRIVER).map(String::as_str) == Some("true")).then(|| {
+    (node
+        .labels()
+        .get(labels::DEPLOY_DRA_DRIVER)
+        .map(String::as_str)
+        == Some("true"))
+    .then(|| {
         format!(
             "node {} is served by the DRA driver ({}=true): no device plugin runs there",
             node.name_any(),

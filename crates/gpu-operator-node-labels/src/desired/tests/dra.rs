@@ -34,11 +34,18 @@ fn dra_gates_true() -> [(&'static str, Option<&'static str>); 2] {
 fn without_a_gpu_cluster_nothing_changes_and_stale_dra_gates_go() {
     let policy = default_policy();
     for node in [n1_h100_fresh(), n1_h100_labelled(), n3_t4(), n4_cpu()] {
-        assert_eq!(decide_served(&node, Some(&policy), false), decide(&node, &policy));
+        assert_eq!(
+            decide_served(&node, Some(&policy), false),
+            decide(&node, &policy)
+        );
     }
     let stale = with(
         &n1_h100_labelled(),
-        &[(CLIENT, "true"), (DRA_DRIVER, "true"), (DRA_VALIDATOR, "true")],
+        &[
+            (CLIENT, "true"),
+            (DRA_DRIVER, "true"),
+            (DRA_VALIDATOR, "true"),
+        ],
         &[PLUGIN],
     );
     assert_eq!(
@@ -121,7 +128,12 @@ fn the_dra_gates_follow_gpu_presence_and_the_operands_switch() {
 #[test]
 fn beside_a_cluster_policy_a_node_is_dra_only_when_labelled_so() {
     let policy = default_policy();
-    for node in [n1_h100_fresh(), n1_h100_labelled(), n2_a100_fresh(), n3_t4()] {
+    for node in [
+        n1_h100_fresh(),
+        n1_h100_labelled(),
+        n2_a100_fresh(),
+        n3_t4(),
+    ] {
         assert_eq!(
             decide_served(&node, Some(&policy), true),
             decide(&node, &policy),
@@ -192,10 +204,17 @@ fn a_dra_node_neither_waits_for_a_mig_layout_nor_loses_a_paused_gate() {
         ],
         &[CLIENT],
     );
-    assert!(decide(&asks, &policy).layout_wait.is_some(), "as a plugin node");
+    assert!(
+        decide(&asks, &policy).layout_wait.is_some(),
+        "as a plugin node"
+    );
     assert_eq!(decide_served(&asks, Some(&policy), true).layout_wait, None);
     let paused = with(
-        &converge_served(&with(&n1_h100_fresh(), &[(RESOURCE_API, "dra")], &[]), Some(&policy), true),
+        &converge_served(
+            &with(&n1_h100_fresh(), &[(RESOURCE_API, "dra")], &[]),
+            Some(&policy),
+            true,
+        ),
         &[(DRA_DRIVER, "paused-for-driver-upgrade")],
         &[],
     );
