@@ -131,15 +131,13 @@ impl GpuClusterHostPaths {
     /// The kubelet's root directory, without a trailing `/`.
     #[must_use]
     pub fn kubelet_root_dir(&self) -> &str {
-        non_empty(self.kubelet_root_dir.as_deref())
-            .map(|dir| {
-                if dir.len() > 1 {
-                    dir.trim_end_matches('/')
-                } else {
-                    dir
-                }
-            })
-            .unwrap_or(Self::DEFAULT_KUBELET_ROOT_DIR)
+        non_empty(self.kubelet_root_dir.as_deref()).map_or(Self::DEFAULT_KUBELET_ROOT_DIR, |dir| {
+            if dir.len() > 1 {
+                dir.trim_end_matches('/')
+            } else {
+                dir
+            }
+        })
     }
 }
 
