@@ -55,6 +55,14 @@ pub const NODES_HEALTHY: &str = "NodesHealthy";
 /// upgrade state, the first stuck or failed nodes with the reason, and how long it has run.
 pub const DRIVER_UPGRADE: &str = "DriverUpgrade";
 
+/// Our summary conditions on the GPUCluster.
+pub mod gpu_cluster {
+    /// Our summary of NVIDIA's DRA driver's ResourceSlices on the GPUCluster: the DRA nodes
+    /// (gate `nvidia.com/gpu.deploy.dra-driver=true`) whose ResourceSlices are complete and
+    /// publish every GPU of the node, and the first few that do not, with why (informational).
+    pub const DRA_RESOURCES_PUBLISHED: &str = "DRAResourcesPublished";
+}
+
 /// Our per-operand conditions on the ClusterPolicy, each written by that operand's reconciler.
 pub mod operand {
     /// Driver DaemonSet(s).

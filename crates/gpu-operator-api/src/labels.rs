@@ -55,6 +55,21 @@ pub const DRIVER_UPGRADE_SKIP: &str = "nvidia.com/gpu-driver-upgrade.skip";
 pub const DRIVER_UPGRADE_DRAIN_SKIP: &str = "nvidia.com/gpu-driver-upgrade-drain.skip";
 /// Owner NVIDIADriver of a node, in NVIDIADriver mode.
 pub const DRIVER_OWNER: &str = "nvidia.com/gpu-operator.driver.owner";
+/// Ours: how a node's GPUs are offered to pods while a ClusterPolicy and a GPUCluster are both
+/// active, set by the user per node pool: `dra` (the GPUCluster's DRA driver publishes them as
+/// ResourceSlices) or `device-plugin` (the ClusterPolicy's device plugin advertises
+/// `nvidia.com/gpu`; also when absent). With only one of the two, the one present decides.
+pub const GPU_RESOURCE_API: &str = "nvidia.com/gpu.resource-api";
+/// [`GPU_RESOURCE_API`]'s value for the DRA driver.
+pub const RESOURCE_API_DRA: &str = "dra";
+/// [`GPU_RESOURCE_API`]'s value for the device plugin.
+pub const RESOURCE_API_DEVICE_PLUGIN: &str = "device-plugin";
+/// The DRA kubelet plugin's gate (NVIDIA's name): `true` on the nodes whose GPUs DRA serves.
+pub const DEPLOY_DRA_DRIVER: &str = "nvidia.com/gpu.deploy.dra-driver";
+/// The DRA validator's gate (NVIDIA's name): set with [`DEPLOY_DRA_DRIVER`].
+pub const DEPLOY_DRA_VALIDATOR: &str = "nvidia.com/gpu.deploy.dra-validator";
+/// GPU Feature Discovery's count of the node's GPUs.
+pub const GPU_COUNT: &str = "nvidia.com/gpu.count";
 
 /// NFD labels whose value `"true"` marks a node with an NVIDIA GPU (PCI vendor 10de, any class,
 /// 3D controller, VGA controller).
@@ -114,6 +129,10 @@ pub mod operand {
     pub const CC_MANAGER: &str = "cc-manager";
     /// GPU clients in general; paused by the MIG manager during a MIG change.
     pub const CLIENT: &str = "client";
+    /// The DRA driver's kubelet plugin (GPUCluster; the nodes whose resource API is `dra`).
+    pub const DRA_DRIVER: &str = "dra-driver";
+    /// The DRA validator (GPUCluster; with the DRA driver).
+    pub const DRA_VALIDATOR: &str = "dra-validator";
 }
 
 /// Annotation with the hash of the rendered DaemonSet (NVIDIA's change detection).

@@ -197,7 +197,8 @@ pub mod reason {
     /// `GPUDriverReady=False`: the operator's driver container has not finished on the node.
     pub const DRIVER_CONTAINER_NOT_READY: &str = "DriverContainerNotReady";
     /// A sandbox component's condition is True without a check: the node's workload config
-    /// (or, for `cc-manager`, its lack of CC capability) does not need it.
+    /// (or, for `cc-manager`, its lack of CC capability) does not need it; so is the device
+    /// plugin's on a node whose GPUs the DRA driver offers.
     pub const NOT_REQUIRED: &str = "NotRequired";
     /// A container-stack component was handed to the sandbox checks (a bug, never retried).
     pub const NOT_A_SANDBOX_COMPONENT: &str = "NotASandboxComponent";

@@ -17,6 +17,15 @@
 //! Ours on top of NVIDIA's: on a MIG-capable `container` node that asks for a MIG layout the MIG
 //! manager has not applied yet, the missing deploy labels of the GPU clients are held back until
 //! it has ([`crate::mig_layout`], NVIDIA/gpu-operator#2670).
+//!
+//! With a GPUCluster ([`decide_served`]), each GPU node's resource API
+//! ([`crate::resource_api`]) decides between the device plugin's gates and the DRA gates
+//! (`nvidia.com/gpu.deploy.dra-driver`, `nvidia.com/gpu.deploy.dra-validator`, set where missing
+//! or empty like the others): a `dra` node is a `container` node without the device plugin,
+//! the MIG manager (nor its seeded layout and layout wait) and the sandbox gates; a
+//! `device-plugin` node never keeps the DRA gates. With only a GPUCluster, a GPU node gets the
+//! DRA gates and loses those same gates, and the ClusterPolicy's other gates are left as they
+//! are (no ClusterPolicy serves them). Rules 1 to 3 hold for the DRA gates too.
 
 use std::collections::BTreeMap;
 
@@ -28,6 +37,7 @@ use gpu_operator_api::{
 
 use crate::{
     mig_layout::{self, LayoutWait},
+    resource_api::{self, ResourceApi, Served},
     workload::{self, deploy_label},
 };
 
@@ -53,10 +63,31 @@ pub struct Decision {
     pub layout_wait: Option<LayoutWait>,
 }
 
-/// The [`Decision`] for `node_labels` under `policy` (the active ClusterPolicy).
+/// The [`Decision`] for `node_labels` under `policy` (the active ClusterPolicy), without a
+/// GPUCluster.
 pub fn decide(node_labels: &BTreeMap<String, String>, policy: &ClusterPolicySpec) -> Decision {
+    decide_served(node_labels, Some(policy), false)
+}
+
+/// The [`Decision`] for `node_labels` while `policy` (the active ClusterPolicy, if any) and a
+/// GPUCluster (`gpu_cluster`: whether one exists) serve the GPU nodes.
+pub fn decide_served(
+    node_labels: &BTreeMap<String, String>,
+    policy: Option<&ClusterPolicySpec>,
+    gpu_cluster: bool,
+) -> Decision {
+    let served = Served {
+        policy: policy.is_some(),
+        gpu_cluster,
+    };
+    let api = resource_api::resource_api(node_labels, served);
     let mut desired = node_labels.clone();
-    let layout_wait = apply_rules(&mut desired, policy);
+    let layout_wait = if let Some(policy) = policy {
+        apply_rules(&mut desired, policy, api)
+    } else {
+        apply_dra_only_rules(&mut desired);
+        None
+    };
     Decision {
         changes: diff(node_labels, &desired),
         layout_wait,
@@ -88,10 +119,11 @@ pub fn policy_inputs(policy: &ClusterPolicySpec) -> PolicyInputs {
 }
 
 /// Rewrites `labels` as the operator wants them (NVIDIA's in-place algorithm, plus the MIG
-/// layout wait, which it returns).
+/// layout wait, which it returns), for a node whose GPUs `api` offers.
 fn apply_rules(
     labels: &mut BTreeMap<String, String>,
     policy: &ClusterPolicySpec,
+    api: ResourceApi,
 ) -> Option<LayoutWait> {
     reconcile_gpu_present(labels);
     if !is_true(labels, labels::GPU_PRESENT) {
@@ -100,15 +132,49 @@ fn apply_rules(
     }
     // Seeded before the deploy labels (NVIDIA seeds after; the result is the same) so that a
     // seeded layout that changes MIG holds the GPU clients back in the same pass.
-    seed_mig_config(labels, policy);
-    if labels
-        .get(labels::GPU_DEPLOY_OPERANDS)
-        .is_some_and(|v| v == "false")
-    {
+    if api == ResourceApi::DevicePlugin {
+        seed_mig_config(labels, policy);
+    }
+    if operands_disabled(labels) {
         remove_all_state_labels(labels);
         None
     } else {
-        update_state_labels(labels, policy)
+        update_state_labels(labels, policy, api)
+    }
+}
+
+/// The rules without a ClusterPolicy (only a GPUCluster): rules 1 to 3, then the DRA gates
+/// in, and the gates a DRA node must not carry out; the other gates are left alone.
+fn apply_dra_only_rules(labels: &mut BTreeMap<String, String>) {
+    reconcile_gpu_present(labels);
+    if !is_true(labels, labels::GPU_PRESENT) || operands_disabled(labels) {
+        remove_all_state_labels(labels);
+        return;
+    }
+    for key in resource_api::off_on_dra_nodes() {
+        labels.remove(&key);
+    }
+    update_dra_gates(labels, ResourceApi::Dra);
+}
+
+/// `nvidia.com/gpu.deploy.operands=false`: no operand on the node.
+fn operands_disabled(labels: &BTreeMap<String, String>) -> bool {
+    labels
+        .get(labels::GPU_DEPLOY_OPERANDS)
+        .is_some_and(|v| v == "false")
+}
+
+/// The DRA gates added where missing on a `dra` node (a non-empty value is kept, as for every
+/// gate), removed from a `device-plugin` node.
+fn update_dra_gates(labels: &mut BTreeMap<String, String>, api: ResourceApi) {
+    for key in resource_api::DRA_GATES {
+        match api {
+            ResourceApi::Dra if is_missing(labels, key) => set(labels, key, "true"),
+            ResourceApi::Dra => {}
+            ResourceApi::DevicePlugin => {
+                labels.remove(key);
+            }
+        }
     }
 }
 
@@ -133,31 +199,47 @@ fn remove_all_state_labels(labels: &mut BTreeMap<String, String>) {
     for key in workload::all_state_labels() {
         labels.remove(&key);
     }
+    for key in resource_api::DRA_GATES {
+        labels.remove(key);
+    }
 }
 
 /// Sweeps the deploy labels of other workload configs and adds the node's own, except those
-/// held back for a MIG layout (returned).
+/// held back for a MIG layout (returned). A `dra` node is a `container` node without the gates
+/// [`resource_api::off_on_dra_nodes`] names, plus the DRA gates.
 fn update_state_labels(
     labels: &mut BTreeMap<String, String>,
     policy: &ClusterPolicySpec,
+    api: ResourceApi,
 ) -> Option<LayoutWait> {
-    let config = workload::workload_config(labels, policy);
-    let effective = workload::state_labels(config, policy.sandbox_mode());
+    let dra = api == ResourceApi::Dra;
+    let config = if dra {
+        WorkloadConfig::Container
+    } else {
+        workload::workload_config(labels, policy)
+    };
+    let mut effective = workload::state_labels(config, policy.sandbox_mode());
+    if dra {
+        let off = resource_api::off_on_dra_nodes();
+        effective.retain(|key| !off.contains(key));
+    }
     let mig_manager = deploy_label(operand::MIG_MANAGER);
+    let mig_manager_kept = config == WorkloadConfig::Container && !dra;
     for key in workload::all_state_labels() {
-        let keep =
-            effective.contains(&key) || (key == mig_manager && config == WorkloadConfig::Container);
+        let keep = effective.contains(&key) || (key == mig_manager && mig_manager_kept);
         if !keep {
             labels.remove(&key);
         }
     }
-    if config == WorkloadConfig::Container
-        && workload::mig_capable(labels)
-        && is_missing(labels, &mig_manager)
-    {
+    if mig_manager_kept && workload::mig_capable(labels) && is_missing(labels, &mig_manager) {
         set(labels, &mig_manager, "true");
     }
-    let layout_wait = mig_layout::layout_wait(labels, policy, config);
+    update_dra_gates(labels, api);
+    let layout_wait = if dra {
+        None
+    } else {
+        mig_layout::layout_wait(labels, policy, config)
+    };
     let held = layout_wait
         .as_ref()
         .map(|w| w.held.as_slice())

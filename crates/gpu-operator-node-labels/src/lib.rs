@@ -10,7 +10,9 @@
 //! layout, and the reconciler says so in an Event on the node. [`mig_watchdog`] marks a node whose
 //! MIG reconfiguration is stuck and recovers failed or stuck ones as the policy says
 //! ([`mig_recovery`]). A workload config label of an unknown value is said once in an Event on
-//! the node (`InvalidWorkloadConfig`). The binary calls [`controller`].
+//! the node (`InvalidWorkloadConfig`). With a GPUCluster, [`resource_api`] decides per GPU node
+//! between the device plugin's gates and the DRA gates (`InvalidResourceAPI` for a label value
+//! it does not know). The binary calls [`controller`].
 
 pub mod desired;
 pub mod driver_owner;
@@ -20,9 +22,10 @@ pub mod mig_recovery;
 pub mod mig_watchdog;
 mod own_writes;
 pub mod reconcile;
+pub mod resource_api;
 pub mod triggers;
 pub mod workload;
 mod workload_events;
 
-pub use desired::{Decision, LabelChanges, decide, label_changes};
+pub use desired::{Decision, LabelChanges, decide, decide_served, label_changes};
 pub use reconcile::{NAME, NodeLabeler, controller};

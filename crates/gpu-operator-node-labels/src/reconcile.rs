@@ -4,7 +4,8 @@
 //!
 //! Triggers: a node that is new or whose labels changed (status heartbeats are filtered out), and
 //! every node when the active ClusterPolicy changes as the decision reads it (another policy
-//! becoming active, or a spec field [`crate::desired::policy_inputs`] names), or, while
+//! becoming active, or a spec field [`crate::desired::policy_inputs`] names), when a GPUCluster
+//! comes or goes ([`crate::resource_api`]: the DRA gates), or, while
 //! NVIDIADrivers deploy the drivers, an NVIDIADriver's selection ([`crate::driver_owner`]). The patch is a
 //! JSON patch that first tests the node's labels are still the cached ones, so a label someone
 //! set after our read (say `paused-for-mig-change`) is never overwritten by a stale decision;
@@ -48,12 +49,13 @@ use serde_json::json;
 use gpu_operator_api::labels;
 
 use crate::{
-    desired::{LabelChanges, decide},
+    desired::{LabelChanges, decide_served},
     driver_owner,
     layout_events::{self, LayoutEvents},
     mig_recovery,
     mig_watchdog::{self, MigWatch},
     own_writes::{self, OwnWrites},
+    resource_api::{self, Served},
     triggers::ActivePolicyFilter,
     workload_events::{self, WorkloadEvents},
 };
@@ -82,6 +84,8 @@ pub struct NodeLabeler {
     layout_events: LayoutEvents,
     /// The invalid workload config labels already said on their nodes.
     workload_events: WorkloadEvents,
+    /// The invalid resource API labels already said on their nodes (same bookkeeping).
+    resource_api_events: WorkloadEvents,
     /// The MIG watchdog's memory of nodes whose reconfiguration is not done.
     mig_watch: MigWatch,
     patches: AtomicU64,
@@ -105,6 +109,7 @@ impl NodeLabeler {
             own_writes: OwnWrites::default(),
             layout_events: LayoutEvents::default(),
             workload_events: WorkloadEvents::default(),
+            resource_api_events: WorkloadEvents::default(),
             mig_watch: MigWatch::default(),
             patches: AtomicU64::new(0),
         })
@@ -134,10 +139,14 @@ impl NodeLabeler {
             )
         });
         let mut policy_filter = ActivePolicyFilter::new(self.ctx.stores.policies.clone())
-            .with_drivers(self.ctx.stores.nvidia_drivers.clone());
+            .with_drivers(self.ctx.stores.nvidia_drivers.clone())
+            .with_gpu_clusters(self.ctx.stores.gpu_clusters.clone());
         let policy_changes = futures::stream::select(
-            subs.policies.clone().map(|_| ()),
-            subs.nvidia_drivers.clone().map(|_| ()),
+            futures::stream::select(
+                subs.policies.clone().map(|_| ()),
+                subs.nvidia_drivers.clone().map(|_| ()),
+            ),
+            subs.gpu_clusters.clone().map(|_| ()),
         )
         .filter_map(move |()| future::ready(policy_filter.changed().then_some(())));
         Controller::for_shared_stream(node_events, nodes)
@@ -154,17 +163,34 @@ impl NodeLabeler {
     }
 
     async fn label(&self, node: &NodeMeta) -> Result<Action, Error> {
-        let Some(policy) = active::active(&self.ctx.stores.policies.state()) else {
-            return Ok(Action::await_change());
+        let policy = active::active(&self.ctx.stores.policies.state());
+        // Any GPUCluster, also one being deleted (see `resource_api`).
+        let gpu_cluster = !self.ctx.stores.gpu_clusters.state().is_empty();
+        let served = Served {
+            policy: policy.is_some(),
+            gpu_cluster,
         };
         let name = node.name_any();
+        let labels = node.labels().to_map();
+        let invalid = resource_api::invalid_value(&labels, served);
+        if self.resource_api_events.first_seen(&name, invalid)
+            && let Some(value) = invalid
+        {
+            resource_api::publish(&self.ctx, &name, value).await;
+        }
+        let Some(policy) = policy else {
+            return if gpu_cluster {
+                self.label_for_gpu_cluster(node, &labels).await
+            } else {
+                Ok(Action::await_change())
+            };
+        };
         let version = node.resource_version();
         if self.own_writes.awaiting(&name, Instant::now()) {
             // The watch event of our last patch is on its way and will trigger a reconcile.
             return Ok(Action::requeue(own_writes::EXPIRES_AFTER));
         }
-        let labels = node.labels().to_map();
-        let decision = decide(&labels, &policy.spec);
+        let decision = decide_served(&labels, Some(&policy.spec), gpu_cluster);
         let wait = decision.layout_wait.as_ref();
         if self.layout_events.first_seen(&name, wait)
             && let Some(wait) = wait
@@ -202,6 +228,25 @@ impl NodeLabeler {
             return Ok(Action::requeue(resync));
         }
         self.patch(&name, version, &labels, &changes, resync).await
+    }
+
+    /// Only a GPUCluster: the DRA gates of [`decide_served`], nothing of the ClusterPolicy's
+    /// (no MIG watchdog, no driver owner).
+    async fn label_for_gpu_cluster(
+        &self,
+        node: &NodeMeta,
+        labels: &BTreeMap<String, String>,
+    ) -> Result<Action, Error> {
+        let name = node.name_any();
+        if self.own_writes.awaiting(&name, Instant::now()) {
+            return Ok(Action::requeue(own_writes::EXPIRES_AFTER));
+        }
+        let changes = decide_served(labels, None, true).changes;
+        if changes.is_empty() {
+            return Ok(Action::requeue(RESYNC));
+        }
+        self.patch(&name, node.resource_version(), labels, &changes, RESYNC)
+            .await
     }
 
     async fn patch(

@@ -1,11 +1,12 @@
 //! Which ClusterPolicy events are worth relabelling every node: they fire on status writes and
 //! every spec change too, so only a change of the active policy's identity or of what the label
-//! decision reads of its spec passes. (Node events come filtered by the shared cache: only new
+//! decision reads of its spec passes, or a GPUCluster coming or going (the DRA gates, see
+//! `crate::resource_api`; its spec and status writes relabel nothing). (Node events come filtered by the shared cache: only new
 //! nodes and label changes, see `Subscriptions::node_labels`.)
 
 use std::collections::BTreeMap;
 
-use gpu_operator_api::{ClusterPolicy, NvidiaDriver};
+use gpu_operator_api::{ClusterPolicy, GpuCluster, NvidiaDriver};
 use gpu_operator_core::pipeline::active;
 use kube::{Resource as _, runtime::reflector::Store};
 
@@ -27,6 +28,9 @@ pub struct ActivePolicyFilter {
     last: Option<PolicyFingerprint>,
     policies: Store<ClusterPolicy>,
     drivers: Option<Store<NvidiaDriver>>,
+    /// Whether a GPUCluster existed at the previous call.
+    last_gpu_cluster: bool,
+    gpu_clusters: Option<Store<GpuCluster>>,
 }
 
 impl ActivePolicyFilter {
@@ -36,7 +40,16 @@ impl ActivePolicyFilter {
             last: None,
             policies,
             drivers: None,
+            last_gpu_cluster: false,
+            gpu_clusters: None,
         }
+    }
+
+    /// Also passes a GPUCluster of `gpu_clusters` appearing or going away.
+    #[must_use]
+    pub fn with_gpu_clusters(mut self, gpu_clusters: Store<GpuCluster>) -> Self {
+        self.gpu_clusters = Some(gpu_clusters);
+        self
     }
 
     /// Also passes changes of what the node owner label reads of the NVIDIADrivers in `drivers`
@@ -65,8 +78,21 @@ impl ActivePolicyFilter {
         all
     }
 
-    /// Whether the active policy differs from the one at the previous call.
+    /// Whether the active policy, or the presence of a GPUCluster, differs from the previous
+    /// call.
     pub fn changed(&mut self) -> bool {
+        let gpu_cluster = self
+            .gpu_clusters
+            .as_ref()
+            .is_some_and(|s| !s.state().is_empty());
+        let cluster_moved = gpu_cluster != self.last_gpu_cluster;
+        self.last_gpu_cluster = gpu_cluster;
+        let policy_moved = self.policy_changed();
+        cluster_moved || policy_moved
+    }
+
+    /// Whether the active policy differs from the one at the previous call.
+    fn policy_changed(&mut self) -> bool {
         let drivers = self.drivers();
         let now = active::active(&self.policies.state()).map(|p| {
             let handed_over =
@@ -154,6 +180,30 @@ mod tests {
         assert!(filter.changed(), "another policy became active");
         writer.apply_watcher_event(&Event::Delete(policy("b", "ub", 20, 2)));
         assert!(filter.changed(), "no active policy any more");
+    }
+
+    #[test]
+    fn a_gpu_cluster_coming_or_going_passes_and_its_writes_do_not() {
+        use gpu_operator_api::GpuClusterSpec;
+        let policies = Writer::<ClusterPolicy>::default();
+        let mut clusters = Writer::<GpuCluster>::default();
+        let mut filter =
+            ActivePolicyFilter::new(policies.as_reader()).with_gpu_clusters(clusters.as_reader());
+        assert!(!filter.changed(), "nothing yet");
+        let cluster = GpuCluster::new("gpu-cluster", GpuClusterSpec::default());
+        clusters.apply_watcher_event(&Event::Apply(cluster.clone()));
+        assert!(filter.changed(), "a GPUCluster came: every GPU node is DRA");
+        let mut written = cluster.clone();
+        written.metadata.resource_version = Some("5".to_owned());
+        written.metadata.deletion_timestamp = Some(Time(Timestamp::from_second(1).unwrap()));
+        clusters.apply_watcher_event(&Event::Apply(written));
+        assert!(
+            !filter.changed(),
+            "a write, even the deletion's start: it still exists"
+        );
+        clusters.apply_watcher_event(&Event::Delete(cluster));
+        assert!(filter.changed(), "gone: the DRA gates go");
+        assert!(!filter.changed());
     }
 
     #[test]

@@ -2,14 +2,15 @@
 //! overall status also registered with the status batch, so each status request carries it): the
 //! ClusterPolicy's overall status is woken by every ClusterPolicy change and node label change,
 //! each NVIDIADriver's by a change of its driver condition, the node summary by its own
-//! condition's changes and the validators' reports.
+//! condition's changes and the validators' reports, the GPUCluster's DRA summary by its own
+//! condition's changes, node label changes and the DRA driver's ResourceSlices.
 
 use std::{future::Future, sync::Arc, time::Duration};
 
 use futures::StreamExt as _;
 use gpu_operator_api::{
     ClusterPolicy,
-    conditions::{NODES_VALIDATED, operand::DRIVER_READY},
+    conditions::{NODES_VALIDATED, gpu_cluster::DRA_RESOURCES_PUBLISHED, operand::DRIVER_READY},
 };
 use gpu_operator_core::{
     Context, Error,
@@ -25,7 +26,7 @@ use kube::runtime::{
     reflector::{ObjectRef, Store},
 };
 
-use crate::{node_validation, nvidia_driver_status, policy_status};
+use crate::{dra_resources, node_validation, nvidia_driver_status, policy_status};
 
 /// How often at most the validators' reports wake the node summary, which reads every node:
 /// thousands of validators report during a rollout.
@@ -99,6 +100,32 @@ pub fn run_node_validation(
             ctx,
         )
         .for_each(|result| log(node_validation::NAME, result))
+}
+
+/// Runs the GPUCluster's DRA summary ([`dra_resources`]) until `shutdown` resolves. Woken by the
+/// GPUCluster, a node's labels (its DRA gate, its GPU count) and the DRA driver's ResourceSlices,
+/// at most once per [`SUMMARY_PERIOD`] for the last two (each summary reads every node).
+pub fn run_dra_resources(
+    ctx: Arc<Context>,
+    subs: Subscriptions,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) -> impl Future<Output = ()> {
+    let clusters = ctx.stores.gpu_clusters.clone();
+    let (by_nodes, by_slices) = (clusters.clone(), clusters.clone());
+    let cluster_events = owner_changes(subs.gpu_clusters, DRA_RESOURCES_PUBLISHED);
+    let nodes = throttle(subs.node_labels, SUMMARY_PERIOD);
+    let slices = throttle(subs.resource_slices, SUMMARY_PERIOD);
+    Controller::for_shared_stream(cluster_events, clusters)
+        .with_config(coalesce::config())
+        .watches_shared_stream(nodes, move |_| served(&by_nodes))
+        .watches_shared_stream(slices, move |_| served(&by_slices))
+        .graceful_shutdown_on(shutdown)
+        .run(
+            dra_resources::reconcile,
+            |_, error: &Error, _| operand::retry_transient(error),
+            ctx,
+        )
+        .for_each(|result| log(dra_resources::NAME, result))
 }
 
 /// Every ClusterPolicy: a node change may move any one's status (the active one's summary, or

@@ -3,10 +3,13 @@
 //! singleton rule, labels the namespace for `psa.enabled` with [`pod_security`], sweeps NVIDIA's
 //! leftovers); [`node_validation`] sums the validators' node reports up into `NodesValidated`.
 //! [`nvidia_driver_status`] does for each NVIDIADriver what [`policy_status`] does for the
-//! ClusterPolicy, both writing through [`overall`]. The binary calls [`run_policy_status`],
-//! [`run_nvidia_driver_status`] and [`run_node_validation`].
+//! ClusterPolicy, both writing through [`overall`]. [`dra_resources`] sums the DRA driver's
+//! ResourceSlices up into the GPUCluster's `DRAResourcesPublished`. The binary calls
+//! [`run_policy_status`], [`run_nvidia_driver_status`], [`run_node_validation`] and
+//! [`run_dra_resources`].
 
 mod controllers;
+pub mod dra_resources;
 pub mod node_health;
 pub mod node_validation;
 pub mod nvidia_driver_status;
@@ -14,4 +17,6 @@ pub mod overall;
 pub mod pod_security;
 pub mod policy_status;
 
-pub use controllers::{run_node_validation, run_nvidia_driver_status, run_policy_status};
+pub use controllers::{
+    run_dra_resources, run_node_validation, run_nvidia_driver_status, run_policy_status,
+};

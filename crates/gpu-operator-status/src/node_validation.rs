@@ -1,7 +1,11 @@
 //! Sums up what the validators report on each GPU node (their summary annotation, read from the
 //! metadata-only Node cache) into one ClusterPolicy condition, `NodesValidated`: validated/total
-//! GPU nodes per component — the container stack's, and the sandbox stack's on the nodes labelled
-//! for VMs — and the first few nodes that are not validated, with the reason.
+//! GPU nodes per component — the container stack's, the sandbox stack's on the nodes labelled
+//! for VMs, and on the nodes whose GPUs the GPUCluster's DRA driver offers (gate
+//! `nvidia.com/gpu.deploy.dra-driver=true`) the container stack without the device plugin check
+//! (no device plugin runs there: `nvidia.com/gpu` is never allocatable, and the GPUCluster's
+//! `DRAResourcesPublished` says whether the GPUs are offered) — and the first few nodes that are
+//! not validated, with the reason.
 //! It informs; it does not gate `Ready` (the validator DaemonSet's readiness already does). The
 //! same reconciler writes [`crate::node_health`]'s `NodesHealthy` from the same reports.
 
@@ -81,6 +85,24 @@ const SANDBOX: Stack = Stack {
     },
 };
 
+/// The container stack on DRA nodes: its checks but the device plugin's, validated where those
+/// are True (the node's `GPUStackReady` includes the device plugin check, so it is not read).
+const DRA_CONTAINER: Stack = Stack {
+    nodes: "DRA nodes",
+    components: &[
+        (node::GPU_DRIVER_READY, "driver"),
+        (node::GPU_TOOLKIT_READY, "toolkit"),
+        (node::GPU_CUDA_READY, "cuda"),
+    ],
+    validated: "stack",
+    verdict: None,
+    is_validated: |report| {
+        ready(report, node::GPU_DRIVER_READY)
+            && ready(report, node::GPU_TOOLKIT_READY)
+            && ready(report, node::GPU_CUDA_READY)
+    },
+};
+
 fn ready(report: &BTreeMap<String, Entry>, type_: &str) -> bool {
     report.get(type_).is_some_and(|e| e.ready)
 }
@@ -89,6 +111,12 @@ fn ready(report: &BTreeMap<String, Entry>, type_: &str) -> bool {
 /// (sandbox workloads on, the node labelled, or defaulted, for a VM workload type).
 fn is_vm_node(node: &NodeMeta) -> bool {
     node.labels().get(labels::DEPLOY_SANDBOX_VALIDATOR) == Some("true")
+}
+
+/// Whether `node`'s GPUs are offered by the DRA driver (the node labeller gave it the kubelet
+/// plugin's gate) rather than the device plugin.
+fn is_dra_node(node: &NodeMeta) -> bool {
+    node.labels().get(labels::DEPLOY_DRA_DRIVER) == Some("true")
 }
 
 /// One stack's counts over its nodes.
@@ -159,8 +187,8 @@ fn tally(stack: &Stack, nodes: &[&NodeMeta]) -> Tally {
 }
 
 /// The `NodesValidated` condition for `nodes`: the container stack on GPU nodes, the sandbox
-/// stack on the VM nodes (never counted against the container stack), each only where it has
-/// nodes. Pure.
+/// stack on the VM nodes and the container stack without the device plugin on DRA nodes (neither
+/// counted against the container stack), each only where it has nodes. Pure.
 pub fn summarize(nodes: &[Arc<NodeMeta>]) -> Desired {
     let mut gpu_nodes: Vec<&NodeMeta> = nodes
         .iter()
@@ -171,13 +199,19 @@ pub fn summarize(nodes: &[Arc<NodeMeta>]) -> Desired {
         return Desired::ok(NODES_VALIDATED, "NoGPUNodes", "no GPU nodes to validate");
     }
     gpu_nodes.sort_by(|a, b| a.meta().name.cmp(&b.meta().name));
-    let (vm_nodes, container_nodes): (Vec<&NodeMeta>, Vec<&NodeMeta>) =
+    let (vm_nodes, others): (Vec<&NodeMeta>, Vec<&NodeMeta>) =
         gpu_nodes.into_iter().partition(|n| is_vm_node(n));
-    let tallies: Vec<Tally> = [(&CONTAINER, container_nodes), (&SANDBOX, vm_nodes)]
-        .into_iter()
-        .filter(|(_, nodes)| !nodes.is_empty())
-        .map(|(stack, nodes)| tally(stack, &nodes))
-        .collect();
+    let (dra_nodes, container_nodes): (Vec<&NodeMeta>, Vec<&NodeMeta>) =
+        others.into_iter().partition(|n| is_dra_node(n));
+    let tallies: Vec<Tally> = [
+        (&CONTAINER, container_nodes),
+        (&SANDBOX, vm_nodes),
+        (&DRA_CONTAINER, dra_nodes),
+    ]
+    .into_iter()
+    .filter(|(_, nodes)| !nodes.is_empty())
+    .map(|(stack, nodes)| tally(stack, &nodes))
+    .collect();
     let counts: Vec<&str> = tallies.iter().map(|t| t.counts.as_str()).collect();
     let counts = counts.join("; ");
     let validated = tallies.iter().map(|t| t.validated).sum();
@@ -372,6 +406,38 @@ mod tests {
         assert_eq!(
             d.message.matches("no validator report yet").count(),
             PROBLEM_NODES
+        );
+    }
+
+    #[test]
+    fn dra_nodes_are_not_counted_against_the_device_plugin() {
+        let dra = |name: &str, report: &str| {
+            Arc::new(
+                NodeMeta::new(
+                    name,
+                    &[
+                        (labels::GPU_PRESENT, "true"),
+                        (labels::DEPLOY_DRA_DRIVER, "true"),
+                    ],
+                )
+                .with_validation(report),
+            )
+        };
+        let no_plugin = "GPUDriverReady=True/DriverValidated,GPUToolkitReady=True/ToolkitValidated,GPUCudaReady=True/CUDAValidated,GPUDevicePluginReady=False/ResourceNotAdvertised,GPUStackReady=False/ResourceNotAdvertised";
+        let d = summarize(&[node("a", true, Some(READY)), dra("d", no_plugin)]);
+        assert!(d.status, "{}", d.message);
+        assert_eq!(
+            d.message,
+            "GPU nodes validated: driver 1/1, toolkit 1/1, cuda 1/1, device plugin 1/1, stack 1/1; \
+             DRA nodes validated: driver 1/1, toolkit 1/1, cuda 1/1, stack 1/1"
+        );
+        let no_cuda = "GPUDriverReady=True/DriverValidated,GPUToolkitReady=True/ToolkitValidated,GPUCudaReady=False/CUDAFailed";
+        let d = summarize(&[dra("d", no_cuda)]);
+        assert!(!d.status);
+        assert_eq!(
+            d.message,
+            "DRA nodes validated: driver 1/1, toolkit 1/1, cuda 0/1, stack 0/1; \
+             not validated: d (cuda: CUDAFailed)"
         );
     }
 }

@@ -144,6 +144,7 @@ fn controllers(
         .boxed(),
         gpu_operator_status::run_nvidia_driver_status(ctx.clone(), subs.clone(), stop()).boxed(),
         gpu_operator_status::run_node_validation(ctx.clone(), subs.clone(), stop()).boxed(),
+        gpu_operator_status::run_dra_resources(ctx.clone(), subs.clone(), stop()).boxed(),
         gpu_operator_driver_upgrade::controller(ctx.clone(), subs.clone(), stop()).boxed(),
     ]);
     // Every controller holds clones of the subscriptions it polls; `subs` itself is dropped by

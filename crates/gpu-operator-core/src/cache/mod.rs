@@ -1,6 +1,7 @@
 //! The shared caches and what is computed from them: one reflector per watched kind
 //! ([`stores`]) with its [`change_stream`]s, the narrow projections the big kinds are cached as
-//! ([`node_meta`] with its `node_labels`, [`node_runtime`], [`pod_install`], [`pod_summary`], declared with the
+//! ([`node_meta`] with its `node_labels`, [`node_runtime`], [`pod_install`], [`pod_summary`],
+//! [`resource_slice`], declared with the
 //! `projection!` macro), and the cluster [`facts`] every reconciler reads ([`facts_memo`],
 //! [`labeller_wait`]).
 
@@ -14,4 +15,5 @@ pub mod node_runtime;
 pub mod pod_install;
 pub mod pod_summary;
 mod projection;
+pub mod resource_slice;
 pub mod stores;

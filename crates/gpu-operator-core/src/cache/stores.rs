@@ -10,7 +10,9 @@
 //! where their CRD is installed, and the DRA kinds the GPUCluster writes (DeviceClasses,
 //! ResourceClaimTemplates) where `resource.k8s.io/v1` is served: where not, their cache stays
 //! empty and ready ([`tolerate_missing`]), so the operator runs without them. Deployments and
-//! ValidatingAdmissionPolicies (and their bindings) of ours are cached like the DaemonSets.
+//! ValidatingAdmissionPolicies (and their bindings) of ours are cached like the DaemonSets. The
+//! ResourceSlices of NVIDIA's DRA driver (`spec.driver=gpu.nvidia.com`) are cached as
+//! [`SliceSummary`] (node, pool, device counts), empty where `resource.k8s.io/v1` is not served.
 
 use std::{fmt::Debug, future::Future, hash::Hash, pin::Pin, sync::Arc};
 
@@ -44,6 +46,7 @@ use crate::cache::{
     facts_memo::{self, FactsMemo},
     node_meta::NodeMeta,
     node_runtime::NodeRuntime,
+    resource_slice::{NVIDIA_GPU_DRIVER, SliceSummary},
 };
 
 /// Name of the Prometheus Operator's ServiceMonitor CRD, whose presence the caches watch.
@@ -144,6 +147,7 @@ kinds! {
     admission_policy_bindings: ValidatingAdmissionPolicyBinding,
     device_classes: DeviceClass,
     resource_claim_templates: ResourceClaimTemplate,
+    resource_slices: SliceSummary,
     service_monitor_crds: PartialObjectMeta<CustomResourceDefinition>,
     prometheus_rule_crds: PartialObjectMeta<CustomResourceDefinition>;
     /// Nodes that are new, deleted, or whose labels or uid changed ([`NodeMeta::labels_changed`]).
@@ -280,6 +284,10 @@ pub fn start(client: &Client, namespace: &str) -> (Stores, Subscriptions, Driver
         &managed,
         strip_managed_fields,
     );
+    let nvidia_slices =
+        watcher::Config::default().fields(&format!("spec.driver={NVIDIA_GPU_DRIVER}"));
+    let (resource_slices, resource_slices_sub) =
+        r.reflect(Api::<SliceSummary>::all(c.clone()), &nvidia_slices, |_| {});
     let (service_monitor_crds, service_monitor_crds_sub) = r.crd_metadata(c, SERVICE_MONITOR_CRD);
     let (prometheus_rule_crds, prometheus_rule_crds_sub) = r.crd_metadata(c, PROMETHEUS_RULE_CRD);
 
@@ -304,6 +312,7 @@ pub fn start(client: &Client, namespace: &str) -> (Stores, Subscriptions, Driver
         admission_policy_bindings,
         device_classes,
         resource_claim_templates,
+        resource_slices,
         service_monitor_crds,
         prometheus_rule_crds,
         node_facts,
@@ -331,6 +340,7 @@ pub fn start(client: &Client, namespace: &str) -> (Stores, Subscriptions, Driver
         admission_policy_bindings: admission_policy_bindings_sub,
         device_classes: device_classes_sub,
         resource_claim_templates: resource_claim_templates_sub,
+        resource_slices: resource_slices_sub,
         service_monitor_crds: service_monitor_crds_sub,
         prometheus_rule_crds: prometheus_rule_crds_sub,
         node_labels,

@@ -486,3 +486,5 @@ fn every_profile_converges_in_one_pass_under_every_policy() {
         }
     }
 }
+
+mod dra;

@@ -1,6 +1,9 @@
 //! The device plugin check: the node must advertise GPU capacity under the names its MIG strategy
 //! gives (`nvidia.com/gpu` for none/single, `nvidia.com/mig-*` for MIG GPUs under mixed), waiting
 //! up to `GPU_RESOURCE_WAIT_SECONDS`; then, with `WITH_WORKLOAD`, a pod requesting one runs.
+//! On a node whose GPUs the GPUCluster's DRA driver offers (`nvidia.com/gpu.deploy.dra-driver`
+//! is `true`: the node labeller took the device plugin off it) the check passes as `NotRequired`:
+//! no device plugin runs there, and the GPUCluster's `DRAResourcesPublished` reports its GPUs.
 
 use std::{collections::BTreeMap, time::Duration};
 
@@ -123,6 +126,22 @@ pub fn choose_resource(node: &Node, strategy: MigStrategy) -> Result<(String, i6
     ))
 }
 
+/// Why the check is not required on `node`, when the DRA driver offers its GPUs. Pure.
+pub fn not_required(node: &Node) -> Option<String> {
+    (node
+        .labels()
+        .get(labels::DEPLOY_DRA_DRIVER)
+        .map(String::as_str)
+        == Some("true"))
+    .then(|| {
+        format!(
+            "node {} is served by the DRA driver ({}=true): no device plugin runs there",
+            node.name_any(),
+            labels::DEPLOY_DRA_DRIVER
+        )
+    })
+}
+
 /// The device plugin workload pod this check creates on its node, requesting one `resource`.
 /// Pure.
 pub fn pod(cfg: &Config, resource: String, owner: Option<OwnerReference>) -> Result<Pod, Failed> {
@@ -153,6 +172,9 @@ pub async fn check(cfg: &Config, client: &kube::Client) -> Outcome {
                 format!("getting node {node_name}: {}", super::api_error(&e)),
             )
         })?;
+        if let Some(why) = not_required(&node) {
+            return passed(reason::NOT_REQUIRED, why);
+        }
         match choose_resource(&node, cfg.mig_strategy) {
             Ok(found) => break found,
             Err(failed) if tokio::time::Instant::now() >= deadline => return Err(failed),
@@ -197,6 +219,21 @@ mod tests {
             "status": {"capacity": capacity.iter().copied().collect::<BTreeMap<_, _>>()}
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn a_dra_node_needs_no_device_plugin() {
+        let dra = node(&[], &[("nvidia.com/gpu.deploy.dra-driver", "true")]);
+        assert_eq!(
+            not_required(&dra).as_deref(),
+            Some(
+                "node gpu-1 is served by the DRA driver (nvidia.com/gpu.deploy.dra-driver=true): \
+                 no device plugin runs there"
+            )
+        );
+        assert!(not_required(&node(&[("nvidia.com/gpu", "8")], &[])).is_none());
+        let paused = node(&[], &[("nvidia.com/gpu.deploy.dra-driver", "false")]);
+        assert!(not_required(&paused).is_none());
     }
 
     #[test]
