@@ -27,6 +27,9 @@ booleans:
   - devicePlugin.config.create
   - devicePlugin.enabled
   - devicePlugin.hostNetwork
+  - draDriver.computeDomains.enabled
+  - draDriver.computeDomains.kubeletPlugin.healthcheck.enabled
+  - draDriver.gpus.kubeletPlugin.healthcheck.enabled
   - driver.enabled
   - driver.hostNetwork
   - driver.licensingConfig.nlsEnabled
@@ -96,6 +99,8 @@ integers:
   - dcgmExporter.prometheusRule.thresholds.idleUtilizationPercent
   - dcgmExporter.prometheusRule.thresholds.temperatureCelsius
   - dcgmExporter.prometheusRule.thresholds.throttlingPercent
+  - draDriver.computeDomains.kubeletPlugin.healthcheck.port
+  - draDriver.gpus.kubeletPlugin.healthcheck.port
   - driver.livenessProbe.failureThreshold
   - driver.livenessProbe.initialDelaySeconds
   - driver.livenessProbe.periodSeconds
@@ -126,6 +131,7 @@ strings:
   - devicePlugin.config.default
   - devicePlugin.config.name
   - devicePlugin.version
+  - draDriver.version
   - driver.manager.version
   - driver.version
   - gdrcopy.version

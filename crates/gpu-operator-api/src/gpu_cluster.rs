@@ -111,10 +111,12 @@ pub struct GpuClusterHostPaths {
 }
 
 impl GpuClusterHostPaths {
-    /// The driver's host directory when `driverInstallDir` is unset or empty.
-    pub const DEFAULT_DRIVER_INSTALL_DIR: &'static str = "/run/nvidia/driver";
-    /// The kubelet's root directory when `kubeletRootDir` is unset or empty.
-    pub const DEFAULT_KUBELET_ROOT_DIR: &'static str = "/var/lib/kubelet";
+    /// The driver's host directory when `driverInstallDir` is unset or empty (the ClusterPolicy's).
+    pub const DEFAULT_DRIVER_INSTALL_DIR: &'static str =
+        crate::spec::HostPathsSpec::DEFAULT_DRIVER_INSTALL_DIR;
+    /// The kubelet's root directory when `kubeletRootDir` is unset or empty (the ClusterPolicy's).
+    pub const DEFAULT_KUBELET_ROOT_DIR: &'static str =
+        crate::spec::HostPathsSpec::DEFAULT_KUBELET_ROOT_DIR;
 
     /// Whether nothing is set.
     #[must_use]

@@ -1,15 +1,17 @@
 //! The kube-runtime Controllers of the status reconcilers, over the shared caches (each kind's
 //! overall status also registered with the status batch, so each status request carries it): the
 //! ClusterPolicy's overall status is woken by every ClusterPolicy change and node label change,
-//! each NVIDIADriver's by a change of its driver condition, the node summary by its own
-//! condition's changes and the validators' reports, the GPUCluster's DRA summary by its own
-//! condition's changes, node label changes and the DRA driver's ResourceSlices.
+//! each NVIDIADriver's by a change of its driver condition, the GPUCluster's by a change of its
+//! identity, spec, finalizers, deletion or operand conditions (and its teardown by a timer: see
+//! [`crate::gpu_cluster_teardown`]), the node summary by its own condition's changes and the
+//! validators' reports, the GPUCluster's DRA summary by its own condition's changes, node label
+//! changes and the DRA driver's ResourceSlices.
 
-use std::{future::Future, sync::Arc, time::Duration};
+use std::{future::Future, hash::Hash as _, sync::Arc, time::Duration};
 
 use futures::StreamExt as _;
 use gpu_operator_api::{
-    ClusterPolicy,
+    ClusterPolicy, GpuCluster,
     conditions::{NODES_VALIDATED, gpu_cluster::DRA_RESOURCES_PUBLISHED, operand::DRIVER_READY},
 };
 use gpu_operator_core::{
@@ -17,16 +19,21 @@ use gpu_operator_core::{
     cache::stores::Subscriptions,
     pipeline::{
         coalesce::{self, BURST_PERIOD, throttle},
-        controller::{log, owner_changes, served},
+        controller::{changes, log, owner_changes, served},
         operand,
     },
 };
-use kube::runtime::{
-    Controller,
-    reflector::{ObjectRef, Store},
+use kube::{
+    Resource as _,
+    runtime::{
+        Controller,
+        reflector::{ObjectRef, Store},
+    },
 };
 
-use crate::{dra_resources, node_validation, nvidia_driver_status, policy_status};
+use crate::{
+    dra_resources, gpu_cluster_status, node_validation, nvidia_driver_status, policy_status,
+};
 
 /// How often at most the validators' reports wake the node summary, which reads every node:
 /// thousands of validators report during a rollout.
@@ -77,6 +84,48 @@ pub fn run_nvidia_driver_status(
             ctx,
         )
         .for_each(|result| log(nvidia_driver_status::NAME, result))
+}
+
+/// Runs the GPUCluster's overall status, finalizer, namespace label and teardown until
+/// `shutdown` resolves; `operands` are the condition types of the GPUCluster's operand
+/// reconcilers.
+pub fn run_gpu_cluster_status(
+    ctx: Arc<Context>,
+    subs: Subscriptions,
+    operands: &'static [&'static str],
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) -> impl Future<Output = ()> {
+    ctx.status_batch
+        .summarize_with(gpu_cluster_status::summarizer(
+            Arc::downgrade(&ctx),
+            operands,
+        ));
+    let clusters = ctx.stores.gpu_clusters.clone();
+    let moved = changes(subs.gpu_clusters, move |cr: &GpuCluster, hasher| {
+        let meta = cr.meta();
+        (&meta.uid, meta.generation, &meta.finalizers).hash(hasher);
+        meta.deletion_timestamp.is_some().hash(hasher);
+        let status = cr.status.as_ref();
+        status.map(|s| s.state.as_str()).hash(hasher);
+        for condition in status
+            .and_then(|s| s.conditions.as_deref())
+            .unwrap_or_default()
+            .iter()
+            .filter(|c| operands.contains(&c.type_.as_str()))
+        {
+            let c = condition;
+            (&c.type_, &c.status, &c.reason, c.observed_generation).hash(hasher);
+        }
+    });
+    Controller::for_shared_stream(moved, clusters)
+        .with_config(coalesce::config())
+        .graceful_shutdown_on(shutdown)
+        .run(
+            move |cr, ctx| gpu_cluster_status::reconcile(cr, ctx, operands),
+            |_, error: &Error, _| operand::retry_transient(error),
+            ctx,
+        )
+        .for_each(|result| log(gpu_cluster_status::NAME, result))
 }
 
 /// Runs the summary of the validators' node reports until `shutdown` resolves. Woken by a GPU

@@ -117,6 +117,11 @@ async fn run(args: &RunArgs, namespace: String) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The conditions of the GPUCluster's operands (the DRA driver crate's `DraDriver` and
+/// `DraValidator`) that its overall status sums up. Listed here until the registry has the
+/// GPUCluster's list (`visit_gpu_cluster`), from which they are then to be derived.
+const GPU_CLUSTER_CONDITIONS: &[&str] = &["DRADriverReady", "DRAValidatorReady"];
+
 /// Every reconciler, on subscriptions of their own, until the shutdown: one leadership term.
 fn controllers(
     ctx: &Arc<Context>,
@@ -143,6 +148,13 @@ fn controllers(
         )
         .boxed(),
         gpu_operator_status::run_nvidia_driver_status(ctx.clone(), subs.clone(), stop()).boxed(),
+        gpu_operator_status::run_gpu_cluster_status(
+            ctx.clone(),
+            subs.clone(),
+            GPU_CLUSTER_CONDITIONS,
+            stop(),
+        )
+        .boxed(),
         gpu_operator_status::run_node_validation(ctx.clone(), subs.clone(), stop()).boxed(),
         gpu_operator_status::run_dra_resources(ctx.clone(), subs.clone(), stop()).boxed(),
         gpu_operator_driver_upgrade::controller(ctx.clone(), subs.clone(), stop()).boxed(),

@@ -9,7 +9,7 @@
 //! rendering (`gpu-operator.normalise`, driven by the generated `_value_types.tpl`).
 
 use anyhow::Context as _;
-use gpu_operator_api::ClusterPolicy;
+use gpu_operator_api::{ClusterPolicy, GpuCluster};
 use kube::CustomResourceExt as _;
 use serde_json::{Map, Value, json};
 
@@ -190,6 +190,7 @@ fn strict_values_schema() -> anyhow::Result<Value> {
         config_map_data(),
     );
     properties.insert("operator".into(), operator(&spec)?);
+    properties.insert("draDriver".into(), dra_driver()?);
     for (name, schema) in chart_only() {
         properties.insert(name.to_owned(), schema);
     }
@@ -209,6 +210,38 @@ fn spec_properties() -> anyhow::Result<Map<String, Value>> {
         .as_object()
         .cloned()
         .context("the ClusterPolicy CRD has no spec properties")
+}
+
+/// The `draDriver` values: the GPUCluster CRD's `spec.draDriver`, which `gpuCluster.deployCR`
+/// renders them into.
+fn dra_driver() -> anyhow::Result<Value> {
+    let crd = serde_json::to_value(GpuCluster::crd())?;
+    let section = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        ["draDriver"];
+    anyhow::ensure!(
+        section.is_object(),
+        "the GPUCluster CRD has no spec.draDriver"
+    );
+    let mut section = section.clone();
+    drop_nullable(&mut section);
+    let mut schema = convert(&section);
+    schema["description"] = json!(
+        "The NVIDIA DRA driver for GPUs, rendered into the GPUCluster's spec.draDriver with gpuCluster.deployCR."
+    );
+    Ok(schema)
+}
+
+/// Removes `nullable` everywhere under `schema`: the GPUCluster's optional fields are nullable in
+/// its CRD, and the values take them as the ClusterPolicy's, set or left out.
+fn drop_nullable(schema: &mut Value) {
+    match schema {
+        Value::Object(object) => {
+            object.remove("nullable");
+            object.values_mut().for_each(drop_nullable);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_nullable),
+        _ => {}
+    }
 }
 
 /// An OpenAPI (structural CRD) schema as JSON Schema: objects with properties refuse unknown
@@ -393,12 +426,8 @@ fn chart_only() -> Vec<(&'static str, Value)> {
             "gpuCluster",
             switch(
                 "deployCR",
-                "GPUCluster is not supported; `true` fails the install.",
+                "Render the GPUCluster `gpu-cluster` (the DRA-based GPU stack) from the draDriver, dcgm, dcgmExporter, hostPaths and daemonsets values. With clusterPolicy.deployCR too, both are reconciled.",
             ),
-        ),
-        (
-            "draDriver",
-            json!({"type": "object", "description": "Accepted so NVIDIA's values files load; unused."}),
         ),
         (
             "node-feature-discovery",

@@ -5,6 +5,7 @@
 //! run by `cargo xtask ci`; run alone without helm, they fail with the command that builds it.
 
 mod gitops;
+mod gpu_cluster;
 mod node_health_check;
 mod nvidia_driver;
 mod nvidia_values;

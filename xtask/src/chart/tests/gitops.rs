@@ -37,7 +37,7 @@ fn copy_dir(from: &Path, to: &Path) {
 /// Values that make every template render something.
 const EVERY_TEMPLATE: [&str; 6] = [
     "--set",
-    "operator.cleanupCRD=true,operator.cleanupNodeLabels=true,operator.metrics.serviceMonitor.enabled=true,devicePlugin.config.create=true,devicePlugin.config.name=plugin-config,migManager.config.create=true,migManager.config.name=mig-config,dcgmExporter.config.create=true,dcgmExporter.config.name=metrics,extraObjects[0].apiVersion=v1,extraObjects[0].kind=ConfigMap,extraObjects[0].metadata.name=extra,healthCheck.nodeHealthCheck.enabled=true,driver.nvidiaDriverCRD.enabled=true",
+    "operator.cleanupCRD=true,operator.cleanupNodeLabels=true,operator.metrics.serviceMonitor.enabled=true,devicePlugin.config.create=true,devicePlugin.config.name=plugin-config,migManager.config.create=true,migManager.config.name=mig-config,dcgmExporter.config.create=true,dcgmExporter.config.name=metrics,extraObjects[0].apiVersion=v1,extraObjects[0].kind=ConfigMap,extraObjects[0].metadata.name=extra,healthCheck.nodeHealthCheck.enabled=true,driver.nvidiaDriverCRD.enabled=true,gpuCluster.deployCR=true",
     "--set-string",
     "devicePlugin.config.data.any=version: v1,migManager.config.data.config\\.yaml=version: v1,dcgmExporter.config.data=DCGM_FI_DEV_GPU_UTIL\\, gauge\\, util",
     "--api-versions",

@@ -17,7 +17,7 @@ fn nvidia_drivers(docs: &[Value]) -> Vec<&Value> {
 }
 
 /// The paths in `value` that `schema` (an OpenAPI v3 schema of a CRD) does not declare.
-fn undeclared(schema: &Value, value: &Value, path: &str, out: &mut Vec<String>) {
+pub(super) fn undeclared(schema: &Value, value: &Value, path: &str, out: &mut Vec<String>) {
     if schema["x-kubernetes-preserve-unknown-fields"] == true {
         return;
     }
