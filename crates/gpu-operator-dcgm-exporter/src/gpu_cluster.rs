@@ -64,20 +64,22 @@ pub fn validate(spec: &GpuClusterSpec, cluster: &Cluster<'_>) -> Result<Option<I
 /// the alerts and dashboards), `daemonsets` and `hostPaths.kubeletRootDir`, and whether its host
 /// engine runs (`dcgm.enabled`, off unless true on a GPUCluster).
 fn as_cluster_policy(spec: &GpuClusterSpec) -> ClusterPolicySpec {
-    let mut policy = ClusterPolicySpec::default();
+    let mut policy = ClusterPolicySpec {
+        dcgm_exporter: spec.dcgm_exporter.clone().unwrap_or_default(),
+        daemonsets: spec.daemonsets.clone(),
+        host_paths: spec
+            .host_paths
+            .kubelet_root_dir
+            .clone()
+            .map(|dir| HostPathsSpec {
+                kubelet_root_dir: Some(dir),
+                ..HostPathsSpec::default()
+            }),
+        ..ClusterPolicySpec::default()
+    };
     policy.dcgm.enabled = Some(spec.dcgm_enabled());
-    policy.dcgm_exporter = spec.dcgm_exporter.clone().unwrap_or_default();
     policy.dcgm_exporter.prometheus_rule = None;
     policy.dcgm_exporter.grafana_dashboards = None;
-    policy.daemonsets = spec.daemonsets.clone();
-    policy.host_paths = spec
-        .host_paths
-        .kubelet_root_dir
-        .clone()
-        .map(|dir| HostPathsSpec {
-            kubelet_root_dir: Some(dir),
-            ..HostPathsSpec::default()
-        });
     policy
 }
 

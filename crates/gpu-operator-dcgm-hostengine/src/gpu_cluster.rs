@@ -62,10 +62,11 @@ pub fn validate(spec: &GpuClusterSpec, cluster: &Cluster<'_>) -> Result<Option<I
 /// The ClusterPolicy spec whose DCGM renders as the GPUCluster's: its `dcgm` and `daemonsets`
 /// sections.
 fn as_cluster_policy(spec: &GpuClusterSpec) -> ClusterPolicySpec {
-    let mut policy = ClusterPolicySpec::default();
-    policy.dcgm = spec.dcgm.clone().unwrap_or_default();
-    policy.daemonsets = spec.daemonsets.clone();
-    policy
+    ClusterPolicySpec {
+        dcgm: spec.dcgm.clone().unwrap_or_default(),
+        daemonsets: spec.daemonsets.clone(),
+        ..ClusterPolicySpec::default()
+    }
 }
 
 #[cfg(test)]
