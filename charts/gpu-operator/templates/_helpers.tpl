@@ -157,6 +157,7 @@ seccompProfile:
 - "nvidia-operator-validator"
 - "nvidia-node-status-exporter"
 - "nvidia-dcgm-exporter-read-pods"
+- "nvidia-dcgm-exporter-dra-read-pods"
 - "nvidia-vgpu-manager"
 - "nvidia-sandbox-validator"
 - "nvidia-vfio-manager"

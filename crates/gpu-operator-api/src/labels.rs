@@ -104,6 +104,12 @@ pub mod operand {
     pub const DCGM: &str = "dcgm";
     /// DCGM exporter.
     pub const DCGM_EXPORTER: &str = "dcgm-exporter";
+    /// The GPUCluster's DCGM host engine (`nvidia-dcgm-dra`, the GPUs through DRA), as NVIDIA's:
+    /// the gate `nvidia.com/gpu.deploy.dcgm-dra`.
+    pub const DCGM_DRA: &str = "dcgm-dra";
+    /// The GPUCluster's DCGM exporter (`nvidia-dcgm-exporter-dra`), as NVIDIA's: the gate
+    /// `nvidia.com/gpu.deploy.dcgm-exporter-dra`.
+    pub const DCGM_EXPORTER_DRA: &str = "dcgm-exporter-dra";
     /// Node status exporter.
     pub const NODE_STATUS_EXPORTER: &str = "node-status-exporter";
     /// Operator validator.

@@ -279,8 +279,8 @@ pub fn distinct_snapshots<V: PartialEq + From<&'static str>>(
     })
 }
 
-/// Every rendered object as JSON, in apply order.
-fn children_values(children: &Children) -> Result<serde_json::Value, serde_json::Error> {
+/// Every rendered object as JSON, in apply order (what the snapshots hold).
+pub fn children_values(children: &Children) -> Result<serde_json::Value, serde_json::Error> {
     let Children {
         service_accounts,
         roles,

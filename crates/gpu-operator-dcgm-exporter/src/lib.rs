@@ -4,8 +4,12 @@
 //! instead of NVIDIA's silence), its ServiceAccount and RBAC (reading pods only with pod-label
 //! enrichment), and when asked for, the shipped observability: a PrometheusRule of GPU, cost,
 //! workload and stack alerts and Grafana dashboard ConfigMaps ([`observability`]). Pure validate
-//! and render steps; the shared pipeline does the rest.
+//! and render steps; the shared pipeline does the rest. The same for a GPUCluster
+//! ([`DcgmExporterDra`], in `gpu_cluster`): `nvidia-dcgm-exporter-dra`, the GPUs through an
+//! admin-access DRA claim.
 
+mod form;
+mod gpu_cluster;
 pub mod observability;
 mod render;
 mod validate;
@@ -18,6 +22,8 @@ use gpu_operator_core::{
     contract::{Children, Cluster, ImageEnv, Operand},
 };
 
+pub use form::{ADMIN_CLAIM_TEMPLATE, ENABLE_DRA_ENV, Form};
+pub use gpu_cluster::DcgmExporterDra;
 pub use render::prometheus_rule::RULE_NAME;
 pub use validate::Input;
 
@@ -25,6 +31,10 @@ pub use validate::Input;
 pub const NAME: &str = "nvidia-dcgm-exporter";
 /// The ClusterRole (and binding) that lets the exporter read pods for label enrichment.
 pub const READ_PODS: &str = "nvidia-dcgm-exporter-read-pods";
+/// The GPUCluster's exporter's names, as NVIDIA's.
+pub const DRA_NAME: &str = "nvidia-dcgm-exporter-dra";
+/// The GPUCluster's exporter's ClusterRole (and binding), which also reads ResourceSlices.
+pub const DRA_READ_PODS: &str = "nvidia-dcgm-exporter-dra-read-pods";
 /// The metrics port.
 pub const PORT: i32 = 9400;
 

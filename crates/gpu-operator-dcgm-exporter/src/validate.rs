@@ -15,7 +15,7 @@ use gpu_operator_core::{
     contract::Cluster,
 };
 
-use crate::observability::Settings;
+use crate::{Form, observability::Settings};
 
 /// Env of the exporter that turns on pod-label enrichment.
 pub const POD_LABELS_ENV: &str = "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS";
@@ -34,10 +34,8 @@ pub const JOB_MAPPING_DIR: &str = "/var/lib/dcgm-exporter/job-mapping";
 pub struct Input {
     /// The exporter image.
     pub image: String,
-    /// The validator image, which runs the `toolkit-validation` barrier.
-    pub validator_image: String,
-    /// How the pods reach the GPUs (RuntimeClass or NRI annotation).
-    pub gpu_access: GpuAccess,
+    /// Whose exporter: the ClusterPolicy's or the GPUCluster's, and what that changes.
+    pub form: Form,
     /// The operator namespace (role-binding subjects, ServiceMonitor namespace selector).
     pub namespace: String,
     /// `spec.dcgmExporter`'s container settings. The pods run in the host's network namespace
@@ -64,7 +62,8 @@ pub struct Input {
     pub prometheus_rule: Option<BTreeMap<String, String>>,
     /// `dcgmExporter.grafanaDashboards` when it is enabled.
     pub dashboards: Option<GrafanaDashboardsConfig>,
-    /// Whether the standalone host engine (`nvidia-dcgm`) runs: `dcgm.enabled` unset or true.
+    /// Whether the standalone host engine of the same owner (`nvidia-dcgm`, `nvidia-dcgm-dra`)
+    /// runs: `dcgm.enabled` unset or true.
     pub remote_engine: bool,
     /// What the exporter reads from the API server.
     pub api_access: ApiAccess,
@@ -99,14 +98,8 @@ pub enum ApiAccess {
 }
 
 impl Input {
-    /// What rendering needs from `spec`, with the images, GPU access and namespace resolved.
-    pub fn new(
-        spec: &ClusterPolicySpec,
-        image: String,
-        validator_image: String,
-        gpu_access: GpuAccess,
-        namespace: String,
-    ) -> Self {
+    /// What rendering needs from `spec`, with the image, the form and the namespace resolved.
+    pub fn new(spec: &ClusterPolicySpec, image: String, form: Form, namespace: String) -> Self {
         let exporter = &spec.dcgm_exporter;
         let remote_engine = spec.dcgm.enabled != Some(false);
         let mut component = Component::of(&exporter.image, &exporter.container, None);
@@ -128,6 +121,8 @@ impl Input {
         let reads_config_map = component
             .user_env(CONFIGMAP_DATA_ENV)
             .is_some_and(|v| !v.is_empty() && v != "none");
+        // The GPUCluster's exporter always reads pods and ResourceSlices (NVIDIA's).
+        let reads_pods = reads_pods || form.is_dra();
         let api_access = match (reads_pods, reads_config_map) {
             (true, _) => ApiAccess::Pods,
             (false, true) => ApiAccess::ConfigMap,
@@ -136,8 +131,7 @@ impl Input {
         let enabled = |on: Option<bool>| on == Some(true);
         Self {
             image,
-            validator_image,
-            gpu_access,
+            form,
             namespace,
             host_pid: exporter.host_pid == Some(true),
             pod_annotations: exporter.annotations.clone().unwrap_or_default(),
@@ -212,12 +206,14 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
         return Ok(None);
     }
     let image = cluster.image("dcgmExporter", &exporter.image, "DCGM_EXPORTER_IMAGE")?;
-    let validator_image = cluster.validator_image(spec)?;
+    let form = Form::ClusterPolicy {
+        validator_image: cluster.validator_image(spec)?,
+        gpu_access: GpuAccess::of(spec, cluster.facts),
+    };
     Ok(Some(Input::new(
         spec,
         image,
-        validator_image,
-        GpuAccess::of(spec, cluster.facts),
+        form,
         cluster.namespace.to_owned(),
     )))
 }

@@ -7,19 +7,39 @@ use gpu_operator_core::{
     contract::Cluster,
 };
 
+use crate::Form;
+
 /// What rendering DCGM needs.
 #[derive(Clone, Debug)]
 pub struct Input {
     /// The DCGM image.
     pub image: String,
-    /// The validator image, which runs the `toolkit-validation` barrier.
-    pub validator_image: String,
-    /// How the pods reach the GPUs (RuntimeClass or NRI annotation).
-    pub gpu_access: GpuAccess,
+    /// Whose host engine: the ClusterPolicy's or the GPUCluster's, and what that changes.
+    pub form: Form,
     /// `spec.dcgm`'s container settings: env, args, resources, pull settings, host network.
     pub component: Component,
     /// The settings every operand pod shares.
     pub shared: Shared,
+    /// The operator namespace (role-binding subjects).
+    pub namespace: String,
+}
+
+impl Input {
+    /// What rendering needs from `spec` (its `dcgm` section and shared settings), with the image
+    /// resolved.
+    pub fn new(spec: &ClusterPolicySpec, image: String, form: Form, namespace: &str) -> Self {
+        Self {
+            image,
+            form,
+            component: Component::of(
+                &spec.dcgm.image,
+                &spec.dcgm.container,
+                spec.dcgm.host_network,
+            ),
+            shared: Shared::of(spec),
+            namespace: namespace.to_owned(),
+        }
+    }
 }
 
 /// `Ok(None)` when `dcgm.enabled` is false. Unset means true, as in NVIDIA's API (its Helm chart
@@ -29,18 +49,11 @@ pub fn validate(spec: &ClusterPolicySpec, cluster: &Cluster<'_>) -> Result<Optio
         return Ok(None);
     }
     let image = cluster.image("dcgm", &spec.dcgm.image, "DCGM_IMAGE")?;
-    let validator_image = cluster.validator_image(spec)?;
-    Ok(Some(Input {
-        image,
-        validator_image,
+    let form = Form::ClusterPolicy {
+        validator_image: cluster.validator_image(spec)?,
         gpu_access: GpuAccess::of(spec, cluster.facts),
-        component: Component::of(
-            &spec.dcgm.image,
-            &spec.dcgm.container,
-            spec.dcgm.host_network,
-        ),
-        shared: Shared::of(spec),
-    }))
+    };
+    Ok(Some(Input::new(spec, image, form, cluster.namespace)))
 }
 
 #[cfg(test)]

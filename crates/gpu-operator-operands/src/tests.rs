@@ -128,23 +128,33 @@ fn every_owner_kind_has_its_list() {
         .collect();
     assert_eq!(
         owners,
-        [(
-            "NvidiaDriver",
-            "gpu_operator_driver::nvidia_driver::NvidiaDriverOperand"
-        )]
+        [
+            (
+                "NvidiaDriver",
+                "gpu_operator_driver::nvidia_driver::NvidiaDriverOperand"
+            ),
+            (
+                "GpuCluster",
+                "gpu_operator_dcgm_hostengine::gpu_cluster::DcgmDra"
+            ),
+            (
+                "GpuCluster",
+                "gpu_operator_dcgm_exporter::gpu_cluster::DcgmExporterDra"
+            ),
+        ]
     );
     assert!(entries().iter().all(|entry| entry.owner == "ClusterPolicy"));
-    let nvidia_driver: Vec<&str> = all_entries()
-        .iter()
-        .filter(|entry| entry.owner == "NvidiaDriver")
-        .map(|entry| entry.condition)
-        .collect();
-    let unique: BTreeSet<&&str> = nvidia_driver.iter().collect();
-    assert_eq!(
-        unique.len(),
-        nvidia_driver.len(),
-        "one condition per operand of a kind"
-    );
+    let all = all_entries();
+    for kind in ["NvidiaDriver", "GpuCluster"] {
+        let of_kind: Vec<&Entry> = all.iter().filter(|entry| entry.owner == kind).collect();
+        let conditions: BTreeSet<&str> = of_kind.iter().map(|entry| entry.condition).collect();
+        let names: BTreeSet<&str> = of_kind.iter().map(|entry| entry.name).collect();
+        assert_eq!(
+            (conditions.len(), names.len()),
+            (of_kind.len(), of_kind.len()),
+            "one condition and one name per operand of {kind}"
+        );
+    }
 }
 
 #[test]

@@ -1,17 +1,18 @@
 //! The chart lets the operator write every ClusterRole and ClusterRoleBinding an operand renders:
 //! the names every registered operand renders, for every example ClusterPolicy on every node
-//! profile (and with the node status exporter and the sandbox operands on), are all in the chart's
+//! profile (and with the node status exporter and the sandbox operands on), and those the
+//! GPUCluster's operands render with every section on, are all in the chart's
 //! `gpu-operator.operandClusterRoles` list, which the operator's ClusterRole grants by name.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::{collections::BTreeSet, path::Path, sync::Arc};
+use std::{any::Any, collections::BTreeSet, path::Path, sync::Arc};
 
-use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
+use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, GpuCluster};
 use gpu_operator_core::{
-    contract::{Cluster, Operand},
+    contract::{Cluster, Operand, Owner},
     fixtures,
 };
-use gpu_operator_operands::Visit;
+use gpu_operator_operands::{Visit, VisitAny};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 
@@ -141,5 +142,64 @@ fn the_chart_grants_every_cluster_role_an_operand_renders() {
         "operands render ClusterRoles or ClusterRoleBindings the operator may not write: add \
          them to gpu-operator.operandClusterRoles in charts/gpu-operator/templates/_helpers.tpl: \
          {missing:?} (the chart has {chart:?})"
+    );
+}
+
+/// The ClusterRole and ClusterRoleBinding names the GPUCluster's operands render for `cr`.
+struct RenderedForGpuCluster<'a> {
+    cr: &'a GpuCluster,
+    names: BTreeSet<String>,
+}
+
+impl VisitAny for RenderedForGpuCluster<'_> {
+    fn operand<O: Operand>(&mut self) {
+        let spec = (self.cr as &dyn Any).downcast_ref::<<O::Owner as Owner>::Spec>();
+        let input = spec.and_then(|spec| {
+            fixtures::with_cluster(&fixtures::image_env, |cluster| O::validate(spec, cluster))
+                .ok()
+                .flatten()
+        });
+        if let Some(input) = input {
+            let children = O::render(&input);
+            self.names
+                .extend(children.cluster_roles.iter().map(ResourceExt::name_any));
+            self.names.extend(
+                children
+                    .cluster_role_bindings
+                    .iter()
+                    .map(ResourceExt::name_any),
+            );
+        }
+    }
+}
+
+#[test]
+fn the_chart_grants_every_cluster_role_a_gpu_cluster_operand_renders() {
+    let spec = serde_json::from_value(serde_json::json!({
+        "draDriver": {"computeDomains": {"enabled": true}},
+        "dcgm": {"enabled": true},
+        "dcgmExporter": {"enabled": true, "enablePodLabels": true},
+    }))
+    .unwrap();
+    let cr = GpuCluster::new("gpu-cluster", spec);
+    let mut rendered = RenderedForGpuCluster {
+        cr: &cr,
+        names: BTreeSet::new(),
+    };
+    gpu_operator_operands::visit_gpu_cluster(&mut rendered);
+    assert!(
+        rendered
+            .names
+            .contains("nvidia-dcgm-exporter-dra-read-pods"),
+        "too few ClusterRoles rendered: {:?}",
+        rendered.names
+    );
+    let chart = chart_names();
+    let missing: Vec<&String> = rendered.names.difference(&chart).collect();
+    assert!(
+        missing.is_empty(),
+        "GPUCluster operands render ClusterRoles or ClusterRoleBindings the operator may not \
+         write: add them to gpu-operator.operandClusterRoles in \
+         charts/gpu-operator/templates/_helpers.tpl: {missing:?}"
     );
 }

@@ -4,8 +4,10 @@
 //! [`runtime_class`]), [`image`] references, the labels and owner of every object ([`meta`]),
 //! [`digest`]s that roll pods, identities and permissions ([`rbac`]), the optional Prometheus
 //! Operator kinds ([`service_monitor`], [`prometheus_rule`]) and checked copies of the users'
-//! ConfigMaps ([`user_config`]).
+//! ConfigMaps ([`user_config`]), and the DRA admin-access claim of a GPUCluster's monitoring pods
+//! ([`admin_claim`]).
 
+pub mod admin_claim;
 pub mod barrier;
 pub mod component;
 pub mod daemonset;

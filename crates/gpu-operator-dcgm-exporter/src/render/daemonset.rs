@@ -2,15 +2,15 @@
 //! NVIDIA's switches: the remote host engine `nvidia-dcgm:5555` when DCGM runs (host networking
 //! when the user points it at `localhost`), `hostPID`, `hostNetwork`, a custom metrics ConfigMap,
 //! HPC job mapping, pod-label enrichment (which mounts the ServiceAccount token) and the kubelet
-//! pod-resources socket under `hostPaths.kubeletRootDir`.
+//! pod-resources socket under `hostPaths.kubeletRootDir`. The GPUCluster's,
+//! `nvidia-dcgm-exporter-dra`, starts at once, reaches the GPUs through its admin-access claim
+//! instead of the NVIDIA runtime, its host engine at `nvidia-dcgm-dra:5555`, and resolves DRA
+//! devices (`KUBERNETES_ENABLE_DRA`).
 
-use gpu_operator_api::labels::operand;
-use gpu_operator_core::{
-    build::{
-        daemonset::{self, Identity},
-        pod::{self, Finish, Gpus, Wrap, host_path, read_only_mount},
-    },
-    contract::Operand as _,
+use gpu_operator_core::build::{
+    admin_claim,
+    daemonset::{self, Identity},
+    pod::{self, Barrier, Finish, Gpus, Wrap, host_path, read_only_mount},
 };
 use k8s_openapi::{
     api::{
@@ -24,7 +24,7 @@ use k8s_openapi::{
 };
 
 use crate::{
-    DcgmExporter, Input, NAME, PORT,
+    ADMIN_CLAIM_TEMPLATE, ENABLE_DRA_ENV, Form, Input, PORT,
     validate::{POD_LABELS_ENV, POD_UID_ENV, REMOTE_ENGINE_ENV},
 };
 
@@ -34,8 +34,7 @@ const DEFAULT_COLLECTORS: &str = "/etc/dcgm-exporter/dcp-metrics-included.csv";
 const METRICS_FILE: &str = "dcgm-metrics.csv";
 /// Where the custom metrics list is mounted.
 const METRICS_PATH: &str = "/etc/dcgm-exporter/dcgm-metrics.csv";
-/// The standalone host engine's Service and port (the `nvidia-dcgm` operand).
-const DCGM_SERVICE: &str = "nvidia-dcgm";
+/// The standalone host engine's port (the `nvidia-dcgm` and `nvidia-dcgm-dra` operands).
 const DCGM_PORT: i32 = 5555;
 
 /// The exporter container's env, mounts and the pod's volumes, before the user's env.
@@ -62,15 +61,19 @@ fn parts(input: &Input) -> Parts {
         daemonset::field_env("NODE_NAME", "spec.nodeName"),
     ];
     if input.remote_engine {
+        let service = input.form.host_engine_service();
         env.push(literal(
             REMOTE_ENGINE_ENV,
-            &format!("{DCGM_SERVICE}:{DCGM_PORT}"),
+            &format!("{service}:{DCGM_PORT}"),
         ));
     }
     if let Some(dir) = &input.job_mapping_dir {
         env.push(literal("DCGM_HPC_JOB_MAPPING_DIR", dir));
         mounts.push(read_only_mount("hpc-job-mapping", dir));
         volumes.push(host_path("hpc-job-mapping", dir, Some("DirectoryOrCreate")));
+    }
+    if input.form.is_dra() {
+        env.push(literal(ENABLE_DRA_ENV, "true"));
     }
     let enrichment = &input.enrichment;
     if enrichment.labels {
@@ -129,12 +132,14 @@ pub fn build(input: &Input) -> DaemonSet {
         period_seconds: period,
         ..Probe::default()
     };
+    let form = &input.form;
+    let name = form.name();
     let pod = PodSpec {
-        service_account_name: Some(NAME.to_owned()),
+        service_account_name: Some(name.to_owned()),
         automount_service_account_token: Some(input.uses_api()),
         host_pid: input.host_pid.then_some(true),
         containers: vec![Container {
-            name: NAME.to_owned(),
+            name: name.to_owned(),
             image: Some(input.image.clone()),
             env: Some(daemonset::override_env(env, &input.component.env)),
             ports: Some(vec![ContainerPort {
@@ -151,24 +156,38 @@ pub fn build(input: &Input) -> DaemonSet {
         volumes: Some(volumes),
         ..PodSpec::default()
     };
+    let (barrier, gpus) = match form {
+        Form::ClusterPolicy {
+            validator_image,
+            gpu_access,
+        } => (
+            input.shared.after_toolkit(validator_image),
+            Some(Gpus {
+                access: gpu_access,
+                container: name,
+            }),
+        ),
+        Form::GpuCluster => (Barrier::None, None),
+    };
     let steps = Finish {
         component: &input.component,
-        barrier: input.shared.after_toolkit(&input.validator_image),
+        barrier,
         host_paths: input.shared.rewrite_host_paths(),
-        args: Some(NAME),
+        args: Some(name),
     };
-    let mut ds = pod::finish(pod, steps).into_daemonset(Wrap {
+    let mut finished = pod::finish(pod, steps);
+    if form.is_dra() {
+        admin_claim::hold(finished.pod_mut(), name, ADMIN_CLAIM_TEMPLATE);
+    }
+    let mut ds = finished.into_daemonset(Wrap {
         identity: Identity {
-            name: NAME,
-            component: DcgmExporter::NAME,
-            deploy_label: operand::DCGM_EXPORTER,
+            name,
+            component: form.component(),
+            deploy_label: form.deploy_label(),
             always_on_delete: false,
         },
         daemonsets: &input.shared.daemonsets,
-        gpus: Some(Gpus {
-            access: &input.gpu_access,
-            container: NAME,
-        }),
+        gpus,
     });
     let extra = &input.pod_annotations;
     if !extra.is_empty()

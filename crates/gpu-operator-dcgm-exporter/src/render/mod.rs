@@ -7,24 +7,35 @@ mod rbac;
 mod service;
 mod service_monitor;
 
-use gpu_operator_core::contract::Children;
+use gpu_operator_core::{build::admin_claim, contract::Children};
 
-use crate::Input;
+use crate::{ADMIN_CLAIM_TEMPLATE, Input};
 
 /// Everything the DCGM exporter needs.
 pub fn children(input: &Input) -> Children {
+    let form = &input.form;
     let (cluster_roles, cluster_role_bindings) = if input.reads_pods() {
         (
-            vec![rbac::read_pods()],
-            vec![rbac::read_pods_binding(&input.namespace)],
+            vec![rbac::read_pods(form)],
+            vec![rbac::read_pods_binding(form, &input.namespace)],
         )
     } else {
         (Vec::new(), Vec::new())
     };
+    let identity = rbac::identity(form);
+    let resource_claim_templates = if form.is_dra() {
+        vec![admin_claim::template(
+            ADMIN_CLAIM_TEMPLATE,
+            identity.name,
+            identity.component,
+        )]
+    } else {
+        Vec::new()
+    };
     Children {
-        service_accounts: vec![rbac::IDENTITY.service_account()],
-        roles: vec![rbac::role()],
-        role_bindings: vec![rbac::IDENTITY.role_binding(&input.namespace)],
+        service_accounts: vec![identity.service_account()],
+        roles: vec![rbac::role(form)],
+        role_bindings: vec![identity.role_binding(&input.namespace)],
         cluster_roles,
         cluster_role_bindings,
         config_maps: dashboards::build(input),
@@ -32,6 +43,7 @@ pub fn children(input: &Input) -> Children {
         daemonsets: vec![daemonset::build(input)],
         service_monitors: service_monitor::build(input).into_iter().collect(),
         prometheus_rules: prometheus_rule::build(input).into_iter().collect(),
+        resource_claim_templates,
         ..Children::default()
     }
 }

@@ -1,17 +1,14 @@
-//! ServiceMonitor `nvidia-dcgm-exporter`, when `dcgmExporter.serviceMonitor.enabled`: scrapes
-//! `gpu-metrics` at `/metrics` of the exporter's Service, with the interval, timeout, label
-//! handling, relabelings and extra labels of `dcgmExporter.serviceMonitor`. While the shipped
-//! alerts or dashboards are on, a last relabeling copies the scraped pod's node into label `node`,
-//! which they group and filter by. The pipeline writes it only while the ServiceMonitor CRD is
-//! installed and warns otherwise.
+//! ServiceMonitor `nvidia-dcgm-exporter` (`nvidia-dcgm-exporter-dra` for a GPUCluster), when
+//! `dcgmExporter.serviceMonitor.enabled`: scrapes `gpu-metrics` at `/metrics` of the exporter's
+//! Service, with the interval, timeout, label handling, relabelings and extra labels of
+//! `dcgmExporter.serviceMonitor`. While the shipped alerts or dashboards are on, a last
+//! relabeling copies the scraped pod's node into label `node`, which they group and filter by.
+//! The pipeline writes it only while the ServiceMonitor CRD is installed and warns otherwise.
 
-use gpu_operator_core::{
-    build::service_monitor::{self, DynamicObject},
-    contract::Operand as _,
-};
+use gpu_operator_core::build::service_monitor::{self, DynamicObject};
 use serde_json::{Map, Value, json};
 
-use crate::{DcgmExporter, Input, NAME, render::service::PORT_NAME};
+use crate::{Input, render::service::PORT_NAME};
 
 /// The ServiceMonitor, or `None` when it is not enabled.
 pub fn build(input: &Input) -> Option<DynamicObject> {
@@ -43,16 +40,17 @@ pub fn build(input: &Input) -> Option<DynamicObject> {
     if relabelings.as_array().is_some_and(|r| !r.is_empty()) || config.relabelings.is_some() {
         endpoint.insert("relabelings".to_owned(), relabelings);
     }
+    let name = input.form.name();
     let spec = json!({
         "endpoints": [Value::Object(endpoint)],
         "jobLabel": "app",
         "namespaceSelector": {"matchNames": [input.namespace]},
-        "selector": {"matchLabels": {"app": NAME}},
+        "selector": {"matchLabels": {"app": name}},
     });
     Some(service_monitor::build(
-        NAME,
-        NAME,
-        DcgmExporter::NAME,
+        name,
+        name,
+        input.form.component(),
         &config.additional_labels.clone().unwrap_or_default(),
         spec,
     ))

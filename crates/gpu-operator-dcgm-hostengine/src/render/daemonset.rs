@@ -1,13 +1,11 @@
 //! DaemonSet `nvidia-dcgm`: the privileged host engine listening on 5555, started once the
-//! container toolkit is validated on the node.
+//! container toolkit is validated on the node. The GPUCluster's, `nvidia-dcgm-dra`, starts at
+//! once and reaches the GPUs through its admin-access claim instead of the NVIDIA runtime.
 
-use gpu_operator_api::labels::operand;
-use gpu_operator_core::{
-    build::{
-        daemonset::{self, Identity},
-        pod::{self, Finish, Gpus, Wrap},
-    },
-    contract::Operand as _,
+use gpu_operator_core::build::{
+    admin_claim,
+    daemonset::{self, Identity},
+    pod::{self, Barrier, Finish, Gpus, Wrap},
 };
 use k8s_openapi::{
     api::{
@@ -17,7 +15,7 @@ use k8s_openapi::{
     apimachinery::pkg::util::intstr::IntOrString,
 };
 
-use crate::{Dcgm, Input, NAME, PORT};
+use crate::{ADMIN_CLAIM_TEMPLATE, Form, Input, PORT};
 
 /// The host engine container.
 const CONTAINER: &str = "nvidia-dcgm-ctr";
@@ -32,8 +30,9 @@ pub fn build(input: &Input) -> DaemonSet {
         initial_delay_seconds: Some(15),
         ..Probe::default()
     };
+    let form = &input.form;
     let pod = PodSpec {
-        service_account_name: Some(NAME.to_owned()),
+        service_account_name: Some(form.name().to_owned()),
         containers: vec![Container {
             name: CONTAINER.to_owned(),
             image: Some(input.image.clone()),
@@ -50,49 +49,64 @@ pub fn build(input: &Input) -> DaemonSet {
         }],
         ..PodSpec::default()
     };
+    let (barrier, gpus) = match form {
+        Form::ClusterPolicy {
+            validator_image,
+            gpu_access,
+        } => (
+            input.shared.after_toolkit(validator_image),
+            Some(Gpus {
+                access: gpu_access,
+                container: CONTAINER,
+            }),
+        ),
+        Form::GpuCluster => (Barrier::None, None),
+    };
     let steps = Finish {
         component: &input.component,
-        barrier: input.shared.after_toolkit(&input.validator_image),
+        barrier,
         host_paths: input.shared.rewrite_host_paths(),
         args: Some(CONTAINER),
     };
-    pod::finish(pod, steps).into_daemonset(Wrap {
+    let mut finished = pod::finish(pod, steps);
+    if *form == Form::GpuCluster {
+        admin_claim::hold(finished.pod_mut(), CONTAINER, ADMIN_CLAIM_TEMPLATE);
+    }
+    finished.into_daemonset(Wrap {
         identity: Identity {
-            name: NAME,
-            component: Dcgm::NAME,
-            deploy_label: operand::DCGM,
+            name: form.name(),
+            component: form.component(),
+            deploy_label: form.deploy_label(),
             always_on_delete: false,
         },
         daemonsets: &input.shared.daemonsets,
-        gpus: Some(Gpus {
-            access: &input.gpu_access,
-            container: CONTAINER,
-        }),
+        gpus,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use gpu_operator_api::{ClusterPolicySpec, spec::EnvVar};
-    use gpu_operator_core::build::{
-        component::Component, runtime_class::GpuAccess, shared::Shared,
-    };
+    use gpu_operator_core::build::runtime_class::GpuAccess;
 
     use super::*;
 
+    fn render_as(spec: &ClusterPolicySpec, form: Form) -> PodSpec {
+        let input = Input::new(
+            spec,
+            "nvcr.io/nvidia/cloud-native/dcgm:4".into(),
+            form,
+            "gpu-operator",
+        );
+        build(&input).spec.unwrap().template.spec.unwrap()
+    }
+
     fn render(spec: &ClusterPolicySpec) -> PodSpec {
-        let ds = build(&Input {
-            image: "nvcr.io/nvidia/cloud-native/dcgm:4".into(),
+        let form = Form::ClusterPolicy {
             validator_image: "v:1".into(),
             gpu_access: GpuAccess::RuntimeClass("nvidia".into()),
-            shared: Shared::of(spec),
-            component: Component::of(
-                &spec.dcgm.image,
-                &spec.dcgm.container,
-                spec.dcgm.host_network,
-            ),
-        });
-        ds.spec.unwrap().template.spec.unwrap()
+        };
+        render_as(spec, form)
     }
 
     #[test]
@@ -125,5 +139,31 @@ mod tests {
         assert_eq!(pod.host_network, Some(true));
         assert_eq!(pod.dns_policy.as_deref(), Some("ClusterFirstWithHostNet"));
         assert_eq!(pod.containers[0].env.as_ref().unwrap()[0].name, "DCGM_X");
+    }
+
+    #[test]
+    fn the_gpu_clusters_engine_holds_the_admin_claim_and_waits_for_nothing() {
+        let mut spec = ClusterPolicySpec::default();
+        spec.dcgm.container.resources = Some(
+            serde_json::from_value(serde_json::json!({
+                "limits": {"memory": "1Gi"}
+            }))
+            .unwrap(),
+        );
+        let pod = render_as(&spec, Form::GpuCluster);
+        assert_eq!(
+            pod.node_selector.unwrap()["nvidia.com/gpu.deploy.dcgm-dra"],
+            "true"
+        );
+        assert_eq!(pod.service_account_name.as_deref(), Some("nvidia-dcgm-dra"));
+        assert_eq!((pod.init_containers, pod.runtime_class_name), (None, None));
+        let claim = &pod.resource_claims.unwrap()[0];
+        assert_eq!(
+            claim.resource_claim_template_name.as_deref(),
+            Some("nvidia-dcgm-admin")
+        );
+        let resources = pod.containers[0].resources.as_ref().unwrap();
+        assert!(resources.limits.is_some(), "the user's resources stay");
+        assert_eq!(resources.claims.as_ref().unwrap()[0].name, claim.name);
     }
 }

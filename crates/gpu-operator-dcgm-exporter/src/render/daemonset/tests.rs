@@ -10,15 +10,22 @@ use crate::validate::JOB_MAPPING_DIR;
 
 use super::*;
 
-fn render(spec: &ClusterPolicySpec) -> PodSpec {
+fn render_as(spec: &ClusterPolicySpec, form: Form) -> PodSpec {
     let ds = build(&Input::new(
         spec,
         "nvcr.io/nvidia/k8s/dcgm-exporter:4".into(),
-        "v:1".into(),
-        GpuAccess::RuntimeClass("nvidia".into()),
+        form,
         "gpu-operator".into(),
     ));
     ds.spec.unwrap().template.spec.unwrap()
+}
+
+fn render(spec: &ClusterPolicySpec) -> PodSpec {
+    let form = Form::ClusterPolicy {
+        validator_image: "v:1".into(),
+        gpu_access: GpuAccess::RuntimeClass("nvidia".into()),
+    };
+    render_as(spec, form)
 }
 
 fn env(pod: &PodSpec, name: &str) -> Option<String> {
@@ -163,5 +170,41 @@ fn user_env_wins_by_name_and_args_replace() {
     assert_eq!(
         pod.containers[0].args.as_deref(),
         Some(&["-f".to_owned()][..])
+    );
+}
+
+#[test]
+fn the_gpu_clusters_exporter_holds_the_admin_claim_and_resolves_dra_devices() {
+    let mut spec = ClusterPolicySpec::default();
+    spec.dcgm.enabled = Some(true);
+    let pod = render_as(&spec, Form::GpuCluster);
+    assert_eq!(
+        pod.node_selector.as_ref().unwrap()["nvidia.com/gpu.deploy.dcgm-exporter-dra"],
+        "true"
+    );
+    assert_eq!(
+        (
+            pod.init_containers.as_ref(),
+            pod.runtime_class_name.as_ref()
+        ),
+        (None, None)
+    );
+    assert_eq!(env(&pod, ENABLE_DRA_ENV).as_deref(), Some("true"));
+    assert_eq!(
+        env(&pod, REMOTE_ENGINE_ENV).as_deref(),
+        Some("nvidia-dcgm-dra:5555")
+    );
+    assert_eq!(pod.automount_service_account_token, Some(true));
+    let main = &pod.containers[0];
+    assert_eq!(main.name, "nvidia-dcgm-exporter-dra");
+    assert_eq!(
+        main.resources.as_ref().unwrap().claims.as_ref().unwrap()[0].name,
+        "admin-gpus"
+    );
+    assert_eq!(
+        pod.resource_claims.unwrap()[0]
+            .resource_claim_template_name
+            .as_deref(),
+        Some("nvidia-dcgm-exporter-admin")
     );
 }
