@@ -68,6 +68,10 @@ pub const RESOURCE_API_DEVICE_PLUGIN: &str = "device-plugin";
 pub const DEPLOY_DRA_DRIVER: &str = "nvidia.com/gpu.deploy.dra-driver";
 /// The DRA validator's gate (NVIDIA's name): set with [`DEPLOY_DRA_DRIVER`].
 pub const DEPLOY_DRA_VALIDATOR: &str = "nvidia.com/gpu.deploy.dra-validator";
+/// The GPUCluster's DCGM host engine's gate (NVIDIA's name): set with [`DEPLOY_DRA_DRIVER`].
+pub const DEPLOY_DCGM_DRA: &str = "nvidia.com/gpu.deploy.dcgm-dra";
+/// The GPUCluster's DCGM exporter's gate (NVIDIA's name): set with [`DEPLOY_DRA_DRIVER`].
+pub const DEPLOY_DCGM_EXPORTER_DRA: &str = "nvidia.com/gpu.deploy.dcgm-exporter-dra";
 /// GPU Feature Discovery's count of the node's GPUs.
 pub const GPU_COUNT: &str = "nvidia.com/gpu.count";
 

@@ -15,12 +15,14 @@
 //! (NVIDIA keeps its gate for the same reason); once the object is gone the DRA gates go and the
 //! device plugin's gate comes back.
 //!
-//! What a `dra` node gets, beside the ClusterPolicy's gates: `gpu.deploy.dra-driver` and
-//! `gpu.deploy.dra-validator`; what it loses: the device plugin's gate, the MIG manager's (MIG
-//! layouts on a DRA node are the DRA driver's business) and the sandbox (VM) stack's (a DRA node
-//! is a container node whatever its workload config). The driver, toolkit (CDI), DCGM, DCGM
-//! exporter, GFD, node status exporter and operator validator gates stay as the ClusterPolicy
-//! has them: it still serves them there.
+//! What a `dra` node gets, beside the ClusterPolicy's gates: `gpu.deploy.dra-driver`,
+//! `gpu.deploy.dra-validator`, `gpu.deploy.dcgm-dra` and `gpu.deploy.dcgm-exporter-dra`; what it
+//! loses: the device plugin's gate, the MIG manager's (as NVIDIA's GPUCluster, which deploys no
+//! MIG manager: the DRA driver publishes the MIG devices the GPUs have), the sandbox (VM)
+//! stack's (a DRA node is a container node whatever its workload config) and the ClusterPolicy's
+//! DCGM and DCGM exporter (the GPUCluster's own serve the node). The driver, toolkit (CDI), GFD,
+//! node status exporter and operator validator gates stay as the ClusterPolicy has them: it
+//! still serves them there.
 
 use std::collections::BTreeMap;
 
@@ -82,11 +84,19 @@ pub fn invalid_value(node_labels: &BTreeMap<String, String>, served: Served) -> 
         .filter(|v| ![labels::RESOURCE_API_DRA, labels::RESOURCE_API_DEVICE_PLUGIN].contains(v))
 }
 
-/// The gates a `dra` node gets.
-pub const DRA_GATES: [&str; 2] = [labels::DEPLOY_DRA_DRIVER, labels::DEPLOY_DRA_VALIDATOR];
+/// The gates a `dra` node gets: the DRA driver's and validator's, and the GPUCluster's DCGM and
+/// DCGM exporter (their DaemonSets exist only while the GPUCluster enables them).
+pub const DRA_GATES: [&str; 4] = [
+    labels::DEPLOY_DRA_DRIVER,
+    labels::DEPLOY_DRA_VALIDATOR,
+    labels::DEPLOY_DCGM_DRA,
+    labels::DEPLOY_DCGM_EXPORTER_DRA,
+];
 
-/// The gates a `dra` node must not carry: the device plugin's, the MIG manager's and every
-/// sandbox (VM) operand's (every gate of the VM workload configs but `client`).
+/// The gates a `dra` node must not carry: the device plugin's, the MIG manager's, every sandbox
+/// (VM) operand's (every gate of the VM workload configs but `client`), and the ClusterPolicy's
+/// DCGM and DCGM exporter (the GPUCluster's serve the node: they hold its GPUs by an
+/// admin-access claim and map metrics to DRA-allocated pods).
 pub fn off_on_dra_nodes() -> Vec<String> {
     let container = workload::state_labels(
         gpu_operator_api::spec::WorkloadConfig::Container,
@@ -95,7 +105,11 @@ pub fn off_on_dra_nodes() -> Vec<String> {
     let mut off: Vec<String> = workload::all_state_labels()
         .into_iter()
         .filter(|key| !container.contains(key))
-        .chain([deploy_label(operand::DEVICE_PLUGIN)])
+        .chain([
+            deploy_label(operand::DEVICE_PLUGIN),
+            deploy_label(operand::DCGM),
+            deploy_label(operand::DCGM_EXPORTER),
+        ])
         .collect();
     off.sort();
     off.dedup();
@@ -185,6 +199,8 @@ mod tests {
             off,
             [
                 "cc-manager",
+                "dcgm",
+                "dcgm-exporter",
                 "device-plugin",
                 "kata-manager",
                 "kata-sandbox-device-plugin",

@@ -7,6 +7,10 @@ const PLUGIN: &str = "nvidia.com/gpu.deploy.device-plugin";
 const DRA_DRIVER: &str = "nvidia.com/gpu.deploy.dra-driver";
 const DRA_VALIDATOR: &str = "nvidia.com/gpu.deploy.dra-validator";
 const RESOURCE_API: &str = "nvidia.com/gpu.resource-api";
+const DCGM: &str = "nvidia.com/gpu.deploy.dcgm";
+const DCGM_EXPORTER: &str = "nvidia.com/gpu.deploy.dcgm-exporter";
+const DCGM_DRA: &str = "nvidia.com/gpu.deploy.dcgm-dra";
+const DCGM_EXPORTER_DRA: &str = "nvidia.com/gpu.deploy.dcgm-exporter-dra";
 
 /// Applies the changes of [`decide_served`] and checks a second pass has nothing left to do.
 fn converge_served(
@@ -26,8 +30,13 @@ fn converge_served(
     after
 }
 
-fn dra_gates_true() -> [(&'static str, Option<&'static str>); 2] {
-    [(DRA_DRIVER, Some("true")), (DRA_VALIDATOR, Some("true"))]
+fn dra_gates_true() -> [(&'static str, Option<&'static str>); 4] {
+    [
+        (DRA_DRIVER, Some("true")),
+        (DRA_VALIDATOR, Some("true")),
+        (DCGM_DRA, Some("true")),
+        (DCGM_EXPORTER_DRA, Some("true")),
+    ]
 }
 
 #[test]
@@ -45,6 +54,8 @@ fn without_a_gpu_cluster_nothing_changes_and_stale_dra_gates_go() {
             (CLIENT, "true"),
             (DRA_DRIVER, "true"),
             (DRA_VALIDATOR, "true"),
+            (DCGM_DRA, "true"),
+            (DCGM_EXPORTER_DRA, "true"),
         ],
         &[PLUGIN],
     );
@@ -53,7 +64,9 @@ fn without_a_gpu_cluster_nothing_changes_and_stale_dra_gates_go() {
         changes(&[
             (PLUGIN, Some("true")),
             (DRA_DRIVER, None),
-            (DRA_VALIDATOR, None)
+            (DRA_VALIDATOR, None),
+            (DCGM_DRA, None),
+            (DCGM_EXPORTER_DRA, None)
         ]),
         "the GPUCluster went: the device plugin's gate comes back"
     );
@@ -76,8 +89,12 @@ fn only_a_gpu_cluster_gives_every_gpu_node_the_dra_gates() {
         changes(&[
             (PLUGIN, None),
             (MIG_MANAGER, None),
+            (DCGM, None),
+            (DCGM_EXPORTER, None),
             (DRA_DRIVER, Some("true")),
-            (DRA_VALIDATOR, Some("true"))
+            (DRA_VALIDATOR, Some("true")),
+            (DCGM_DRA, Some("true")),
+            (DCGM_EXPORTER_DRA, Some("true"))
         ]),
         "a former ClusterPolicy's device plugin and MIG manager gates go, the others stay"
     );
@@ -105,13 +122,20 @@ fn the_dra_gates_follow_gpu_presence_and_the_operands_switch() {
         changes(&[
             (PRESENT, Some("false")),
             (DRA_DRIVER, None),
-            (DRA_VALIDATOR, None)
+            (DRA_VALIDATOR, None),
+            (DCGM_DRA, None),
+            (DCGM_EXPORTER_DRA, None)
         ])
     );
     let off = with(&dra, &[("nvidia.com/gpu.deploy.operands", "false")], &[]);
     assert_eq!(
         decide_served(&off, None, true).changes,
-        changes(&[(DRA_DRIVER, None), (DRA_VALIDATOR, None)])
+        changes(&[
+            (DRA_DRIVER, None),
+            (DRA_VALIDATOR, None),
+            (DCGM_DRA, None),
+            (DCGM_EXPORTER_DRA, None)
+        ])
     );
     let both = converge_served(&n1_h100_fresh(), Some(&default_policy()), true);
     let off = with(&both, &[("nvidia.com/gpu.deploy.operands", "false")], &[]);
@@ -153,7 +177,9 @@ fn beside_a_cluster_policy_a_node_is_dra_only_when_labelled_so() {
     }
     let fresh = with(&n1_h100_fresh(), &[(RESOURCE_API, "dra")], &[]);
     let mut expected = container_true();
-    expected.remove(PLUGIN);
+    for off in [PLUGIN, DCGM, DCGM_EXPORTER] {
+        expected.remove(off);
+    }
     expected.extend(changes(&dra_gates_true()));
     expected.insert(PRESENT.to_owned(), Some("true".to_owned()));
     assert_eq!(
@@ -185,8 +211,14 @@ fn a_dra_node_runs_the_container_stack_whatever_its_workload_config() {
     let mut expected: Vec<&str> = CONTAINER_DEPLOY_TRUE
         .iter()
         .map(|(k, _)| *k)
-        .filter(|k| *k != PLUGIN)
-        .chain([CLIENT, DRA_DRIVER, DRA_VALIDATOR])
+        .filter(|k| ![PLUGIN, DCGM, DCGM_EXPORTER].contains(k))
+        .chain([
+            CLIENT,
+            DRA_DRIVER,
+            DRA_VALIDATOR,
+            DCGM_DRA,
+            DCGM_EXPORTER_DRA,
+        ])
         .collect();
     expected.sort_unstable();
     assert_eq!(deploy_keys(&after), expected);
@@ -244,8 +276,12 @@ fn relabelling_one_node_moves_exactly_that_nodes_gates_and_back() {
         changes(&[
             (PLUGIN, None),
             (MIG_MANAGER, None),
+            (DCGM, None),
+            (DCGM_EXPORTER, None),
             (DRA_DRIVER, Some("true")),
-            (DRA_VALIDATOR, Some("true"))
+            (DRA_VALIDATOR, Some("true")),
+            (DCGM_DRA, Some("true")),
+            (DCGM_EXPORTER_DRA, Some("true"))
         ])
     );
     let dra = converge_served(&relabelled[1], Some(&policy), true);
@@ -255,8 +291,12 @@ fn relabelling_one_node_moves_exactly_that_nodes_gates_and_back() {
         changes(&[
             (PLUGIN, Some("true")),
             (MIG_MANAGER, Some("true")),
+            (DCGM, Some("true")),
+            (DCGM_EXPORTER, Some("true")),
             (DRA_DRIVER, None),
-            (DRA_VALIDATOR, None)
+            (DRA_VALIDATOR, None),
+            (DCGM_DRA, None),
+            (DCGM_EXPORTER_DRA, None)
         ])
     );
     assert_eq!(
