@@ -132,7 +132,13 @@ impl GpuClusterHostPaths {
     #[must_use]
     pub fn kubelet_root_dir(&self) -> &str {
         non_empty(self.kubelet_root_dir.as_deref())
-            .map(|dir| if dir.len() > 1 { dir.trim_end_matches('/') } else { dir })
+            .map(|dir| {
+                if dir.len() > 1 {
+                    dir.trim_end_matches('/')
+                } else {
+                    dir
+                }
+            })
             .unwrap_or(Self::DEFAULT_KUBELET_ROOT_DIR)
     }
 }
@@ -163,8 +169,14 @@ mod tests {
         .unwrap();
         assert!(cluster.spec.dra_driver.compute_domains_enabled());
         assert!(cluster.spec.dcgm_exporter_enabled() && !cluster.spec.dcgm_enabled());
-        assert_eq!(cluster.spec.host_paths.kubelet_root_dir(), "/var/lib/kubelet");
-        assert_eq!(cluster.spec.host_paths.driver_install_dir(), "/run/nvidia/driver");
+        assert_eq!(
+            cluster.spec.host_paths.kubelet_root_dir(),
+            "/var/lib/kubelet"
+        );
+        assert_eq!(
+            cluster.spec.host_paths.driver_install_dir(),
+            "/run/nvidia/driver"
+        );
     }
 
     #[test]
@@ -172,7 +184,8 @@ mod tests {
         let crd = serde_json::to_value(GpuCluster::crd()).unwrap();
         assert_eq!(crd["metadata"]["name"], CRD_NAME);
         assert_eq!(crd["spec"]["names"]["shortNames"][0], "gc");
-        let rules = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["x-kubernetes-validations"];
+        let rules =
+            &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["x-kubernetes-validations"];
         assert_eq!(rules[0]["rule"], "self.metadata.name == 'gpu-cluster'");
     }
 }

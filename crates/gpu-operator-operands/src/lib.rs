@@ -1,6 +1,6 @@
-//! The operand registry: [`visit_all`] names every operand of the ClusterPolicy, once, and
-//! [`visit_nvidia_driver`] every operand of an NVIDIADriver; [`visit_every_kind`] visits both
-//! lists. What depends on the lists derives from them: the reconcilers `gpu-operator run` starts
+//! The operand registry: [`visit_all`] names every operand of the ClusterPolicy, once,
+//! [`visit_nvidia_driver`] every operand of an NVIDIADriver and [`visit_gpu_cluster`] every
+//! operand of the GPUCluster; [`visit_every_kind`] visits every list. What depends on the lists derives from them: the reconcilers `gpu-operator run` starts
 //! (a [`VisitAny`] there), the
 //! conditions the overall `Ready` waits for ([`ready_conditions`]), the image variables the
 //! operator reads ([`image_envs`], [`image_vars`]), and the tests and fuzz targets that run every
@@ -51,8 +51,15 @@ pub fn visit_nvidia_driver(visit: &mut impl VisitAny) {
     visit.operand::<gpu_operator_driver::NvidiaDriverOperand>();
 }
 
+/// Calls `visit` with every operand of the GPUCluster: the DRA driver and the DRA validator.
+pub fn visit_gpu_cluster(visit: &mut impl VisitAny) {
+    visit.operand::<gpu_operator_dra_driver::DraDriver>();
+    visit.operand::<gpu_operator_dra_driver::DraValidator>();
+}
+
 /// Calls `visit` with every operand of every owner kind: the ClusterPolicy's ([`visit_all`]),
-/// then the NVIDIADriver's ([`visit_nvidia_driver`]).
+/// then the NVIDIADriver's ([`visit_nvidia_driver`]), then the GPUCluster's
+/// ([`visit_gpu_cluster`]).
 pub fn visit_every_kind(visit: &mut impl VisitAny) {
     struct ClusterPolicyOnes<'a, V>(&'a mut V);
     impl<V: VisitAny> Visit for ClusterPolicyOnes<'_, V> {
@@ -62,6 +69,7 @@ pub fn visit_every_kind(visit: &mut impl VisitAny) {
     }
     visit_all(&mut ClusterPolicyOnes(visit));
     visit_nvidia_driver(visit);
+    visit_gpu_cluster(visit);
 }
 
 /// One operand's names, as the registry lists them.

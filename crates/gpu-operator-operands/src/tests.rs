@@ -128,10 +128,14 @@ fn every_owner_kind_has_its_list() {
         .collect();
     assert_eq!(
         owners,
-        [(
-            "NvidiaDriver",
-            "gpu_operator_driver::nvidia_driver::NvidiaDriverOperand"
-        )]
+        [
+            (
+                "NvidiaDriver",
+                "gpu_operator_driver::nvidia_driver::NvidiaDriverOperand"
+            ),
+            ("GpuCluster", "gpu_operator_dra_driver::DraDriver"),
+            ("GpuCluster", "gpu_operator_dra_driver::DraValidator"),
+        ]
     );
     assert!(entries().iter().all(|entry| entry.owner == "ClusterPolicy"));
     let nvidia_driver: Vec<&str> = all_entries()

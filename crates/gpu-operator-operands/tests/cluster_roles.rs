@@ -114,6 +114,7 @@ fn the_chart_grants_every_cluster_role_an_operand_renders() {
                         image_env: &fixtures::image_env,
                         config_maps: &lookup,
                         policy: None,
+                        server: gpu_operator_core::cache::server_facts::ServerFacts::unknown(),
                     },
                     names: BTreeSet::new(),
                 };
@@ -141,5 +142,67 @@ fn the_chart_grants_every_cluster_role_an_operand_renders() {
         "operands render ClusterRoles or ClusterRoleBindings the operator may not write: add \
          them to gpu-operator.operandClusterRoles in charts/gpu-operator/templates/_helpers.tpl: \
          {missing:?} (the chart has {chart:?})"
+    );
+}
+
+/// The ClusterRole and ClusterRoleBinding names the GPUCluster's operands render.
+struct RenderedForGpuCluster<'a> {
+    cr: &'a gpu_operator_api::GpuCluster,
+    cluster: Cluster<'a>,
+    names: BTreeSet<String>,
+}
+
+impl gpu_operator_operands::VisitAny for RenderedForGpuCluster<'_> {
+    fn operand<O: Operand>(&mut self) {
+        // Only the GPUCluster's operands: their spec is the GPUCluster itself.
+        let Some(cr) = (self.cr as &dyn std::any::Any)
+            .downcast_ref::<<O::Owner as gpu_operator_core::contract::Owner>::Spec>()
+        else {
+            return;
+        };
+        if let Ok(Some(input)) = O::validate(cr, &self.cluster) {
+            let children = O::render(&input);
+            self.names
+                .extend(children.cluster_roles.iter().map(ResourceExt::name_any));
+            self.names.extend(
+                children
+                    .cluster_role_bindings
+                    .iter()
+                    .map(ResourceExt::name_any),
+            );
+        }
+    }
+}
+
+#[test]
+fn the_chart_grants_every_cluster_role_a_gpu_cluster_operand_renders() {
+    let facts = gpu_operator_core::cache::facts::ClusterFacts::default();
+    let cr = gpu_operator_api::GpuCluster::new("gpu-cluster", Default::default());
+    let mut rendered = RenderedForGpuCluster {
+        cr: &cr,
+        cluster: Cluster {
+            namespace: "gpu-operator",
+            facts: &facts,
+            image_env: &fixtures::image_env,
+            config_maps: &|_| None,
+            policy: None,
+            server: gpu_operator_core::cache::server_facts::ServerFacts::unknown(),
+        },
+        names: BTreeSet::new(),
+    };
+    gpu_operator_operands::visit_gpu_cluster(&mut rendered);
+    assert!(
+        rendered.names.contains("nvidia-dra-driver-kubeletplugin")
+            && rendered.names.contains("compute-domain-daemon"),
+        "too few ClusterRoles rendered: {:?}",
+        rendered.names
+    );
+    let chart = chart_names();
+    let missing: Vec<&String> = rendered.names.difference(&chart).collect();
+    assert!(
+        missing.is_empty(),
+        "GPUCluster operands render ClusterRoles the operator may not write: add them to \
+         gpu-operator.operandClusterRoles in charts/gpu-operator/templates/_helpers.tpl: \
+         {missing:?}"
     );
 }

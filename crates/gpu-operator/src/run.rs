@@ -89,16 +89,20 @@ async fn run(args: &RunArgs, namespace: String) -> anyhow::Result<()> {
     }
     readiness.set_ready();
     tracing::info!("caches synced");
+    let server = crate::server_facts::discover(&client).await;
 
     let lead = |_term| {
-        let ctx = Arc::new(Context::new(
-            client.clone(),
-            namespace.clone(),
-            stores.clone(),
-            metrics.clone(),
-            Some(args.identity()),
-            &gpu_operator_operands::image_vars(),
-        ));
+        let ctx = Arc::new(
+            Context::new(
+                client.clone(),
+                namespace.clone(),
+                stores.clone(),
+                metrics.clone(),
+                Some(args.identity()),
+                &gpu_operator_operands::image_vars(),
+            )
+            .with_server(server.clone()),
+        );
         let work = controllers(&ctx, &standby.resume(&stores), &shutdown);
         let shutdown = shutdown.clone();
         // A reconcile waiting on the API server must not hold the exit (see `Shutdown::bounded`).
