@@ -181,13 +181,13 @@ pub fn labels(name: &str) -> BTreeMap<String, String> {
     meta::labels(name, DraDriver::NAME)
 }
 
-fn subjects(account: &str, namespace: &str) -> Option<Vec<Subject>> {
-    Some(vec![Subject {
+fn subjects(account: &str, namespace: &str) -> Vec<Subject> {
+    vec![Subject {
         kind: "ServiceAccount".to_owned(),
         name: account.to_owned(),
         namespace: Some(namespace.to_owned()),
         ..Subject::default()
-    }])
+    }]
 }
 
 fn role_ref(kind: &str, name: &str) -> RoleRef {
@@ -215,7 +215,7 @@ impl Rbac {
         self.role_bindings.push(RoleBinding {
             metadata: metadata(name),
             role_ref: role_ref("Role", name),
-            subjects: subjects(account, namespace),
+            subjects: Some(subjects(account, namespace)),
         });
     }
 
@@ -229,7 +229,7 @@ impl Rbac {
         self.cluster_role_bindings.push(ClusterRoleBinding {
             metadata: metadata(name),
             role_ref: role_ref("ClusterRole", name),
-            subjects: subjects(account, namespace),
+            subjects: Some(subjects(account, namespace)),
         });
     }
 }
