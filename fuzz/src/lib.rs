@@ -36,6 +36,7 @@ pub fn every_operand(spec: &ClusterPolicySpec) {
                 image_env: &fixtures::image_env,
                 config_maps: &fixtures::plugin_configs,
                 policy: None,
+                server: gpu_operator_core::cache::server_facts::ServerFacts::unknown(),
             },
         });
     }

@@ -165,6 +165,9 @@ seccompProfile:
 - "nvidia-sandbox-device-plugin"
 - "nvidia-kata-sandbox-device-plugin"
 - "nvidia-cc-manager"
+- "nvidia-dra-driver-kubeletplugin"
+- "nvidia-dra-driver-controller"
+- "compute-domain-daemon"
 {{- end -}}
 
 {{/* The operator's image fallbacks (the *_IMAGE variables it reads), from the values of every
@@ -189,6 +192,7 @@ component that has an image; components without a version (vgpuManager by defaul
   (list "VGPU_DEVICE_MANAGER_IMAGE" $v.vgpuDeviceManager)
   (list "KATA_SANDBOX_DEVICE_PLUGIN_IMAGE" $v.kataSandboxDevicePlugin)
   (list "CC_MANAGER_IMAGE" $v.ccManager)
+  (list "DRA_DRIVER_IMAGE" $v.draDriver)
 -}}
 {{- range $env }}
 {{- $section := index . 1 }}

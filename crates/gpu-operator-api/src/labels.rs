@@ -45,6 +45,8 @@ pub const CC_MODE: &str = "nvidia.com/cc.mode";
 /// The CC mode NVIDIA's CC manager reached on the node (`on`, `off`, `devtools`, `ppcie`;
 /// `success` from its earlier releases), or `failed`.
 pub const CC_MODE_STATE: &str = "nvidia.com/cc.mode.state";
+/// The major version of the node's NVIDIA driver (`580`), as GPU Feature Discovery labels it.
+pub const CUDA_DRIVER_MAJOR: &str = "nvidia.com/cuda.driver-version.major";
 /// Present on vGPU hosts; such nodes never count as MIG-capable.
 pub const VGPU_HOST_DRIVER_VERSION: &str = "nvidia.com/vgpu.host-driver-version";
 /// Driver upgrade state of a node, written by the upgrade controller.

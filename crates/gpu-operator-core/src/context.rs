@@ -8,6 +8,7 @@ use kube::runtime::events::{Recorder, Reporter};
 use crate::{
     cache::{
         facts::{ClusterFacts, LiveDaemonSet},
+        server_facts::ServerFacts,
         stores::Stores,
     },
     pipeline::write_gate::WriteGate,
@@ -46,6 +47,9 @@ pub struct Context {
     /// What the operands wrote, waiting to go in one `Applied` Event per owner (see
     /// [`crate::pipeline::events`]).
     pub applied_events: crate::pipeline::events::AppliedEvents,
+    /// The API server's version and DRA API versions, discovered once at start-up (unknown until
+    /// [`Context::with_server`] sets them).
+    pub server: ServerFacts,
 }
 
 impl Context {
@@ -90,7 +94,14 @@ impl Context {
             labeller_wait: crate::cache::labeller_wait::LabellerWait::default(),
             status_batch: crate::pipeline::status_batch::StatusBatch::default(),
             applied_events: crate::pipeline::events::AppliedEvents::default(),
+            server: ServerFacts::default(),
         }
+    }
+
+    /// This context with the API server's facts `server`, discovered at start-up.
+    #[must_use]
+    pub fn with_server(self, server: ServerFacts) -> Self {
+        Self { server, ..self }
     }
 
     /// The facts of the caches right now. The pass over the node caches runs once per change of

@@ -12,6 +12,17 @@ pub enum Error {
     /// would reject; retried when the ConfigMap or the ClusterPolicy changes.
     #[error("{0}")]
     InvalidConfig(String),
+    /// A prerequisite of the operand outside its spec is not met (the API server's version, an API
+    /// it must serve): nothing is rendered, the condition says `reason` (a PascalCase reason of
+    /// the operand's own, listed in the troubleshooting page) and `message` names the fix;
+    /// retried when the owner changes.
+    #[error("{message}")]
+    Unmet {
+        /// The condition's reason, such as `DRAAPIUnavailable`.
+        reason: &'static str,
+        /// What is missing and the fix.
+        message: String,
+    },
     /// No image could be resolved for a component.
     #[error(transparent)]
     Image(#[from] ImageError),
@@ -41,6 +52,7 @@ impl Error {
         match self {
             Self::InvalidSpec(_) => "InvalidSpec",
             Self::InvalidConfig(_) => "InvalidConfig",
+            Self::Unmet { reason, .. } => reason,
             Self::Image(_) => "ImageUnresolvable",
             Self::Kube { .. } => "ApiError",
             Self::Serialize { .. } => "RenderFailed",

@@ -166,6 +166,7 @@ pub fn with_cluster<T>(
         image_env,
         config_maps: &plugin_configs,
         policy: None,
+        server: crate::cache::server_facts::ServerFacts::unknown(),
     })
 }
 
@@ -204,6 +205,7 @@ pub fn snapshots<O: crate::contract::Operand<Owner = gpu_operator_api::ClusterPo
             image_env: &image_env,
             config_maps: &lookup,
             policy: None,
+            server: crate::cache::server_facts::ServerFacts::unknown(),
         };
         Ok(match O::validate(spec, &cluster) {
             Ok(Some(input)) => children_values(&O::render(&input))?,

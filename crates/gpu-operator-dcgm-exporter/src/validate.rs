@@ -233,6 +233,7 @@ mod tests {
             image_env: &|name: &str| Some(format!("x/{name}:1")),
             config_maps: &|_| None,
             policy: None,
+            server: gpu_operator_core::cache::server_facts::ServerFacts::unknown(),
         };
         validate(spec, &cluster).unwrap()
     }

@@ -72,6 +72,7 @@ mod tests {
             image_env: env,
             config_maps: &|_| None,
             policy: None,
+            server: gpu_operator_core::cache::server_facts::ServerFacts::unknown(),
         }
     }
 

@@ -132,6 +132,7 @@ mod tests {
             image_env: &fixtures::image_env,
             config_maps: &fixtures::plugin_configs,
             policy: None,
+            server: gpu_operator_core::cache::server_facts::ServerFacts::unknown(),
         };
         let input = DevicePlugin::validate(&spec, &cluster).unwrap().unwrap();
         DevicePlugin::warnings(&input)

@@ -314,6 +314,7 @@ mod tests {
             image_env: &image_env,
             config_maps: &|_| None,
             policy: None,
+            server: gpu_operator_core::cache::server_facts::ServerFacts::unknown(),
         };
         validate(spec, &cluster)
     }

@@ -43,6 +43,7 @@ fn render(spec: &serde_json::Value, facts: &ClusterFacts) -> serde_yaml::Value {
         image_env: &image_env,
         config_maps: &|_| None,
         policy: Some(&policy),
+        server: gpu_operator_core::cache::server_facts::ServerFacts::unknown(),
     };
     let input = NvidiaDriverOperand::validate(&cr, &cluster)
         .unwrap()

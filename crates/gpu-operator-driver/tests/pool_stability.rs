@@ -59,6 +59,7 @@ fn render(facts: &ClusterFacts) -> Children {
         image_env: &image_env,
         config_maps: &|_| None,
         policy: None,
+        server: gpu_operator_core::cache::server_facts::ServerFacts::unknown(),
     };
     Driver::validate(&ClusterPolicySpec::default(), &cluster)
         .unwrap()

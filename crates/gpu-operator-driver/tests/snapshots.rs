@@ -26,6 +26,7 @@ fn render(spec: &ClusterPolicySpec, facts: &ClusterFacts) -> Children {
         image_env: &image_env,
         config_maps: &|_| None,
         policy: None,
+        server: gpu_operator_core::cache::server_facts::ServerFacts::unknown(),
     };
     Driver::validate(spec, &cluster)
         .unwrap()

@@ -190,6 +190,7 @@ pub fn for_tests(spec: &ClusterPolicySpec) -> Input {
         image_env: &|name: &str| Some(format!("x/{name}:1")),
         config_maps: &lookup,
         policy: None,
+        server: gpu_operator_core::cache::server_facts::ServerFacts::unknown(),
     };
     match validate(spec, &cluster) {
         Ok(Some(input)) => input,
@@ -246,6 +247,7 @@ mod tests {
             image_env: &|name: &str| Some(format!("x/{name}:1")),
             config_maps: &lookup,
             policy: None,
+            server: gpu_operator_core::cache::server_facts::ServerFacts::unknown(),
         };
         validate(spec, &cluster)
     }

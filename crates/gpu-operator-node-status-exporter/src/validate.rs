@@ -86,6 +86,7 @@ mod tests {
             image_env: &|name: &str| Some(format!("x/{name}:1")),
             config_maps: &|_| None,
             policy: None,
+            server: gpu_operator_core::cache::server_facts::ServerFacts::unknown(),
         };
         let mut spec = ClusterPolicySpec::default();
         assert!(validate(&spec, &cluster).unwrap().is_none());

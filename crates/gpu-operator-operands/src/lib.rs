@@ -1,6 +1,6 @@
 //! The operand registry: [`visit_all`] names every operand of the ClusterPolicy, once,
-//! [`visit_nvidia_driver`] every operand of an NVIDIADriver and [`visit_gpu_cluster`] every operand
-//! of the GPUCluster; [`visit_every_kind`] visits every list. What depends on the lists derives from them: the reconcilers `gpu-operator run` starts
+//! [`visit_nvidia_driver`] every operand of an NVIDIADriver and [`visit_gpu_cluster`] every
+//! operand of the GPUCluster; [`visit_every_kind`] visits every list. What depends on the lists derives from them: the reconcilers `gpu-operator run` starts
 //! (a [`VisitAny`] there), the
 //! conditions the overall `Ready` waits for ([`ready_conditions`]), the image variables the
 //! operator reads ([`image_envs`], [`image_vars`]), and the tests and fuzz targets that run every
@@ -51,14 +51,18 @@ pub fn visit_nvidia_driver(visit: &mut impl VisitAny) {
     visit.operand::<gpu_operator_driver::NvidiaDriverOperand>();
 }
 
-/// Calls `visit` with every operand of the GPUCluster (the DRA stack).
+/// Calls `visit` with every operand of the GPUCluster (the DRA stack): the DRA driver, the DRA
+/// validator, DCGM and the DCGM exporter.
 pub fn visit_gpu_cluster(visit: &mut impl VisitAny) {
+    visit.operand::<gpu_operator_dra_driver::DraDriver>();
+    visit.operand::<gpu_operator_dra_driver::DraValidator>();
     visit.operand::<gpu_operator_dcgm_hostengine::DcgmDra>();
     visit.operand::<gpu_operator_dcgm_exporter::DcgmExporterDra>();
 }
 
 /// Calls `visit` with every operand of every owner kind: the ClusterPolicy's ([`visit_all`]),
-/// the NVIDIADriver's ([`visit_nvidia_driver`]), then the GPUCluster's ([`visit_gpu_cluster`]).
+/// then the NVIDIADriver's ([`visit_nvidia_driver`]), then the GPUCluster's
+/// ([`visit_gpu_cluster`]).
 pub fn visit_every_kind(visit: &mut impl VisitAny) {
     struct ClusterPolicyOnes<'a, V>(&'a mut V);
     impl<V: VisitAny> Visit for ClusterPolicyOnes<'_, V> {
@@ -140,6 +144,22 @@ pub fn ready_conditions() -> &'static [&'static str] {
             .collect()
     });
     &CONDITIONS
+}
+
+/// The conditions of the GPUCluster's operands its overall `Ready` waits for, in the registry's
+/// order.
+pub fn gpu_cluster_ready_conditions() -> Vec<&'static str> {
+    struct Conditions(Vec<&'static str>);
+    impl VisitAny for Conditions {
+        fn operand<O: Operand>(&mut self) {
+            if O::IN_OVERALL_READY {
+                self.0.push(O::CONDITION);
+            }
+        }
+    }
+    let mut conditions = Conditions(Vec::new());
+    visit_gpu_cluster(&mut conditions);
+    conditions.0
 }
 
 /// Every image variable of every operand of every owner kind, each once, in the registry's order.

@@ -133,6 +133,8 @@ fn every_owner_kind_has_its_list() {
                 "NvidiaDriver",
                 "gpu_operator_driver::nvidia_driver::NvidiaDriverOperand"
             ),
+            ("GpuCluster", "gpu_operator_dra_driver::DraDriver"),
+            ("GpuCluster", "gpu_operator_dra_driver::DraValidator"),
             (
                 "GpuCluster",
                 "gpu_operator_dcgm_hostengine::gpu_cluster::DcgmDra"
@@ -218,6 +220,8 @@ fn the_image_variables_are_the_ones_nvidias_operator_reads() {
         "KATA_SANDBOX_DEVICE_PLUGIN_IMAGE",
         "CC_MANAGER_IMAGE",
         "CUDA_BASE_IMAGE",
+        // v26.7's GPUCluster: the DRA driver (`internal/state/dra_driver.go`).
+        "DRA_DRIVER_IMAGE",
     ]);
     // Ours alone: the operator's own image, which the GPU health agent runs.
     let ours = ["OPERATOR_IMAGE"];

@@ -115,6 +115,7 @@ fn the_chart_grants_every_cluster_role_an_operand_renders() {
                         image_env: &fixtures::image_env,
                         config_maps: &lookup,
                         policy: None,
+                        server: gpu_operator_core::cache::server_facts::ServerFacts::unknown(),
                     },
                     names: BTreeSet::new(),
                 };
@@ -190,7 +191,9 @@ fn the_chart_grants_every_cluster_role_a_gpu_cluster_operand_renders() {
     assert!(
         rendered
             .names
-            .contains("nvidia-dcgm-exporter-dra-read-pods"),
+            .contains("nvidia-dcgm-exporter-dra-read-pods")
+            && rendered.names.contains("nvidia-dra-driver-kubeletplugin")
+            && rendered.names.contains("compute-domain-daemon"),
         "too few ClusterRoles rendered: {:?}",
         rendered.names
     );

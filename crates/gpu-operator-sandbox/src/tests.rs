@@ -19,6 +19,7 @@ fn input(spec: &ClusterPolicySpec, nodes: &[NodeMeta]) -> Option<Input> {
         image_env: &fixtures::image_env,
         config_maps: &fixtures::plugin_configs,
         policy: None,
+        server: gpu_operator_core::cache::server_facts::ServerFacts::unknown(),
     };
     Sandbox::validate(spec, &cluster).unwrap()
 }

@@ -39,6 +39,7 @@ fn every_example_with_sandbox_workloads_on() {
                 image_env: &fixtures::image_env,
                 config_maps: &fixtures::plugin_configs,
                 policy: None,
+                server: gpu_operator_core::cache::server_facts::ServerFacts::unknown(),
             };
             let input = VgpuManager::validate(&spec, &cluster).unwrap().unwrap();
             let children = VgpuManager::render(&input);

@@ -3,6 +3,7 @@
 mod cleanup;
 mod crds;
 mod run;
+mod server_facts;
 mod upgrade_status;
 
 use std::path::PathBuf;

@@ -89,16 +89,20 @@ async fn run(args: &RunArgs, namespace: String) -> anyhow::Result<()> {
     }
     readiness.set_ready();
     tracing::info!("caches synced");
+    let server = crate::server_facts::discover(&client).await;
 
     let lead = |_term| {
-        let ctx = Arc::new(Context::new(
-            client.clone(),
-            namespace.clone(),
-            stores.clone(),
-            metrics.clone(),
-            Some(args.identity()),
-            &gpu_operator_operands::image_vars(),
-        ));
+        let ctx = Arc::new(
+            Context::new(
+                client.clone(),
+                namespace.clone(),
+                stores.clone(),
+                metrics.clone(),
+                Some(args.identity()),
+                &gpu_operator_operands::image_vars(),
+            )
+            .with_server(server.clone()),
+        );
         let work = controllers(&ctx, &standby.resume(&stores), &shutdown);
         let shutdown = shutdown.clone();
         // A reconcile waiting on the API server must not hold the exit (see `Shutdown::bounded`).
@@ -117,10 +121,14 @@ async fn run(args: &RunArgs, namespace: String) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The conditions of the GPUCluster's operands (the DRA driver crate's `DraDriver` and
-/// `DraValidator`) that its overall status sums up. Listed here until the registry has the
-/// GPUCluster's list (`visit_gpu_cluster`), from which they are then to be derived.
-const GPU_CLUSTER_CONDITIONS: &[&str] = &["DRADriverReady", "DRAValidatorReady"];
+/// The conditions the GPUCluster's overall status sums up: its operands' (from the registry) and
+/// `DRAResourcesPublished` (every DRA node publishes its GPUs as ResourceSlices).
+static GPU_CLUSTER_CONDITIONS: std::sync::LazyLock<Vec<&'static str>> =
+    std::sync::LazyLock::new(|| {
+        let mut conditions = gpu_operator_operands::gpu_cluster_ready_conditions();
+        conditions.push(gpu_operator_api::conditions::gpu_cluster::DRA_RESOURCES_PUBLISHED);
+        conditions
+    });
 
 /// Every reconciler, on subscriptions of their own, until the shutdown: one leadership term.
 fn controllers(
@@ -151,7 +159,7 @@ fn controllers(
         gpu_operator_status::run_gpu_cluster_status(
             ctx.clone(),
             subs.clone(),
-            GPU_CLUSTER_CONDITIONS,
+            &GPU_CLUSTER_CONDITIONS,
             stop(),
         )
         .boxed(),

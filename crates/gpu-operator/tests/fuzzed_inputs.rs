@@ -66,6 +66,7 @@ fn run_every_operand(spec: &ClusterPolicySpec) -> usize {
                 image_env: &fixtures::image_env,
                 config_maps: &fixtures::plugin_configs,
                 policy: None,
+                server: gpu_operator_core::cache::server_facts::ServerFacts::unknown(),
             },
             rendered: 0,
         };

@@ -75,6 +75,14 @@ pub struct ClusterFacts {
     /// GPU nodes the MIG watchdog marked stuck (`nvidia.com/gpu-operator.mig-stuck`: `pending`
     /// or `rebooting` past `migManager.watchdog.timeoutSeconds`), by the layout they ask for.
     pub mig_stuck: BTreeMap<String, NodeSample>,
+    /// GPU nodes by container runtime and version as the node reports it
+    /// (`status.nodeInfo.containerRuntimeVersion`, such as `containerd://1.7.27`), for what
+    /// depends on the runtime's version (CDI for the DRA driver); nodes the runtime cache does not
+    /// hold yet are left out.
+    pub gpu_nodes_by_runtime_version: BTreeMap<String, NodeSample>,
+    /// GPU nodes by the major version of their driver (GFD's
+    /// `nvidia.com/cuda.driver-version.major` label), where they carry it.
+    pub gpu_nodes_by_driver_major: BTreeMap<String, NodeSample>,
     /// The operator's DaemonSets as they run now, by name: what a render must keep stable
     /// (the driver's per-OS DaemonSets keep the OS they were created for).
     pub daemonsets: BTreeMap<String, LiveDaemonSet>,
@@ -268,6 +276,20 @@ impl ClusterFacts {
             }
             let runtime = runtime_of.get(name).copied();
             facts.gpu_nodes_without_runtime += usize::from(runtime.is_none());
+            if let Some(version) = runtime {
+                facts
+                    .gpu_nodes_by_runtime_version
+                    .entry(version.to_owned())
+                    .or_default()
+                    .add(name);
+            }
+            if let Some(major) = node_labels.get(labels::CUDA_DRIVER_MAJOR) {
+                facts
+                    .gpu_nodes_by_driver_major
+                    .entry(major.to_owned())
+                    .or_default()
+                    .add(name);
+            }
             if let Some(os) = os {
                 if let Some(runtime) = runtime.and_then(runtime_name) {
                     facts

@@ -1,13 +1,18 @@
 //! What validation may know about the cluster besides the owner's spec: the namespace, the node
 //! facts, the operator's image fallbacks, the ConfigMaps users name, and the active ClusterPolicy
-//! (which an NVIDIADriver's operand takes its shared pod settings and its opt-in from).
+//! (which an NVIDIADriver's operand takes its shared pod settings and its opt-in from), and the
+//! API server's version and DRA API versions.
 
 use std::sync::Arc;
 
 use gpu_operator_api::{ClusterPolicySpec, spec::ImageSpec};
 use k8s_openapi::api::core::v1::ConfigMap;
 
-use crate::{Error, build::image, cache::facts::ClusterFacts};
+use crate::{
+    Error,
+    build::image,
+    cache::{facts::ClusterFacts, server_facts::ServerFacts},
+};
 
 /// What validation may know about the cluster besides the ClusterPolicy.
 #[derive(Clone, Copy)]
@@ -25,6 +30,9 @@ pub struct Cluster<'a> {
     /// from it (the `daemonsets`, `hostPaths` and `validator` settings every pod shares, the
     /// `driver.useNvidiaDriverCRD` switch). ClusterPolicy operands read their own spec instead.
     pub policy: Option<&'a ClusterPolicySpec>,
+    /// The API server's version and the `resource.k8s.io` versions it serves, discovered at
+    /// start-up; [`ServerFacts::unknown`] where nobody asked (then nothing is refused for them).
+    pub server: &'a ServerFacts,
 }
 
 impl Cluster<'_> {
@@ -53,6 +61,7 @@ impl std::fmt::Debug for Cluster<'_> {
             .field("namespace", &self.namespace)
             .field("facts", self.facts)
             .field("policy", &self.policy.is_some())
+            .field("server", self.server)
             .finish_non_exhaustive()
     }
 }

@@ -172,6 +172,7 @@ async fn reconcile_once<O: Operand>(owner: &O::Owner, ctx: &Context) -> Result<A
         image_env: &image_env,
         config_maps: &config_maps,
         policy: policy.as_ref().map(|p| &p.spec),
+        server: &ctx.server,
     };
     let (children, state, unserved, mut warnings) = plan::<O>(owner.spec(), &cluster)?;
     if let Some(seed) = owner.seed_status() {
@@ -336,6 +337,7 @@ mod tests {
             image_env: &|_| None,
             config_maps: &|_| None,
             policy: None,
+            server: crate::cache::server_facts::ServerFacts::unknown(),
         };
         let pool = crate::pipeline::test_pool::Pool::new("a", "p1", Some("550"));
         let (children, state, _, _) = plan::<PoolDriver>(pool.spec(), &cluster).unwrap();

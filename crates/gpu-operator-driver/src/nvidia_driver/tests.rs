@@ -49,6 +49,7 @@ fn run(
         image_env: &image_env,
         config_maps: &|_| None,
         policy,
+        server: gpu_operator_core::cache::server_facts::ServerFacts::unknown(),
     };
     NvidiaDriverOperand::validate(cr, &cluster)
 }
@@ -61,6 +62,7 @@ fn disabled_because(policy: Option<&ClusterPolicySpec>) -> String {
         image_env: &|_| None,
         config_maps: &|_| None,
         policy,
+        server: gpu_operator_core::cache::server_facts::ServerFacts::unknown(),
     };
     NvidiaDriverOperand::disabled_because(&cr("a", "u1", serde_json::json!({})), &cluster).unwrap()
 }
@@ -82,6 +84,7 @@ fn daemonsets_only_for_the_oses_of_its_own_nodes() {
             image_env: &image_env,
             config_maps: &|_| None,
             policy: Some(&opted_in()),
+            server: gpu_operator_core::cache::server_facts::ServerFacts::unknown(),
         };
         NvidiaDriverOperand::validate(&a, &cluster)
             .unwrap()
@@ -125,6 +128,7 @@ fn the_cluster_policys_driver_says_nvidia_drivers_manage_the_drivers() {
         image_env: &|_| None,
         config_maps: &|_| None,
         policy: None,
+        server: gpu_operator_core::cache::server_facts::ServerFacts::unknown(),
     };
     let because = Driver::disabled_because(&opted_in(), &cluster).unwrap();
     assert!(
@@ -171,6 +175,7 @@ fn the_driver_changes_hands_leaving_the_running_pods_only_between_the_two_owners
             image_env: &|_| None,
             config_maps: &|_| None,
             policy,
+            server: gpu_operator_core::cache::server_facts::ServerFacts::unknown(),
         };
         let spec = policy.cloned().unwrap_or_default();
         assert_eq!(

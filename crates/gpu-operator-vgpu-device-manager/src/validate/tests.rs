@@ -51,6 +51,7 @@ pub fn check(
         image_env: &gpu_operator_core::fixtures::image_env,
         config_maps: &lookup,
         policy: None,
+        server: gpu_operator_core::cache::server_facts::ServerFacts::unknown(),
     };
     validate(spec, &cluster)
 }

@@ -71,6 +71,7 @@ pub(crate) fn check_with(
             image_env,
             config_maps: &module_config,
             policy: None,
+            server: gpu_operator_core::cache::server_facts::ServerFacts::unknown(),
         },
     )
 }

@@ -128,6 +128,7 @@ pub fn rendered<O: Operand<Owner = ClusterPolicy>>(
         image_env: &image_env,
         config_maps: &config_maps,
         policy: None,
+        server: gpu_operator_core::cache::server_facts::ServerFacts::unknown(),
     };
     let children = match O::validate(spec, &cluster) {
         Ok(Some(input)) => O::render(&input),

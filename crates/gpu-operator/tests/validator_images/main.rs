@@ -71,6 +71,7 @@ fn daemonsets_of<O: Operand<Owner = ClusterPolicy>>(
                 image_env: &fixtures::image_env,
                 config_maps: &lookup,
                 policy: None,
+                server: gpu_operator_core::cache::server_facts::ServerFacts::unknown(),
             };
             let daemonsets = match O::validate(&spec, &cluster).unwrap() {
                 Some(input) => serde_json::to_value(&O::render(&input).daemonsets).unwrap(),
