@@ -1,10 +1,14 @@
 //! An operand's condition while it rolls out: ready/desired counts of its DaemonSets in the
-//! cache, the first not-ready nodes with their reason, and OnDelete pods of an old revision (those
-//! the operand says need replacing, when it says: see `Operand::POD_IN_SYNC`).
+//! cache, the first not-ready nodes with their reason, OnDelete pods of an old revision (those
+//! the operand says need replacing, when it says: see `Operand::POD_IN_SYNC`), and its
+//! Deployments' available replicas (the DRA driver's ComputeDomain controller).
 
 use std::time::Instant;
 
-use k8s_openapi::api::{apps::v1::DaemonSet, core::v1::Pod};
+use k8s_openapi::api::{
+    apps::v1::{DaemonSet, Deployment},
+    core::v1::Pod,
+};
 use kube::{Api, ResourceExt as _, api::ListParams, runtime::reflector::ObjectRef};
 
 use crate::{
@@ -84,6 +88,17 @@ pub(crate) async fn rollout_condition<O: Operand>(
             format!("{counts}; {unserved}"),
         )));
     }
+    for deployment in &children.deployments {
+        let name = deployment.name_any();
+        let live = ctx
+            .stores
+            .deployments
+            .get(&ObjectRef::new(&name).within(&ctx.namespace));
+        if let Some(waiting) = deployment_waiting(&name, live.as_deref()) {
+            outdated.push(waiting);
+            rolled_out = false;
+        }
+    }
     if problems.is_empty() && outdated.is_empty() && ready >= desired && rolled_out {
         return Ok(progress(Desired::ok(O::CONDITION, "Ready", counts)));
     }
@@ -109,6 +124,21 @@ pub(crate) async fn rollout_condition<O: Operand>(
         reason,
         format!("{counts}; {}", details.join("; ")),
     )))
+}
+
+/// What Deployment `name` (`live` in the cache) still waits for, if anything: to be created, to
+/// be seen at its generation, or replicas of its template to be available.
+fn deployment_waiting(name: &str, live: Option<&Deployment>) -> Option<String> {
+    let Some(live) = live else {
+        return Some(format!("Deployment {name} is being created"));
+    };
+    let wanted = live.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+    let status = live.status.clone().unwrap_or_default();
+    let available = status.available_replicas.unwrap_or(0);
+    let updated = status.updated_replicas.unwrap_or(0);
+    let seen = status.observed_generation >= live.metadata.generation;
+    (!seen || available < wanted || updated < wanted)
+        .then(|| format!("Deployment {name}: {available}/{wanted} replicas available"))
 }
 
 /// Whether `ds` may run pods of an older template: the DaemonSet controller counts the nodes
@@ -232,6 +262,31 @@ mod tests {
     };
 
     use super::*;
+
+    #[test]
+    fn a_deployment_waits_until_its_replicas_of_its_generation_are_available() {
+        assert_eq!(
+            deployment_waiting("c", None).as_deref(),
+            Some("Deployment c is being created")
+        );
+        let mut live: Deployment = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "c", "generation": 2},
+            "spec": {"replicas": 1, "selector": {}, "template": {}},
+            "status": {"observedGeneration": 2, "availableReplicas": 0, "updatedReplicas": 1},
+        }))
+        .unwrap();
+        assert_eq!(
+            deployment_waiting("c", Some(&live)).as_deref(),
+            Some("Deployment c: 0/1 replicas available")
+        );
+        live.status.as_mut().unwrap().available_replicas = Some(1);
+        assert_eq!(deployment_waiting("c", Some(&live)), None);
+        live.metadata.generation = Some(3);
+        assert!(
+            deployment_waiting("c", Some(&live)).is_some(),
+            "not seen yet"
+        );
+    }
 
     fn driver(generation: i64, current: i32, updated: Option<i32>) -> DaemonSet {
         let mut ds = DaemonSet {
