@@ -39,10 +39,15 @@ const UNRELATED: &str = "e2e.gpu-operator/unrelated";
 const MIN_CHANGES: usize = 5;
 /// The reconcilers that unrelated node label changes do not wake: the validators' summary (it
 /// follows their reports) and the driver upgrade (it follows the upgrade labels, annotations,
-/// cordon and readiness) and the NVIDIADrivers' overall status (it follows their driver
-/// condition). Their writes are counted all the same.
-const NOT_WOKEN_BY_LABELS: [&str; 3] =
-    ["node-validation", "driver-upgrade", "nvidia-driver-status"];
+/// cordon and readiness), the NVIDIADrivers' overall status (it follows their driver
+/// condition) and the GPUCluster's (it follows its operands' conditions). Their writes are
+/// counted all the same.
+const NOT_WOKEN_BY_LABELS: [&str; 4] = [
+    "node-validation",
+    "driver-upgrade",
+    "nvidia-driver-status",
+    "gpu-cluster-status",
+];
 /// Our objects' labels (`app.kubernetes.io/…`, as NVIDIA's operator sets them).
 const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "gpu-operator");
 const COMPONENT: &str = "app.kubernetes.io/component";

@@ -262,12 +262,25 @@ async fn publish_slices(
     let t4_client = dra::plugin_client(&env.client, &env.namespace, t4)
         .await
         .unwrap();
+    // The API server enforces a policy a moment after it is written (its admission informer):
+    // retried until refused. A write that got through (the same devices) is undone below.
     let foreign = dra::gpu_slice(h100, Profile::H100, None, 2).unwrap();
-    let refused = dra::publish(&t4_client, &foreign).await.unwrap_err();
+    let refused = wait_until("the admission policy in force", TIMEOUT, || async {
+        Ok(dra::publish(&t4_client, &foreign).await.err())
+    })
+    .await
+    .unwrap();
     assert!(
-        refused.to_string().contains("may not modify"),
+        refused
+            .to_string()
+            .contains(&format!("may not write the ResourceSlices of node {h100}")),
         "the admission policy refuses another node's slice: {refused}"
     );
+    let own = dra::plugin_client(&env.client, &env.namespace, h100)
+        .await
+        .unwrap();
+    let slice = dra::gpu_slice(h100, Profile::H100, None, 3).unwrap();
+    dra::publish(&own, &slice).await.unwrap();
 }
 
 /// Deleting the GPUCluster waits while a claim holds a device of ours, naming it, and keeps the

@@ -11,7 +11,7 @@ use k8s_openapi::api::{
 };
 use kube::{
     Api,
-    api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams},
+    api::{DeleteParams, DynamicObject, ListParams, PostParams},
     core::{ApiResource, GroupVersionKind},
 };
 use serde_json::{Value, json};
@@ -161,17 +161,23 @@ pub async fn plugin_client(
     client_with_token(&token).await
 }
 
-/// Publishes `slice` with `client` (server-side apply, as the plugin's field manager).
+/// Publishes `slice` with `client` as the plugin does: created, or updated over the live one
+/// (the plugin's role grants create and update, not patch).
 pub async fn publish(client: &kube::Client, slice: &Value) -> Result<(), kube::Error> {
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource_slice_kind());
     let name = slice["metadata"]["name"].as_str().unwrap_or_default();
-    api.patch(
-        name,
-        &PatchParams::apply("gpu-kubelet-plugin").force(),
-        &Patch::Apply(slice),
-    )
-    .await
-    .map(|_| ())
+    let object: DynamicObject =
+        serde_json::from_value(slice.clone()).map_err(kube::Error::SerdeError)?;
+    match api.create(&PostParams::default(), &object).await {
+        Err(kube::Error::Api(status)) if status.code == 409 => {
+            let live = api.get(name).await?;
+            let mut object = object;
+            object.metadata.resource_version = live.metadata.resource_version;
+            api.replace(name, &PostParams::default(), &object).await?;
+            Ok(())
+        }
+        result => result.map(|_| ()),
+    }
 }
 
 /// Deletes every ResourceSlice of the GPU driver (as the plugin's cleanup does), with `admin`.

@@ -41,7 +41,7 @@ use serde_json::{Map, json};
 
 use crate::overall::{self, Overall};
 
-pub use claims::VALIDATOR_DAEMONSET;
+pub use claims::CLAIMING_DAEMONSETS;
 
 /// The DRA kubelet plugin's DaemonSet (the DRA driver operand's), removed last.
 pub const KUBELET_PLUGIN_DAEMONSET: &str = "nvidia-dra-driver-kubelet-plugin";
@@ -162,10 +162,17 @@ pub async fn reconcile(ctx: &Context, cr: &GpuCluster) -> Result<Action, Error> 
     if !has_finalizer(cr) {
         return Ok(Action::await_change());
     }
-    if remove_daemonset(ctx, VALIDATOR_DAEMONSET).await? {
+    let mut removing = Vec::new();
+    for daemonset in CLAIMING_DAEMONSETS {
+        if remove_daemonset(ctx, daemonset).await? {
+            removing.push(daemonset);
+        }
+    }
+    if !removing.is_empty() {
         let message = format!(
-            "GPUCluster is being deleted: removing the DRA validator (DaemonSet \
-             {VALIDATOR_DAEMONSET}), whose pods hold claims of their own"
+            "GPUCluster is being deleted: removing its DaemonSets whose pods hold claims of their \
+             own ({})",
+            removing.join(", ")
         );
         say(ctx, cr, TEARING_DOWN_REASON, message, false).await;
         return Ok(Action::requeue(REMOVAL_POLL));

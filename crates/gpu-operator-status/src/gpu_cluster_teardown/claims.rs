@@ -8,9 +8,14 @@ use kube::ResourceExt as _;
 /// and VFIO devices) and ComputeDomain channels and daemons.
 pub const OUR_DRIVERS: [&str; 2] = ["gpu.nvidia.com", "compute-domain.nvidia.com"];
 
-/// The DRA validator's DaemonSet (the DRA driver operand's): its pods' claims, made from its
-/// ResourceClaimTemplate `nvidia-dra-validator-gpu`, are named after the pods.
-pub const VALIDATOR_DAEMONSET: &str = "nvidia-dra-validator";
+/// The GPUCluster's own DaemonSets whose pods hold admin-access claims of our devices (made from
+/// their ResourceClaimTemplates, named after the pods): the DRA validator, the DCGM exporter and
+/// DCGM. The teardown removes them first; their claims are never waited for.
+pub const CLAIMING_DAEMONSETS: [&str; 3] = [
+    "nvidia-dra-validator",
+    "nvidia-dcgm-exporter-dra",
+    "nvidia-dcgm-dra",
+];
 
 /// How many claims the message names; the rest are counted.
 pub const NAMED_CLAIMS: usize = 5;
@@ -26,13 +31,13 @@ pub struct HeldClaim {
     pub pods: Vec<String>,
 }
 
-/// The claims of `claims` that hold devices of [`OUR_DRIVERS`], except the DRA validator's own
-/// in `operator_namespace` (its DaemonSet is removed first, which releases them), sorted by
-/// namespace and name.
+/// The claims of `claims` that hold devices of [`OUR_DRIVERS`], except those of
+/// [`CLAIMING_DAEMONSETS`] in `operator_namespace` (removed first, which releases them), sorted
+/// by namespace and name.
 pub fn held(claims: &[ResourceClaim], operator_namespace: &str) -> Vec<HeldClaim> {
     let mut held: Vec<HeldClaim> = claims
         .iter()
-        .filter(|claim| holds_our_devices(claim) && !is_validators(claim, operator_namespace))
+        .filter(|claim| holds_our_devices(claim) && !is_ours(claim, operator_namespace))
         .map(|claim| HeldClaim {
             namespace: claim.namespace().unwrap_or_default(),
             name: claim.name_any(),
@@ -56,16 +61,18 @@ fn holds_our_devices(claim: &ResourceClaim) -> bool {
         .any(|result| OUR_DRIVERS.contains(&result.driver.as_str()))
 }
 
-/// Whether `claim` is one of the DRA validator's: in the operator namespace, made for one of the
-/// validator DaemonSet's pods (the claim's name and its owner pod's start with the DaemonSet's).
-fn is_validators(claim: &ResourceClaim, operator_namespace: &str) -> bool {
-    let prefix = format!("{VALIDATOR_DAEMONSET}-");
+/// Whether `claim` is one of [`CLAIMING_DAEMONSETS`]': in the operator namespace, made for one of
+/// their pods (the claim's name and its owner pod's start with the DaemonSet's).
+fn is_ours(claim: &ResourceClaim, operator_namespace: &str) -> bool {
     claim.namespace().as_deref() == Some(operator_namespace)
-        && (claim.name_any().starts_with(&prefix)
-            || claim
-                .owner_references()
-                .iter()
-                .any(|owner| owner.kind == "Pod" && owner.name.starts_with(&prefix)))
+        && CLAIMING_DAEMONSETS.iter().any(|daemonset| {
+            let prefix = format!("{daemonset}-");
+            claim.name_any().starts_with(&prefix)
+                || claim
+                    .owner_references()
+                    .iter()
+                    .any(|owner| owner.kind == "Pod" && owner.name.starts_with(&prefix))
+        })
 }
 
 /// The pods `claim` is reserved for.
