@@ -90,7 +90,11 @@ mod tests {
 
     #[test]
     fn the_pod_and_its_main_container_hold_the_claim_next_to_the_users_resources() {
-        let limits = [("cpu".to_owned(), Default::default())].into();
+        let limits = [(
+            "cpu".to_owned(),
+            k8s_openapi::apimachinery::pkg::api::resource::Quantity::default(),
+        )]
+        .into();
         let mut pod = PodSpec {
             containers: vec![
                 Container {

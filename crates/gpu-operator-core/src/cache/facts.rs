@@ -199,6 +199,38 @@ impl ClusterFacts {
         }
     }
 
+    /// Counts GPU node `name` as failed or stuck on its MIG layout when its labels say so.
+    fn add_mig_state(&mut self, name: &str, node_labels: &crate::cache::node_labels::Labels) {
+        let layout = || {
+            node_labels
+                .get(labels::MIG_CONFIG)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        if node_labels.get(labels::MIG_CONFIG_STATE) == Some("failed") {
+            self.mig_failed.entry(layout()).or_default().add(name);
+        } else if node_labels.get(labels::MIG_STUCK).is_some() {
+            self.mig_stuck.entry(layout()).or_default().add(name);
+        }
+    }
+
+    /// Counts GPU node `name` by its container runtime version and its driver's major version.
+    fn add_runtime_and_driver(&mut self, name: &str, runtime: Option<&str>, major: Option<&str>) {
+        self.gpu_nodes_without_runtime += usize::from(runtime.is_none());
+        if let Some(version) = runtime {
+            self.gpu_nodes_by_runtime_version
+                .entry(version.to_owned())
+                .or_default()
+                .add(name);
+        }
+        if let Some(major) = major {
+            self.gpu_nodes_by_driver_major
+                .entry(major.to_owned())
+                .or_default()
+                .add(name);
+        }
+    }
+
     /// Computes the facts from node metadata and the GPU nodes' runtime cache.
     pub fn from_nodes<'a>(
         nodes: impl IntoIterator<Item = &'a NodeMeta>,
@@ -240,17 +272,7 @@ impl ClusterFacts {
             {
                 facts.gpu_nodes_without_plugin_config.add(name);
             }
-            let layout = || {
-                node_labels
-                    .get(labels::MIG_CONFIG)
-                    .unwrap_or_default()
-                    .to_owned()
-            };
-            if node_labels.get(labels::MIG_CONFIG_STATE) == Some("failed") {
-                facts.mig_failed.entry(layout()).or_default().add(name);
-            } else if node_labels.get(labels::MIG_STUCK).is_some() {
-                facts.mig_stuck.entry(layout()).or_default().add(name);
-            }
+            facts.add_mig_state(name, node_labels);
             let workload = node_labels
                 .get(labels::GPU_WORKLOAD_CONFIG)
                 .filter(|w| matches!(*w, "container" | "vm-passthrough" | "vm-vgpu"))
@@ -275,21 +297,7 @@ impl ClusterFacts {
                 facts.add_owner_pool(owner, os, kernel);
             }
             let runtime = runtime_of.get(name).copied();
-            facts.gpu_nodes_without_runtime += usize::from(runtime.is_none());
-            if let Some(version) = runtime {
-                facts
-                    .gpu_nodes_by_runtime_version
-                    .entry(version.to_owned())
-                    .or_default()
-                    .add(name);
-            }
-            if let Some(major) = node_labels.get(labels::CUDA_DRIVER_MAJOR) {
-                facts
-                    .gpu_nodes_by_driver_major
-                    .entry(major.to_owned())
-                    .or_default()
-                    .add(name);
-            }
+            facts.add_runtime_and_driver(name, runtime, node_labels.get(labels::CUDA_DRIVER_MAJOR));
             if let Some(os) = os {
                 if let Some(runtime) = runtime.and_then(runtime_name) {
                     facts
