@@ -110,6 +110,96 @@ fn gpu_cluster() -> GpuCluster {
     .unwrap()
 }
 
+/// NVIDIA's v26.7.0 sample GPUCluster (`config/samples/nvidia_v1alpha1_gpucluster.yaml`), its
+/// fields and values.
+fn nvidias_sample() -> serde_json::Value {
+    let plugin = json!({"env": [], "resources": {}});
+    json!({
+        "apiVersion": "nvidia.com/v1alpha1", "kind": "GPUCluster",
+        "metadata": {"name": GPU_CLUSTER},
+        "spec": {
+            "draDriver": {
+                "repository": "registry.k8s.io/dra-driver-nvidia", "image": "dra-driver-nvidia-gpu",
+                "version": "v0.4.0", "imagePullPolicy": "IfNotPresent", "imagePullSecrets": [],
+                "gpus": {"kubeletPlugin": plugin},
+                "computeDomains": {"enabled": true, "controller": plugin, "kubeletPlugin": plugin},
+            },
+            "dcgm": {
+                "enabled": false, "repository": "nvcr.io/nvidia/cloud-native", "image": "dcgm",
+                "version": "4.5.2-1-ubuntu22.04", "imagePullPolicy": "IfNotPresent",
+                "imagePullSecrets": [], "args": [], "env": [], "resources": {}, "hostNetwork": false,
+            },
+            "dcgmExporter": {
+                "enabled": true, "repository": "nvcr.io/nvidia/k8s", "image": "dcgm-exporter",
+                "version": "4.5.1-4.8.0-distroless", "imagePullPolicy": "IfNotPresent",
+                "imagePullSecrets": [], "args": [], "annotations": {}, "env": [], "resources": {},
+                "hostPID": false, "hostNetwork": false, "enablePodLabels": false,
+                "enablePodUID": false, "podLabelAllowlistRegex": [],
+                "service": {"internalTrafficPolicy": "Cluster"},
+                "serviceMonitor": {
+                    "enabled": false, "interval": "15s", "scrapeTimeout": "10s",
+                    "honorLabels": false, "additionalLabels": {}, "relabelings": [],
+                },
+            },
+            "hostPaths": {
+                "rootFS": "/", "driverInstallDir": "/run/nvidia/driver",
+                "kubeletRootDir": "/var/lib/kubelet",
+            },
+            "daemonsets": {
+                "labels": {}, "annotations": {}, "priorityClassName": "system-node-critical",
+                "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                "updateStrategy": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "1"},
+            },
+        },
+    })
+}
+
+/// NVIDIA's sample passes the API server's schema and CEL rules and is stored with every field
+/// (a server-side dry run: nothing is created), and a `rootFS` other than `/` is refused.
+async fn nvidias_sample_is_stored_unpruned(env: &Env) {
+    let api: Api<DynamicObject> = Api::all_with(
+        env.client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("nvidia.com", "v1alpha1", "GPUCluster"),
+            "gpuclusters",
+        ),
+    );
+    let dry_run = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let sample = nvidias_sample();
+    let stored = api
+        .create(&dry_run, &serde_json::from_value(sample.clone()).unwrap())
+        .await
+        .unwrap();
+    let stored = serde_json::to_value(&stored).unwrap();
+    assert_eq!(
+        stored["spec"], sample["spec"],
+        "stored unpruned, as written"
+    );
+    let mut other_root = sample;
+    other_root["spec"]["hostPaths"]["rootFS"] = json!("/host");
+    let refused = api
+        .create(&dry_run, &serde_json::from_value(other_root).unwrap())
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("hostPaths.rootFS"),
+        "{refused}"
+    );
+}
+
+/// Whether `whole` holds every field of `part` with its value (defaults may be added).
+fn contains(whole: &serde_json::Value, part: &serde_json::Value) -> bool {
+    match (whole, part) {
+        (serde_json::Value::Object(whole), serde_json::Value::Object(part)) => part
+            .iter()
+            .all(|(key, value)| whole.get(key).is_some_and(|w| contains(w, value))),
+        _ => whole == part,
+    }
+}
+
 fn claim_template(name: &str, class: &str) -> DynamicObject {
     let kind = ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("resource.k8s.io", "v1", "ResourceClaimTemplate"),
@@ -201,6 +291,7 @@ async fn dra_pools_beside_the_device_plugin() {
         .await
         .unwrap();
     let clusters: Api<GpuCluster> = Api::all(env.client.clone());
+    nvidias_sample_is_stored_unpruned(&env).await;
     clusters
         .create(&PostParams::default(), &gpu_cluster())
         .await

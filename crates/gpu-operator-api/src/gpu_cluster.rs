@@ -94,11 +94,16 @@ impl GpuClusterSpec {
     }
 }
 
-/// Paths on the host the GPUCluster's pods mount. Unlike the ClusterPolicy's, there is no
-/// `rootFS`: the host root is `/`.
+/// Paths on the host the GPUCluster's pods mount. The host root is `/`: NVIDIA's API has no
+/// `rootFS` here, yet its sample sets `rootFS: "/"`, so `/` is accepted (and kept, not pruned)
+/// and any other root refused.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = host_paths_rules)]
 pub struct GpuClusterHostPaths {
+    /// The host's root as the pods see it: only `/` (the DRA stack mounts the host root there).
+    #[serde(rename = "rootFS", skip_serializing_if = "Option::is_none")]
+    pub root_fs: Option<String>,
     /// Where the driver's files (libraries, binaries) are on the host: `/run/nvidia/driver` for
     /// a containerized driver (the default), `/` for a driver installed on the host.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -141,6 +146,24 @@ impl GpuClusterHostPaths {
             }
         })
     }
+}
+
+/// Ours: `rootFS` other than `/` is refused rather than ignored; the other paths are absolute.
+const ROOT_FS_IS_SLASH: crate::cel::CelRule = crate::cel::CelRule {
+    rule: "!has(self.rootFS) || self.rootFS == '/'",
+    message: "hostPaths.rootFS: the GPUCluster's DRA stack mounts the host root at /, which cannot be changed: remove rootFS or set it to /",
+    field_path: Some(".rootFS"),
+};
+
+fn host_paths_rules(schema: &mut schemars::Schema) {
+    crate::schema::add_rules(
+        schema,
+        &[
+            ROOT_FS_IS_SLASH,
+            crate::cel::HOST_PATHS_ABSOLUTE[1],
+            crate::cel::HOST_PATHS_ABSOLUTE[2],
+        ],
+    );
 }
 
 fn non_empty(value: Option<&str>) -> Option<&str> {
