@@ -12,10 +12,12 @@ use tokio::sync::OnceCell;
 use crate::{access::kubectl_ok, wait_until};
 
 /// The CRDs this operator serves, as `cargo xtask codegen` writes them to `crds/`.
-const CRD_NAMES: [&str; 3] = [
+const CRD_NAMES: [&str; 4] = [
     "clusterpolicies.nvidia.com",
     "nvidiadrivers.nvidia.com",
     "gpuclusters.nvidia.com",
+    // With ComputeDomainClique in the same file.
+    "computedomains.resource.nvidia.com",
 ];
 const FIELD_MANAGER: &str = "gpu-operator-e2e";
 

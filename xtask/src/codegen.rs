@@ -45,6 +45,10 @@ fn generated_files() -> anyhow::Result<Vec<(PathBuf, String)>> {
     let crd = clusterpolicy_crd_yaml()?;
     let nvidia_driver_crd = nvidia_driver_crd_yaml()?;
     let gpu_cluster_crd = gpu_cluster_crd_yaml()?;
+    let compute_domain_crds = format!(
+        "{HEADER}{}",
+        gpu_operator_api::compute_domain_crds_yaml().context("rendering the ComputeDomain CRDs")?
+    );
     let mut files = vec![
         (
             PathBuf::from("crds/clusterpolicies.nvidia.com.yaml"),
@@ -69,6 +73,14 @@ fn generated_files() -> anyhow::Result<Vec<(PathBuf, String)>> {
         (
             PathBuf::from("charts/gpu-operator/crds/gpuclusters.nvidia.com.yaml"),
             gpu_cluster_crd,
+        ),
+        (
+            PathBuf::from("crds/computedomains.resource.nvidia.com.yaml"),
+            compute_domain_crds.clone(),
+        ),
+        (
+            PathBuf::from("charts/gpu-operator/crds/computedomains.resource.nvidia.com.yaml"),
+            compute_domain_crds,
         ),
         (
             PathBuf::from("charts/gpu-operator/values.schema.json"),

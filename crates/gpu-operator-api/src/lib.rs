@@ -8,6 +8,7 @@
 
 pub mod cel;
 mod cluster_policy;
+pub mod compute_domain;
 pub mod conditions;
 pub mod gpu_cluster;
 pub mod labels;
@@ -49,6 +50,16 @@ pub fn nvidia_driver_crd_yaml() -> Result<String, serde_json::Error> {
 pub fn gpu_cluster_crd_yaml() -> Result<String, serde_json::Error> {
     use kube::CustomResourceExt as _;
     to_yaml(&GpuCluster::crd())
+}
+
+/// The DRA driver's CRDs (ComputeDomain, ComputeDomainClique) as YAML, as `cargo xtask codegen`
+/// writes them and `gpu-operator crds` prints them.
+pub fn compute_domain_crds_yaml() -> Result<String, serde_json::Error> {
+    Ok(format!(
+        "{}---\n{}",
+        to_yaml(&compute_domain::compute_domain_crd()?)?,
+        to_yaml(&compute_domain::compute_domain_clique_crd()?)?
+    ))
 }
 
 fn to_yaml(crd: &impl serde::Serialize) -> Result<String, serde_json::Error> {

@@ -35,10 +35,11 @@ pub fn main(action: Option<Action>, kubeconfig: Option<&Path>) -> anyhow::Result
     match action.unwrap_or(Action::Print) {
         Action::Print => {
             let yaml = format!(
-                "{}---\n{}---\n{}",
+                "{}---\n{}---\n{}---\n{}",
                 gpu_operator_api::crd_yaml()?,
                 gpu_operator_api::nvidia_driver_crd_yaml()?,
-                gpu_operator_api::gpu_cluster_crd_yaml()?
+                gpu_operator_api::gpu_cluster_crd_yaml()?,
+                gpu_operator_api::compute_domain_crds_yaml()?
             );
             std::io::stdout().lock().write_all(yaml.as_bytes())?;
             Ok(())
@@ -48,9 +49,17 @@ pub fn main(action: Option<Action>, kubeconfig: Option<&Path>) -> anyhow::Result
     }
 }
 
-/// The CRDs this operator serves: ClusterPolicy, NVIDIADriver and GPUCluster.
-fn crds() -> [CustomResourceDefinition; 3] {
-    [ClusterPolicy::crd(), NvidiaDriver::crd(), GpuCluster::crd()]
+/// The CRDs this operator serves (ClusterPolicy, NVIDIADriver and GPUCluster) and the DRA
+/// driver's (ComputeDomain, ComputeDomainClique), which NVIDIA's chart installs with them.
+fn crds() -> anyhow::Result<[CustomResourceDefinition; 5]> {
+    use gpu_operator_api::compute_domain;
+    Ok([
+        ClusterPolicy::crd(),
+        NvidiaDriver::crd(),
+        GpuCluster::crd(),
+        compute_domain::compute_domain_crd()?,
+        compute_domain::compute_domain_clique_crd()?,
+    ])
 }
 
 fn block_on(work: impl Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
@@ -62,7 +71,7 @@ fn block_on(work: impl Future<Output = anyhow::Result<()>>) -> anyhow::Result<()
 async fn apply(kubeconfig: Option<&Path>) -> anyhow::Result<()> {
     let api: Api<CustomResourceDefinition> =
         Api::all(gpu_operator_process::config::client(kubeconfig).await?);
-    for crd in crds() {
+    for crd in crds()? {
         let name = crd.name_any();
         let before = api
             .get_opt(&name)
@@ -96,7 +105,7 @@ async fn apply(kubeconfig: Option<&Path>) -> anyhow::Result<()> {
 async fn delete(kubeconfig: Option<&Path>) -> anyhow::Result<()> {
     let api: Api<CustomResourceDefinition> =
         Api::all(gpu_operator_process::config::client(kubeconfig).await?);
-    for crd in crds() {
+    for crd in crds()? {
         let name = crd.name_any();
         match api.delete(&name, &DeleteParams::background()).await {
             Ok(_) => println!("customresourcedefinition {name} deleted"),

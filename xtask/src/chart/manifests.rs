@@ -21,6 +21,7 @@ pub fn render(root: &Path, header: &str) -> anyhow::Result<String> {
         "crds/clusterpolicies.nvidia.com.yaml",
         "crds/nvidiadrivers.nvidia.com.yaml",
         "crds/gpuclusters.nvidia.com.yaml",
+        "crds/computedomains.resource.nvidia.com.yaml",
     ] {
         let crd = std::fs::read_to_string(chart.join(file))
             .with_context(|| format!("reading the chart's {file}"))?;
