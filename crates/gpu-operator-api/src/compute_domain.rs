@@ -47,7 +47,7 @@ fn daemon(key: &str) -> Value {
 fn crd(
     kind: &str,
     plural: &str,
-    schema: Value,
+    schema: &Value,
     status: bool,
 ) -> Result<CustomResourceDefinition, serde_json::Error> {
     let mut version = json!({
@@ -137,7 +137,7 @@ pub fn compute_domain_crd() -> Result<CustomResourceDefinition, serde_json::Erro
             },
         },
     });
-    crd("ComputeDomain", "computedomains", schema, true)
+    crd("ComputeDomain", "computedomains", &schema, true)
 }
 
 /// The `ComputeDomainClique` CRD.
@@ -158,7 +158,12 @@ pub fn compute_domain_clique_crd() -> Result<CustomResourceDefinition, serde_jso
             },
         },
     });
-    crd("ComputeDomainClique", "computedomaincliques", schema, false)
+    crd(
+        "ComputeDomainClique",
+        "computedomaincliques",
+        &schema,
+        false,
+    )
 }
 
 #[cfg(test)]

@@ -101,6 +101,17 @@ pub fn run_operand<O: Operand>(
         .watches_shared_stream(of_component(subs.config_maps, O::NAME), owner_of)
         .watches_shared_stream(of_component(subs.services, O::NAME), owner_of)
         .watches_shared_stream(of_component(subs.runtime_classes, O::NAME), owner_of)
+        .watches_shared_stream(of_component(subs.admission_policies, O::NAME), owner_of)
+        .watches_shared_stream(
+            of_component(subs.admission_policy_bindings, O::NAME),
+            owner_of,
+        )
+        .watches_shared_stream(of_component(subs.device_classes, O::NAME), owner_of)
+        .watches_shared_stream(
+            of_component(subs.resource_claim_templates, O::NAME),
+            owner_of,
+        )
+        .watches_shared_stream(of_component(subs.deployments, O::NAME), owner_of)
         .watches_shared_stream(daemonsets, owner_of)
         .watches_shared_stream(nodes, move |_| served(&owners))
         .watches_shared_stream(runtimes, move |_| served(&runtime_owners))
