@@ -453,10 +453,12 @@ fn progress(policy: &ClusterPolicy) -> String {
 /// Installs the generated ClusterPolicy CRD and waits until ClusterPolicies are served.
 pub(crate) async fn install_crd(client: &kube::Client) -> anyhow::Result<()> {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    // Both, as the chart installs them (the NVIDIADriver one is used by `--pools`).
+    // Ours, as the chart installs them (the NVIDIADriver one is used by `--pools`, the GPUCluster
+    // one by `--dra`).
     for file in [
         "crds/clusterpolicies.nvidia.com.yaml",
         "crds/nvidiadrivers.nvidia.com.yaml",
+        "crds/gpuclusters.nvidia.com.yaml",
     ] {
         let path = repo_root().join(file);
         let crd: CustomResourceDefinition = serde_yaml::from_str(&std::fs::read_to_string(&path)?)
