@@ -65,12 +65,15 @@ impl Pools {
         pools
     }
 
-    /// Each DaemonSet and the number of nodes it should have a ready pod on.
+    /// Each DaemonSet and the number of nodes it should have a ready pod on: the device plugin
+    /// on its pool, the ClusterPolicy's validator on every GPU node (the DRA nodes too: it
+    /// validates the driver and toolkit there), the DRA DaemonSets on the DRA pool.
     fn wanted(&self) -> Vec<(&'static str, usize)> {
-        let mut wanted: Vec<(&'static str, usize)> = CONTAINER_DAEMONSETS
-            .iter()
-            .map(|name| (*name, self.plugin.len()))
-            .collect();
+        let [plugin, validator] = CONTAINER_DAEMONSETS;
+        let mut wanted = vec![
+            (plugin, self.plugin.len()),
+            (validator, self.plugin.len() + self.dra.len()),
+        ];
         wanted.extend([
             (PLUGIN_DAEMONSET, self.dra.len()),
             (DRA_VALIDATOR, self.dra.len()),
@@ -228,6 +231,7 @@ mod tests {
         let wanted = pools.wanted();
         assert!(wanted.contains(&(PLUGIN_DAEMONSET, 3)) && wanted.contains(&(DRA_VALIDATOR, 3)));
         assert!(wanted.contains(&("nvidia-device-plugin-daemonset", 6)));
+        assert!(wanted.contains(&("nvidia-operator-validator", 9)));
         let run = DraRun {
             dra_nodes: 3,
             plugin_nodes: 6,
