@@ -55,6 +55,7 @@ pub const FINALIZER: &str = "gpucluster.nvidia.com/dra-resourceclaim";
     )
 )]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::schema::tidy)]
 pub struct GpuClusterSpec {
     /// The NVIDIA DRA driver for GPUs: the `gpus` capability (`gpu.nvidia.com`,
     /// `mig.nvidia.com`, `vfio.gpu.nvidia.com`) is always deployed; `computeDomains` has its own
