@@ -25,7 +25,6 @@ use gpu_operator_core::{
     report::conditions::Desired,
 };
 use kube::runtime::controller::Action;
-use serde_json::json;
 
 use crate::{
     admin_access, gpu_cluster_teardown,
@@ -152,44 +151,18 @@ async fn active(ctx: &Context, cr: &GpuCluster, operands: &[&str]) -> Result<Act
         Err(error) => Err(error),
     };
     let summary = summarize(cr, operands);
-    let wanted = fields(Some(&ctx.namespace), summary.observed_generation);
+    let wanted = overall::namespaced_fields(Some(&ctx.namespace), summary.observed_generation);
     let live = cr.status.as_ref().map_or_else(serde_json::Map::new, |s| {
-        fields(s.namespace.as_deref(), s.observed_generation)
+        overall::namespaced_fields(s.namespace.as_deref(), s.observed_generation)
     });
     let deferred = overall::write(
         ctx,
         cr,
         &summary.overall,
         wanted.clone(),
-        fields_current(&live, &wanted),
+        overall::fields_current(&live, &wanted),
     );
     kept.map(|()| Action::requeue(deferred.unwrap_or(Duration::from_secs(3600))))
-}
-
-/// The overall fields a GPUCluster's status carries besides its state.
-const FIELDS: [&str; 2] = ["namespace", "observedGeneration"];
-
-/// The GPUCluster's `namespace` and `observedGeneration` as its status carries them.
-fn fields(
-    namespace: Option<&str>,
-    generation: Option<i64>,
-) -> serde_json::Map<String, serde_json::Value> {
-    let mut fields = serde_json::Map::new();
-    if let Some(namespace) = namespace {
-        fields.insert(FIELDS[0].to_owned(), json!(namespace));
-    }
-    if let Some(generation) = generation {
-        fields.insert(FIELDS[1].to_owned(), json!(generation));
-    }
-    fields
-}
-
-/// Whether the status carrying `have` needs no write for the `wanted` fields.
-fn fields_current(
-    have: &serde_json::Map<String, serde_json::Value>,
-    wanted: &serde_json::Map<String, serde_json::Value>,
-) -> bool {
-    FIELDS.iter().all(|key| have.get(*key) == wanted.get(*key))
 }
 
 /// The GPUCluster's overall status found for each status request of its operands' conditions
@@ -204,11 +177,11 @@ pub fn summarizer(ctx: Weak<Context>, operands: &'static [&'static str]) -> Summ
         let status = cr.status.get_or_insert_with(Default::default);
         status.conditions = Some(outgoing.conditions.to_vec());
         let summary = summarize(&cr, operands);
-        let wanted = fields(Some(&ctx.namespace), summary.observed_generation);
+        let wanted = overall::namespaced_fields(Some(&ctx.namespace), summary.observed_generation);
         let live = overall::Live {
             conditions: outgoing.conditions,
             state: outgoing.fields.get("state").and_then(|s| s.as_str()),
-            fields_current: fields_current(outgoing.fields, &wanted),
+            fields_current: overall::fields_current(outgoing.fields, &wanted),
             generation: cr.metadata.generation,
         };
         overall::to_carry(&live, &summary.overall, wanted)

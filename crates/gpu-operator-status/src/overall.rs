@@ -120,6 +120,30 @@ impl Live<'_> {
     }
 }
 
+/// The further status fields of the v1alpha1 kinds (NVIDIADriver, GPUCluster).
+const NAMESPACED_FIELDS: [&str; 2] = ["namespace", "observedGeneration"];
+
+/// A v1alpha1 kind's further status fields, `namespace` and `observedGeneration`, as its status
+/// carries them.
+pub fn namespaced_fields(namespace: Option<&str>, generation: Option<i64>) -> Map<String, Value> {
+    let mut fields = Map::new();
+    if let Some(namespace) = namespace {
+        fields.insert(NAMESPACED_FIELDS[0].to_owned(), json!(namespace));
+    }
+    if let Some(generation) = generation {
+        fields.insert(NAMESPACED_FIELDS[1].to_owned(), json!(generation));
+    }
+    fields
+}
+
+/// Whether the status carrying `have` needs no write for the `wanted` fields of
+/// [`namespaced_fields`].
+pub fn fields_current(have: &Map<String, Value>, wanted: &Map<String, Value>) -> bool {
+    NAMESPACED_FIELDS
+        .iter()
+        .all(|key| have.get(*key) == wanted.get(*key))
+}
+
 /// The overall status a status request going out anyway should carry instead of `live` (see
 /// [`gpu_operator_core::pipeline::status_batch::Summarizer`]): `overall` unless `live` says it
 /// already or it waits for catching-up operands. A change of the message alone goes along: the
