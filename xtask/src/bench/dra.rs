@@ -21,7 +21,7 @@ use k8s_openapi::api::{
 };
 use kube::{
     Api, ResourceExt as _,
-    api::{ListParams, Patch, PatchParams, PostParams},
+    api::{ListParams, PostParams},
 };
 use serde::Serialize;
 use serde_json::json;
@@ -103,20 +103,7 @@ pub async fn prepare(client: &kube::Client, out: &mut DraRun) -> anyhow::Result<
         .map(kube::ResourceExt::name_any)
         .collect();
     let pools = Pools::split(&names);
-    let api: Api<Node> = Api::all(client.clone());
-    let patch = json!({"metadata": {"labels": {RESOURCE_API: "dra"}}});
-    stream::iter(&pools.dra)
-        .map(|name| {
-            let (api, patch) = (&api, &patch);
-            async move {
-                api.patch(name, &PatchParams::default(), &Patch::Merge(patch))
-                    .await
-                    .map(|_| ())
-            }
-        })
-        .buffer_unordered(CONCURRENT)
-        .try_collect::<()>()
-        .await?;
+    super::sandbox::label(client, &pools.dra, (RESOURCE_API, "dra")).await?;
     out.dra_nodes = u32::try_from(pools.dra.len())?;
     out.plugin_nodes = u32::try_from(pools.plugin.len())?;
     eprintln!(

@@ -157,8 +157,8 @@ pub async fn label_fleet(client: &kube::Client, out: &mut SandboxRun) -> anyhow:
         .map(kube::ResourceExt::name_any)
         .collect();
     let stacks = Stacks::split(&names);
-    label(client, &stacks.passthrough, PASSTHROUGH).await?;
-    label(client, &stacks.vgpu, VGPU).await?;
+    label(client, &stacks.passthrough, (WORKLOAD, PASSTHROUGH)).await?;
+    label(client, &stacks.vgpu, (WORKLOAD, VGPU)).await?;
     out.passthrough = u32::try_from(stacks.passthrough.len())?;
     out.vgpu = u32::try_from(stacks.vgpu.len())?;
     out.container = u32::try_from(stacks.container.len())?;
@@ -169,14 +169,14 @@ pub async fn label_fleet(client: &kube::Client, out: &mut SandboxRun) -> anyhow:
     Ok(stacks)
 }
 
-/// Sets the workload config label of `nodes` to `workload`, a few patches at once.
-async fn label(
+/// Sets label `key` of `nodes` to `value`, a few patches at once.
+pub async fn label(
     client: &kube::Client,
     nodes: &BTreeSet<String>,
-    workload: &str,
+    (key, value): (&str, &str),
 ) -> anyhow::Result<()> {
     let api: Api<Node> = Api::all(client.clone());
-    let patch = json!({"metadata": {"labels": {WORKLOAD: workload}}});
+    let patch = json!({"metadata": {"labels": {key: value}}});
     stream::iter(nodes)
         .map(|name| {
             let (api, patch) = (&api, &patch);
@@ -224,7 +224,7 @@ pub async fn relabel(
     out.relabelled = u32::try_from(moved.len())?;
     let from = Timestamp::now();
     let started = Instant::now();
-    label(client, &moved, PASSTHROUGH).await?;
+    label(client, &moved, (WORKLOAD, PASSTHROUGH)).await?;
     for node in &moved {
         stacks.container.remove(node);
     }
