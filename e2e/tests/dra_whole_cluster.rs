@@ -5,7 +5,9 @@
 //! claims a GPU through DRA; what does not depend on the resource API (the container toolkit,
 //! GPU Feature Discovery) is never restarted by the switch; deleting the ClusterPolicy restarts
 //! nothing of the DRA stack, removes no pool label or DRA gate, and evicts nothing: the claiming
-//! pod keeps its node and its allocated claim, and the GPUCluster stays ready.
+//! pod keeps its node and its allocated claim, and the GPUCluster stays ready. Uninstalling with
+//! `operator.cleanupCRD` then stops at the GPUCluster's teardown while the pod holds its claim:
+//! its hook deletes no CRD and names the pod.
 #![cfg(feature = "e2e")]
 #![allow(
     clippy::unwrap_used,
@@ -24,7 +26,9 @@ use gpu_operator_e2e::{
     },
     scenario as support,
 };
-use gpu_operator_harness::{dra::PLUGIN_DAEMONSET, wait_until};
+use gpu_operator_harness::{
+    access::kubectl_ok, dra::PLUGIN_DAEMONSET, operator::workspace_binary, wait_until,
+};
 use k8s_openapi::api::{core::v1::Node, resource::v1::ResourceClaim};
 use kube::{
     Api, ResourceExt as _,
@@ -118,13 +122,29 @@ async fn a_whole_cluster_moves_from_the_device_plugin_to_dra() {
         );
     }
 
+    // Uninstalling with `operator.cleanupCRD` while the workload runs: the hook's command gives
+    // up on the teardown, naming the pod, and deletes no CRD.
+    let hook = crds_delete();
+    assert!(
+        !hook.status.success(),
+        "the hook fails while a claim is held"
+    );
+    let said = String::from_utf8_lossy(&hook.stderr);
+    assert!(
+        said.contains("still being torn down") && said.contains("steady"),
+        "{said}"
+    );
+    kubectl_ok(&[
+        "get",
+        "crd",
+        "gpuclusters.nvidia.com",
+        "clusterpolicies.nvidia.com",
+    ])
+    .unwrap();
+
     // Done: the workload goes, then the GPUCluster.
     env.pods()
         .delete("steady", &DeleteParams::default().grace_period(0))
-        .await
-        .unwrap();
-    clusters
-        .delete(GPU_CLUSTER, &DeleteParams::default())
         .await
         .unwrap();
     wait_until("the GPUCluster gone", TIMEOUT, || async {
@@ -133,6 +153,15 @@ async fn a_whole_cluster_moves_from_the_device_plugin_to_dra() {
     .await
     .unwrap();
     drop(operator);
+}
+
+/// `gpu-operator crds delete`, as the chart's `operator.cleanupCRD` hook runs it, with a short
+/// teardown timeout.
+fn crds_delete() -> std::process::Output {
+    std::process::Command::new(workspace_binary("gpu-operator"))
+        .args(["crds", "delete", "--teardown-timeout", "15"])
+        .output()
+        .unwrap()
 }
 
 /// The ResourceClaim the scheduler allocated for pod `pod`'s one claim.
