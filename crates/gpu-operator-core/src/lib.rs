@@ -8,12 +8,15 @@
 //! - [`cache`]: the shared caches, their change streams and the cluster facts.
 //! - [`build`]: the pure parts operands render with: pods, DaemonSets, images, labels, RBAC.
 //! - [`report`]: conditions, rollout progress, warnings and metrics.
+//! - [`dra_api`]: the served version of `resource.k8s.io` and the conversions of the DRA kinds
+//!   to and from it.
 //! - [`context`] (the one [`Context`] every reconciler gets) and [`error`] (the one [`Error`]).
 
 pub mod build;
 pub mod cache;
 pub mod context;
 pub mod contract;
+pub mod dra_api;
 pub mod error;
 #[cfg(any(test, feature = "testing"))]
 pub mod fixtures;

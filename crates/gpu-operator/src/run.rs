@@ -78,7 +78,9 @@ async fn run(args: &RunArgs, namespace: String) -> anyhow::Result<()> {
     .await?;
     tracing::info!(metrics = ?servers.metrics_addr, probes = ?servers.probe_addr, "admin servers listening");
 
-    let (stores, subs, driver) = stores::start(&client, &namespace);
+    // The DRA caches watch the version of `resource.k8s.io` the server serves.
+    let server = crate::server_facts::discover(&client).await;
+    let (stores, subs, driver) = stores::start(&client, &namespace, server.dra_api_in_use());
     // The caches outlive leadership terms; the reconcilers' subscriptions are made per term.
     let standby = subs.standby();
     drop(subs);
@@ -89,7 +91,6 @@ async fn run(args: &RunArgs, namespace: String) -> anyhow::Result<()> {
     }
     readiness.set_ready();
     tracing::info!("caches synced");
-    let server = crate::server_facts::discover(&client).await;
 
     let lead = |_term| {
         let ctx = Arc::new(

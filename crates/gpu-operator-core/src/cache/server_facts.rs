@@ -1,8 +1,12 @@
 //! What the operator knows about the API server itself, discovered once at start-up (the binary
 //! asks `/version` and the API group list): its Kubernetes version and the versions of
 //! `resource.k8s.io` (Dynamic Resource Allocation) it serves. Operands whose prerequisites are
-//! the server's (the DRA driver needs `resource.k8s.io/v1`, Kubernetes 1.34) read them through
-//! [`crate::contract::Cluster::server`]; unknown facts ([`ServerFacts::default`]) refuse nothing.
+//! the server's (the DRA driver needs Kubernetes 1.34 and `resource.k8s.io/v1` or `v1beta2`) read
+//! them through [`crate::contract::Cluster::server`]; unknown facts ([`ServerFacts::default`])
+//! refuse nothing. [`ServerFacts::dra_api`] picks the version the DRA kinds are read and written
+//! at ([`crate::dra_api`]).
+
+use crate::dra_api::DraApi;
 
 /// The API server's version and the `resource.k8s.io` versions it serves.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -49,6 +53,24 @@ impl ServerFacts {
     pub fn serves_resource(&self, version: &str) -> bool {
         self.resource_api_versions.iter().any(|v| v == version)
     }
+
+    /// The version of `resource.k8s.io` the DRA kinds are read and written at: `v1`, else
+    /// `v1beta2`; `v1` where nothing is known (no discovery); `None` when the server serves
+    /// neither (the DRA operands refuse then).
+    #[must_use]
+    pub fn dra_api(&self) -> Option<DraApi> {
+        if self.version.is_none() {
+            return Some(DraApi::V1);
+        }
+        DraApi::among(&self.resource_api_versions)
+    }
+
+    /// [`Self::dra_api`], or `v1` where no version is usable (its watches then find nothing,
+    /// and nothing is written).
+    #[must_use]
+    pub fn dra_api_in_use(&self) -> DraApi {
+        self.dra_api().unwrap_or_default()
+    }
 }
 
 #[cfg(test)]
@@ -68,5 +90,22 @@ mod tests {
         assert!(!unknown.is_known());
         assert!(!unknown.serves_resource("v1"));
         assert_eq!(unknown, &ServerFacts::default());
+        assert_eq!(unknown.dra_api(), Some(DraApi::V1));
+    }
+
+    #[test]
+    fn the_dra_api_is_v1_else_v1beta2() {
+        let server = |versions: &[&str]| ServerFacts {
+            version: Some((1, 34)),
+            resource_api_versions: versions.iter().map(|v| (*v).to_owned()).collect(),
+        };
+        assert_eq!(server(&["v1", "v1beta2"]).dra_api(), Some(DraApi::V1));
+        assert_eq!(
+            server(&["v1beta2", "v1beta1"]).dra_api(),
+            Some(DraApi::V1beta2)
+        );
+        assert_eq!(server(&["v1beta1"]).dra_api(), None);
+        assert_eq!(server(&["v1beta1"]).dra_api_in_use(), DraApi::V1);
+        assert_eq!(server(&[]).dra_api(), None);
     }
 }

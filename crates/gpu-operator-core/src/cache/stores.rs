@@ -8,15 +8,16 @@
 //! CustomResourceDefinition each for the Prometheus Operator's ServiceMonitor and PrometheusRule,
 //! whose presence decides whether those can be created. NVIDIADrivers and GPUClusters are cached too,
 //! where their CRD is installed, and the DRA kinds the GPUCluster writes (DeviceClasses,
-//! ResourceClaimTemplates) where `resource.k8s.io/v1` is served: where not, their cache stays
-//! empty and ready ([`tolerate_missing`]), so the operator runs without them. Deployments and
+//! ResourceClaimTemplates), watched at the served version of `resource.k8s.io` ([`DraApi`]: `v1`,
+//! else `v1beta2`, each object stored as `v1`): where none is served, their cache stays empty and
+//! ready ([`tolerate_missing`]), so the operator runs without them. Deployments and
 //! ValidatingAdmissionPolicies (and their bindings) of ours are cached like the DaemonSets. The
 //! ResourceSlices of NVIDIA's DRA driver (`spec.driver=gpu.nvidia.com`) are cached as
-//! [`SliceSummary`] (node, pool, device counts), empty where `resource.k8s.io/v1` is not served.
+//! [`SliceSummary`] (node, pool, device counts), at the same version, empty where none is served.
 
 use std::{fmt::Debug, future::Future, hash::Hash, pin::Pin, sync::Arc};
 
-use futures::{StreamExt as _, stream::BoxStream};
+use futures::{Stream, StreamExt as _, stream::BoxStream};
 use gpu_operator_api::{ClusterPolicy, GpuCluster, NvidiaDriver, labels};
 use k8s_openapi::{
     api::{
@@ -25,7 +26,7 @@ use k8s_openapi::{
         core::v1::{ConfigMap, Service, ServiceAccount},
         node::v1::RuntimeClass,
         rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
-        resource::v1::{DeviceClass, ResourceClaimTemplate},
+        resource::v1::{DeviceClass, ResourceClaimTemplate, ResourceSlice},
     },
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 };
@@ -41,12 +42,15 @@ use kube::{
 use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 
-use crate::cache::{
-    change_stream::{self, Changes, Standby},
-    facts_memo::{self, FactsMemo},
-    node_meta::NodeMeta,
-    node_runtime::NodeRuntime,
-    resource_slice::{NVIDIA_GPU_DRIVER, SliceSummary},
+use crate::{
+    cache::{
+        change_stream::{self, Changes, Standby},
+        facts_memo::{self, FactsMemo},
+        node_meta::NodeMeta,
+        node_runtime::NodeRuntime,
+        resource_slice::{NVIDIA_GPU_DRIVER, SliceSummary},
+    },
+    dra_api::{self, DraApi, DraKind},
 };
 
 /// Name of the Prometheus Operator's ServiceMonitor CRD, whose presence the caches watch.
@@ -166,9 +170,10 @@ pub type Driver = Pin<Box<dyn Future<Output = ()> + Send>>;
 /// Buffer of each subscription; a slow controller holds back the reflector beyond this.
 pub const BUFFER: usize = 1024;
 
-/// Starts the shared reflectors (lazily: they run once the returned driver is polled).
+/// Starts the shared reflectors (lazily: they run once the returned driver is polled); the DRA
+/// kinds are watched at version `dra` of `resource.k8s.io`.
 #[expect(clippy::too_many_lines, reason = "one reflector per kind, in order")]
-pub fn start(client: &Client, namespace: &str) -> (Stores, Subscriptions, Driver) {
+pub fn start(client: &Client, namespace: &str, dra: DraApi) -> (Stores, Subscriptions, Driver) {
     let managed = watcher::Config::default().labels(&managed_selector());
     let everything = watcher::Config::default();
     let gpu_nodes = watcher::Config::default().labels(&format!("{}=true", labels::GPU_PRESENT));
@@ -273,21 +278,31 @@ pub fn start(client: &Client, namespace: &str) -> (Stores, Subscriptions, Driver
         &managed,
         strip_managed_fields,
     );
-    // The DRA kinds read as empty where `resource.k8s.io/v1` is not served ([`tolerate_missing`]).
-    let (device_classes, device_classes_sub) = r.reflect(
-        Api::<DeviceClass>::all(c.clone()),
+    // The DRA kinds, at version `dra`, read as empty where it is not served ([`tolerate_missing`]).
+    let (device_classes, device_classes_sub) = r.reflect_dra::<DeviceClass>(
+        dra,
+        Api::all(c.clone()),
+        Api::all(c.clone()),
         &managed,
-        strip_managed_fields,
     );
-    let (resource_claim_templates, resource_claim_templates_sub) = r.reflect(
-        Api::<ResourceClaimTemplate>::namespaced(c.clone(), ns),
-        &managed,
-        strip_managed_fields,
-    );
+    let (resource_claim_templates, resource_claim_templates_sub) = r
+        .reflect_dra::<ResourceClaimTemplate>(
+            dra,
+            Api::namespaced(c.clone(), ns),
+            Api::namespaced(c.clone(), ns),
+            &managed,
+        );
     let nvidia_slices =
         watcher::Config::default().fields(&format!("spec.driver={NVIDIA_GPU_DRIVER}"));
-    let (resource_slices, resource_slices_sub) =
-        r.reflect(Api::<SliceSummary>::all(c.clone()), &nvidia_slices, |_| {});
+    let (resource_slices, resource_slices_sub) = match dra {
+        DraApi::V1 => r.reflect(Api::<SliceSummary>::all(c.clone()), &nvidia_slices, |_| {}),
+        DraApi::V1beta2 => {
+            let served = Api::<<ResourceSlice as DraKind>::V1beta2>::all(c.clone());
+            let events = served_events(served, &nvidia_slices);
+            let (store, changes, []) = r.reflect_events(events, |_| {}, Tap::None, []);
+            (store, changes)
+        }
+    };
     let (service_monitor_crds, service_monitor_crds_sub) = r.crd_metadata(c, SERVICE_MONITOR_CRD);
     let (prometheus_rule_crds, prometheus_rule_crds_sub) = r.crd_metadata(c, PROMETHEUS_RULE_CRD);
 
@@ -387,6 +402,26 @@ impl Reflectors {
         (store, changes)
     }
 
+    /// Reflects DRA kind `K` at version `dra`: through `v1` (its own type) or `v1beta2` (each
+    /// object read as `K`), whichever `dra` says.
+    fn reflect_dra<K: DraKind>(
+        &mut self,
+        dra: DraApi,
+        v1: Api<K>,
+        v1beta2: Api<K::V1beta2>,
+        config: &watcher::Config,
+    ) -> (Store<K>, Changes<K>) {
+        match dra {
+            DraApi::V1 => self.reflect(v1, config, strip_managed_fields),
+            DraApi::V1beta2 => {
+                let events = served_events(v1beta2, config);
+                let (store, changes, []) =
+                    self.reflect_events(events, strip_managed_fields, Tap::None, []);
+                (store, changes)
+            }
+        }
+    }
+
     /// Like `reflect`, tells `tap` about each event (see [`Tap`]), and adds one filtered
     /// subscription per test of `filters` (see [`change_stream::Changed`]).
     fn reflect_tapped<K, const N: usize>(
@@ -401,11 +436,26 @@ impl Reflectors {
         K: Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
         K::DynamicType: Eq + Hash + Clone + Default,
     {
+        self.reflect_events(watcher(api, config.clone()), modify, tap, filters)
+    }
+
+    /// Like `reflect_tapped`, of the watch events `events`.
+    fn reflect_events<K, const N: usize>(
+        &mut self,
+        events: impl Stream<Item = watcher::Result<watcher::Event<K>>> + Send + 'static,
+        modify: fn(&mut K),
+        tap: Tap<K>,
+        filters: [change_stream::Changed<K>; N],
+    ) -> (Store<K>, Changes<K>, [Changes<K>; N])
+    where
+        K: Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+        K::DynamicType: Eq + Hash + Clone + Default,
+    {
         let kind = K::kind(&K::DynamicType::default()).into_owned();
         let (store, writer) = reflector::store();
         let tap = Arc::new(tap.start());
         let (before, after, cache) = (tap.clone(), tap, store.clone());
-        let events = watcher(api, config.clone())
+        let events = events
             .default_backoff()
             .flat_map(|event| futures::stream::iter(tolerate_missing(event)))
             .modify(modify)
@@ -427,6 +477,34 @@ impl Reflectors {
         self.streams.push(stream);
         (store, subscription, filtered)
     }
+}
+
+/// The watch events of `api` (a DRA kind at a beta version) with each object read as `K` (see
+/// [`dra_api::from_served`]); an object that does not read is dropped with a watch error.
+fn served_events<K, S>(
+    api: Api<S>,
+    config: &watcher::Config,
+) -> impl Stream<Item = watcher::Result<watcher::Event<K>>> + Send + 'static
+where
+    K: Resource<DynamicType = ()> + DeserializeOwned + Send + 'static,
+    S: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + serde::Serialize,
+    S: Send + Sync + 'static,
+{
+    watcher(api, config.clone()).map(|event| {
+        let read = |object: S| {
+            dra_api::read_served(&object).map_err(|error| {
+                tracing::warn!(%error, "a DRA object of the served version does not read as v1");
+                watcher::Error::WatchFailed(kube::Error::SerdeError(error))
+            })
+        };
+        Ok(match event? {
+            watcher::Event::Apply(object) => watcher::Event::Apply(read(object)?),
+            watcher::Event::Delete(object) => watcher::Event::Delete(read(object)?),
+            watcher::Event::InitApply(object) => watcher::Event::InitApply(read(object)?),
+            watcher::Event::Init => watcher::Event::Init,
+            watcher::Event::InitDone => watcher::Event::InitDone,
+        })
+    })
 }
 
 /// A watch event as the reflector takes it, except that a list or watch the API server answers

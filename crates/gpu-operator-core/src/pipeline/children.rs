@@ -4,11 +4,12 @@
 //! only among this owner's objects: [`prunes`]) is deleted — a pruned DaemonSet with its pods, or,
 //! when the operand hands them over ([`Dependents`]), leaving its running pods to the owner (see
 //! [`settle_handed_over_pods`]). A live DaemonSet's selector is
-//! kept when our pods match it ([`crate::pipeline::adopt`]). ServiceMonitors and
+//! kept when our pods match it ([`crate::pipeline::adopt`]). The DRA kinds are written and pruned
+//! at the version of `resource.k8s.io` the server serves ([`crate::dra_api`]). ServiceMonitors and
 //! PrometheusRules, kinds the cluster may lack, are written by [`crate::build::service_monitor`]
 //! and [`crate::build::prometheus_rule`].
 
-use std::{collections::BTreeSet, fmt::Debug, sync::Arc};
+use std::{borrow::Cow, collections::BTreeSet, fmt::Debug, sync::Arc};
 
 use k8s_openapi::{
     api::{apps::v1::DaemonSet, core::v1::Pod},
@@ -25,6 +26,7 @@ use crate::{
     Context, Error,
     build::{meta, prometheus_rule, service_monitor},
     contract::{Children, Owner},
+    dra_api::{self, DraApi, DraKind},
     pipeline::{
         adopt,
         apply::{self, Dependents, Outcome},
@@ -98,14 +100,30 @@ pub async fn apply_all<O: Owner>(
         &stores.admission_policy_bindings,
     )
     .await?;
-    w.kind(cluster_wide(ctx), device_classes, &stores.device_classes)
-        .await?;
-    w.kind(
-        namespaced(ctx),
-        resource_claim_templates,
-        &stores.resource_claim_templates,
-    )
-    .await?;
+    // The DRA kinds at the version of `resource.k8s.io` the server serves ([`crate::dra_api`]).
+    match ctx.server.dra_api_in_use() {
+        DraApi::V1 => {
+            w.kind(cluster_wide(ctx), device_classes, &stores.device_classes)
+                .await?;
+            w.kind(
+                namespaced(ctx),
+                resource_claim_templates,
+                &stores.resource_claim_templates,
+            )
+            .await?;
+        }
+        DraApi::V1beta2 => {
+            w.kind_at(cluster_wide(ctx), device_classes, &stores.device_classes, served)
+                .await?;
+            w.kind_at(
+                namespaced(ctx),
+                resource_claim_templates,
+                &stores.resource_claim_templates,
+                served,
+            )
+            .await?;
+        }
+    }
     let daemonsets: Vec<DaemonSet> = daemonsets
         .iter()
         .map(|ds| {
@@ -158,6 +176,11 @@ where
     }
 }
 
+/// A `v1` DRA object as the `v1beta2` type it is written as.
+fn served<K: DraKind>(object: &K) -> Result<Cow<'_, K::V1beta2>, Error> {
+    dra_api::to_served(object).map(Cow::Owned)
+}
+
 /// Whether `owner` prunes a stale object of its component with `references`: an owner of a
 /// singleton kind every one not controlled by an object of another kind (its own, an older
 /// ClusterPolicy's, an orphan), an owner of another kind only its own (NVIDIADrivers render the
@@ -185,12 +208,29 @@ impl<O: Owner> Writer<'_, O> {
     /// among them; returns those it deleted.
     async fn kind<K>(
         &mut self,
-        Target { api, namespace }: Target<'_, K>,
+        target: Target<'_, K>,
         objects: &[K],
         cache: &Store<K>,
     ) -> Result<Vec<Arc<K>>, Error>
     where
         K: Resource<DynamicType = ()> + Clone + Debug + Serialize + DeserializeOwned,
+    {
+        self.kind_at(target, objects, cache, |object| Ok(Cow::Borrowed(object)))
+            .await
+    }
+
+    /// [`Self::kind`] through the API of type `S` (a DRA kind at the served version), each
+    /// object, rendered and cached, sent and compared as `written` makes it.
+    async fn kind_at<K, S>(
+        &mut self,
+        Target { api, namespace }: Target<'_, S>,
+        objects: &[K],
+        cache: &Store<K>,
+        written: for<'k> fn(&'k K) -> Result<Cow<'k, S>, Error>,
+    ) -> Result<Vec<Arc<K>>, Error>
+    where
+        K: Resource<DynamicType = ()> + Clone,
+        S: Resource<DynamicType = ()> + Clone + Debug + Serialize + DeserializeOwned,
     {
         let mut keep = BTreeSet::new();
         for object in objects {
@@ -205,7 +245,8 @@ impl<O: Owner> Writer<'_, O> {
                 None => key,
             };
             let live = cache.get(&key);
-            if apply::apply(&api, &object, live.as_deref(), self.component).await?
+            let live = live.as_deref().map(written).transpose()?;
+            if apply::apply(&api, &*written(&object)?, live.as_deref(), self.component).await?
                 == Outcome::Written
             {
                 self.written += 1;
