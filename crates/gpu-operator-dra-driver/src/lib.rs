@@ -5,8 +5,9 @@
 //! ResourceSlice writes to its own node, and their RBAC. [`DraValidator`] (NVIDIA's
 //! `state-dra-validation`): DaemonSet `nvidia-dra-validator`, which claims a GPU through DRA on
 //! each node and runs a CUDA kernel on it. Both refuse, rendering nothing, when the API server
-//! cannot take DRA `v1` objects ([`prerequisites`]); the driver also refuses feature gates the
-//! driver itself refuses ([`feature_gates`]). Pure validate and render steps.
+//! serves no usable version of `resource.k8s.io` (`v1`, else `v1beta2`, of which the driver warns)
+//! ([`prerequisites`]); the driver also refuses feature gates the driver itself refuses
+//! ([`feature_gates`]). Pure validate and render steps.
 
 mod feature_gates;
 pub mod prerequisites;
@@ -62,18 +63,15 @@ impl Operand for DraDriver {
     }
 
     fn warnings(input: &Input) -> Vec<Warning> {
-        input
-            .unknown_gates
-            .iter()
-            .map(|gate| Warning {
+        let gates = input.unknown_gates.iter().map(|gate| Warning {
                 reason: UNKNOWN_FEATURE_GATE,
                 message: format!(
                     "spec.draDriver.featureGates: {gate} is not a gate of the DRA driver \
                      releases this operator knows; the driver refuses gates it does not know at \
                      start-up: remove it unless your driver version has it"
-                ),
-            })
-            .collect()
+            ),
+        });
+        input.beta_api.iter().cloned().chain(gates).collect()
     }
 }
 

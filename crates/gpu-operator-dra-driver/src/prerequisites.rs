@@ -1,10 +1,12 @@
 //! What the DRA driver needs outside its spec. Of the API server (refused: nothing rendered, the
-//! condition names what is missing and the fix): Kubernetes 1.34 or newer and
-//! `resource.k8s.io/v1` served, as we render `v1` objects only. Of the GPU nodes (their nodes
-//! unserved: the condition is not ready naming them, the others are served): a container runtime
-//! with CDI (containerd 1.7 or newer, CRI-O 1.23 or newer; not Docker), through which the driver
-//! hands devices to containers, and a driver of branch 580 or newer. What is not known (no
-//! discovery, a node whose runtime or driver nobody reported) refuses nothing. Pure.
+//! condition names what is missing and the fix): Kubernetes 1.34 or newer and a usable version
+//! of `resource.k8s.io` served: `v1`, else `v1beta2` (the same schema; the objects are then read
+//! and written at `v1beta2`, see `gpu_operator_core::dra_api`, and [`beta_api`] says so); a
+//! server serving only `v1beta1`, or none, is refused. Of the GPU nodes (their nodes unserved:
+//! the condition is not ready naming them, the others are served): a container runtime with CDI
+//! (containerd 1.7 or newer, CRI-O 1.23 or newer; not Docker), through which the driver hands
+//! devices to containers, and a driver of branch 580 or newer. What is not known (no discovery, a
+//! node whose runtime or driver nobody reported) refuses nothing. Pure.
 
 use gpu_operator_core::{
     Error,
@@ -12,21 +14,24 @@ use gpu_operator_core::{
         facts::{ClusterFacts, NodeSample},
         server_facts::ServerFacts,
     },
+    contract::Warning,
+    dra_api::DraApi,
 };
 
 /// The oldest Kubernetes the DRA driver runs on (`resource.k8s.io/v1` is GA there).
 pub const MIN_KUBERNETES: (u32, u32) = (1, 34);
 /// The oldest driver branch the DRA driver supports.
 pub const MIN_DRIVER_MAJOR: u32 = 580;
-/// The API version of the DRA objects we render.
-pub const RESOURCE_API_VERSION: &str = "v1";
 
-/// Condition reasons of unmet prerequisites.
+/// Condition reasons of unmet prerequisites, and of the beta API in use.
 pub mod reason {
     /// The API server's Kubernetes is older than 1.34.
     pub const KUBERNETES_UNSUPPORTED: &str = "KubernetesVersionUnsupported";
-    /// The API server does not serve `resource.k8s.io/v1`.
+    /// The API server serves neither `resource.k8s.io/v1` nor `v1beta2`.
     pub const DRA_API_UNAVAILABLE: &str = "DRAAPIUnavailable";
+    /// The DRA objects are read and written at `resource.k8s.io/v1beta2`: `v1` is not served
+    /// (a warning: the condition's reason while it is `True`, and one Warning Event).
+    pub const DRA_API_BETA: &str = "DRAAPIBeta";
 }
 
 /// The server's prerequisites: `Err` naming the first unmet one and its fix.
@@ -44,7 +49,7 @@ pub fn server(server: &ServerFacts) -> Result<(), Error> {
             ),
         });
     }
-    if server.version.is_none() || server.serves_resource(RESOURCE_API_VERSION) {
+    if server.dra_api().is_some() {
         return Ok(());
     }
     let message = if server.resource_api_versions.is_empty() {
@@ -54,9 +59,9 @@ pub fn server(server: &ServerFacts) -> Result<(), Error> {
             .to_owned()
     } else {
         format!(
-            "the API server serves resource.k8s.io {} but not v1, the only version the DRA \
-             driver's objects are written in: upgrade to Kubernetes {min_major}.{min_minor} or \
-             newer, or enable resource.k8s.io/v1 (--runtime-config=resource.k8s.io/v1=true), \
+            "the API server serves resource.k8s.io {} but neither v1 nor v1beta2, the versions \
+             the DRA driver's objects are written in: enable resource.k8s.io/v1 \
+             (--runtime-config=resource.k8s.io/v1=true; or resource.k8s.io/v1beta2=true), \
              nothing deployed meanwhile",
             server.resource_api_versions.join(", ")
         )
@@ -64,6 +69,23 @@ pub fn server(server: &ServerFacts) -> Result<(), Error> {
     Err(Error::Unmet {
         reason: reason::DRA_API_UNAVAILABLE,
         message,
+    })
+}
+
+/// The warning that the DRA objects go through `resource.k8s.io/v1beta2`, where the server
+/// serves it but not `v1`; `None` on `v1`.
+pub fn beta_api(server: &ServerFacts) -> Option<Warning> {
+    let api = server.dra_api().filter(|api| *api != DraApi::V1)?;
+    Some(Warning {
+        reason: reason::DRA_API_BETA,
+        message: format!(
+            "serving DRA through resource.k8s.io/{api}: the API server does not serve \
+             resource.k8s.io/v1 (it serves {served}); the DRA objects are read and written at \
+             {api}, whose schema is v1's: enable resource.k8s.io/v1 \
+             (--runtime-config=resource.k8s.io/v1=true) to use the GA version",
+            api = api.version(),
+            served = server.resource_api_versions.join(", "),
+        ),
     })
 }
 
@@ -141,6 +163,8 @@ mod tests {
         assert!(server(ServerFacts::unknown()).is_ok());
         assert!(server(&server_of(Some((1, 34)), &["v1", "v1beta2"])).is_ok());
         assert!(server(&server_of(Some((1, 35)), &["v1"])).is_ok());
+        assert!(beta_api(ServerFacts::unknown()).is_none());
+        assert!(beta_api(&server_of(Some((1, 34)), &["v1", "v1beta2"])).is_none());
     }
 
     #[test]
@@ -154,11 +178,29 @@ mod tests {
     }
 
     #[test]
-    fn only_beta_dra_apis_are_refused_naming_what_is_served() {
-        let (reason, message) =
-            reason_of(server(&server_of(Some((1, 34)), &["v1beta2", "v1beta1"])));
+    fn v1beta2_without_v1_is_served_with_a_warning() {
+        let beta = server_of(Some((1, 34)), &["v1beta2", "v1beta1"]);
+        assert!(server(&beta).is_ok());
+        let warning = beta_api(&beta).unwrap();
+        assert_eq!(warning.reason, reason::DRA_API_BETA);
+        assert!(
+            warning.message.starts_with(
+                "serving DRA through resource.k8s.io/v1beta2: the API server does not serve \
+                 resource.k8s.io/v1 (it serves v1beta2, v1beta1)"
+            ),
+            "{}",
+            warning.message
+        );
+    }
+
+    #[test]
+    fn only_v1beta1_or_nothing_is_refused_naming_what_is_served() {
+        let (reason, message) = reason_of(server(&server_of(Some((1, 34)), &["v1beta1"])));
         assert_eq!(reason, reason::DRA_API_UNAVAILABLE);
-        assert!(message.contains("v1beta2, v1beta1 but not v1"), "{message}");
+        assert!(
+            message.contains("serves resource.k8s.io v1beta1 but neither v1 nor v1beta2"),
+            "{message}"
+        );
         assert!(
             message.contains("--runtime-config=resource.k8s.io/v1=true"),
             "{message}"

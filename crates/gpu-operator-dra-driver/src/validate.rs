@@ -57,6 +57,8 @@ pub struct Input {
     pub unknown_gates: Vec<String>,
     /// The GPU nodes the driver cannot serve, in a sentence.
     pub unserved: Option<String>,
+    /// The warning that the DRA objects go through a beta version of `resource.k8s.io`.
+    pub beta_api: Option<gpu_operator_core::contract::Warning>,
 }
 
 /// One kubelet plugin container's settings.
@@ -131,6 +133,7 @@ pub fn validate(cluster_cr: &GpuCluster, cluster: &Cluster<'_>) -> Result<Option
         shared: shared(&spec.daemonsets),
         unknown_gates: findings.unknown,
         unserved: prerequisites::unserved_nodes(cluster.facts),
+        beta_api: prerequisites::beta_api(cluster.server),
     }))
 }
 

@@ -177,12 +177,13 @@ pub async fn reconcile(ctx: &Context, cr: &GpuCluster) -> Result<Action, Error> 
         say(ctx, cr, TEARING_DOWN_REASON, message, false).await;
         return Ok(Action::requeue(REMOVAL_POLL));
     }
-    let claims: Api<ResourceClaim> = Api::all(ctx.client.clone());
-    let listed = claims
-        .list(&ListParams::default())
-        .await
-        .map_err(Error::kube("listing the ResourceClaims of every namespace"))?;
-    let held = claims::held(&listed.items, &ctx.namespace);
+    let listed: Vec<ResourceClaim> = gpu_operator_core::dra_api::list_all(
+        &ctx.client,
+        ctx.server.dra_api_in_use(),
+        &ListParams::default(),
+    )
+    .await?;
+    let held = claims::held(&listed, &ctx.namespace);
     if !held.is_empty() {
         say(
             ctx,

@@ -58,3 +58,27 @@ fn class(name: &str, expression: String) -> DeviceClass {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use gpu_operator_core::dra_api;
+    use serde_json::json;
+
+    use super::*;
+    use crate::testing::input;
+
+    #[test]
+    fn every_class_round_trips_through_v1beta2_unchanged() {
+        let classes = build(&input(json!({"draDriver": {"computeDomains": {"enabled": true}}})));
+        assert_eq!(classes.len(), 5);
+        for class in &classes {
+            let served = dra_api::to_served(class).unwrap();
+            let mut served_json = serde_json::to_value(&served).unwrap();
+            assert_eq!(served_json["apiVersion"], json!("resource.k8s.io/v1beta2"));
+            served_json["apiVersion"] = json!("resource.k8s.io/v1");
+            assert_eq!(served_json, serde_json::to_value(class).unwrap());
+            let back: DeviceClass = dra_api::from_served(&served).unwrap();
+            assert_eq!(&back, class);
+        }
+    }
+}

@@ -134,7 +134,7 @@ fn a_server_without_dra_v1_refuses_both_operands_rendering_nothing() {
             vec!["v1beta1"],
             reason::KUBERNETES_UNSUPPORTED,
         ),
-        (Some((1, 34)), vec!["v1beta2"], reason::DRA_API_UNAVAILABLE),
+        (Some((1, 34)), vec!["v1beta1"], reason::DRA_API_UNAVAILABLE),
         (Some((1, 34)), vec![], reason::DRA_API_UNAVAILABLE),
     ];
     for (version, served, expected) in cases {
@@ -158,7 +158,35 @@ fn a_server_without_dra_v1_refuses_both_operands_rendering_nothing() {
         },
         ..View::default()
     };
-    assert!(validate_on::<DraDriver>(&gpu_cluster(json!({})), &served).is_ok());
+    let input = validate_on::<DraDriver>(&gpu_cluster(json!({})), &served)
+        .unwrap()
+        .unwrap();
+    assert!(DraDriver::warnings(&input).is_empty());
+}
+
+#[test]
+fn a_server_with_v1beta2_only_deploys_and_warns_once_on_the_driver() {
+    let view = View {
+        server: ServerFacts {
+            version: Some((1, 36)),
+            resource_api_versions: vec!["v1beta2".to_owned(), "v1beta1".to_owned()],
+        },
+        ..View::default()
+    };
+    let cr = gpu_cluster(json!({"draDriver": {"featureGates": {"AdminAccess": true}}}));
+    let input = validate_on::<DraDriver>(&cr, &view).unwrap().unwrap();
+    let warnings = DraDriver::warnings(&input);
+    assert_eq!(warnings.len(), 2);
+    assert_eq!(warnings[0].reason, reason::DRA_API_BETA);
+    assert!(
+        warnings[0]
+            .message
+            .contains("serving DRA through resource.k8s.io/v1beta2"),
+        "{}",
+        warnings[0].message
+    );
+    assert_eq!(warnings[1].reason, UNKNOWN_FEATURE_GATE);
+    assert!(validate_on::<DraValidator>(&cr, &view).unwrap().is_some());
 }
 
 #[test]
