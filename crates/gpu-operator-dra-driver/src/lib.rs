@@ -64,9 +64,9 @@ impl Operand for DraDriver {
 
     fn warnings(input: &Input) -> Vec<Warning> {
         let gates = input.unknown_gates.iter().map(|gate| Warning {
-                reason: UNKNOWN_FEATURE_GATE,
-                message: format!(
-                    "spec.draDriver.featureGates: {gate} is not a gate of the DRA driver \
+            reason: UNKNOWN_FEATURE_GATE,
+            message: format!(
+                "spec.draDriver.featureGates: {gate} is not a gate of the DRA driver \
                      releases this operator knows; the driver refuses gates it does not know at \
                      start-up: remove it unless your driver version has it"
             ),

@@ -279,12 +279,8 @@ pub fn start(client: &Client, namespace: &str, dra: DraApi) -> (Stores, Subscrip
         strip_managed_fields,
     );
     // The DRA kinds, at version `dra`, read as empty where it is not served ([`tolerate_missing`]).
-    let (device_classes, device_classes_sub) = r.reflect_dra::<DeviceClass>(
-        dra,
-        Api::all(c.clone()),
-        Api::all(c.clone()),
-        &managed,
-    );
+    let (device_classes, device_classes_sub) =
+        r.reflect_dra::<DeviceClass>(dra, Api::all(c.clone()), Api::all(c.clone()), &managed);
     let (resource_claim_templates, resource_claim_templates_sub) = r
         .reflect_dra::<ResourceClaimTemplate>(
             dra,

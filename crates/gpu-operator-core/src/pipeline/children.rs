@@ -12,7 +12,11 @@
 use std::{borrow::Cow, collections::BTreeSet, fmt::Debug, sync::Arc};
 
 use k8s_openapi::{
-    api::{apps::v1::DaemonSet, core::v1::Pod},
+    api::{
+        apps::v1::DaemonSet,
+        core::v1::Pod,
+        resource::v1::{DeviceClass, ResourceClaimTemplate},
+    },
     apimachinery::pkg::apis::meta::v1::OwnerReference,
 };
 use kube::{
@@ -100,30 +104,8 @@ pub async fn apply_all<O: Owner>(
         &stores.admission_policy_bindings,
     )
     .await?;
-    // The DRA kinds at the version of `resource.k8s.io` the server serves ([`crate::dra_api`]).
-    match ctx.server.dra_api_in_use() {
-        DraApi::V1 => {
-            w.kind(cluster_wide(ctx), device_classes, &stores.device_classes)
-                .await?;
-            w.kind(
-                namespaced(ctx),
-                resource_claim_templates,
-                &stores.resource_claim_templates,
-            )
-            .await?;
-        }
-        DraApi::V1beta2 => {
-            w.kind_at(cluster_wide(ctx), device_classes, &stores.device_classes, served)
-                .await?;
-            w.kind_at(
-                namespaced(ctx),
-                resource_claim_templates,
-                &stores.resource_claim_templates,
-                served,
-            )
-            .await?;
-        }
-    }
+    w.dra_kinds(ctx, device_classes, resource_claim_templates)
+        .await?;
     let daemonsets: Vec<DaemonSet> = daemonsets
         .iter()
         .map(|ds| {
@@ -215,8 +197,35 @@ impl<O: Owner> Writer<'_, O> {
     where
         K: Resource<DynamicType = ()> + Clone + Debug + Serialize + DeserializeOwned,
     {
-        self.kind_at(target, objects, cache, |object| Ok(Cow::Borrowed(object)))
-            .await
+        // Boxed: the object and the live one, held across the writes, are large (a DaemonSet).
+        Box::pin(self.kind_at(target, objects, cache, |object| Ok(Cow::Borrowed(object)))).await
+    }
+
+    /// The DRA kinds, at the version of `resource.k8s.io` the server serves
+    /// ([`crate::dra_api`]).
+    async fn dra_kinds(
+        &mut self,
+        ctx: &Context,
+        device_classes: &[DeviceClass],
+        resource_claim_templates: &[ResourceClaimTemplate],
+    ) -> Result<(), Error> {
+        let stores = &ctx.stores;
+        let (classes, templates) = (&stores.device_classes, &stores.resource_claim_templates);
+        match ctx.server.dra_api_in_use() {
+            DraApi::V1 => {
+                self.kind(cluster_wide(ctx), device_classes, classes)
+                    .await?;
+                self.kind(namespaced(ctx), resource_claim_templates, templates)
+                    .await?;
+            }
+            DraApi::V1beta2 => {
+                self.kind_at(cluster_wide(ctx), device_classes, classes, served)
+                    .await?;
+                self.kind_at(namespaced(ctx), resource_claim_templates, templates, served)
+                    .await?;
+            }
+        }
+        Ok(())
     }
 
     /// [`Self::kind`] through the API of type `S` (a DRA kind at the served version), each

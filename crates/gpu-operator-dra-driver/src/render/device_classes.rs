@@ -69,7 +69,9 @@ mod tests {
 
     #[test]
     fn every_class_round_trips_through_v1beta2_unchanged() {
-        let classes = build(&input(json!({"draDriver": {"computeDomains": {"enabled": true}}})));
+        let classes = build(&input(
+            json!({"draDriver": {"computeDomains": {"enabled": true}}}),
+        ));
         assert_eq!(classes.len(), 5);
         for class in &classes {
             let served = dra_api::to_served(class).unwrap();
