@@ -73,7 +73,8 @@ pub enum Step {
     /// `dra` → `device-plugin` with no workload's claim left, but the GPUCluster's own pods'
     /// claims: their gates go first, the kubelet plugin stays to unprepare the claims.
     ReleaseOwnClaims,
-    /// These workloads (sorted) hold GPUs through the current API: the gates stay.
+    /// These workloads (sorted) hold GPUs through the current API: the gates stay. Empty when
+    /// the read failed: the gates stay too, until a read succeeds.
     Wait(Vec<String>),
 }
 

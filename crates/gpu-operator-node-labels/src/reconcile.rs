@@ -6,7 +6,9 @@
 //! every node when the active ClusterPolicy changes as the decision reads it (another policy
 //! becoming active, or a spec field [`crate::desired::policy_inputs`] names), when a GPUCluster
 //! comes or goes ([`crate::resource_api`]: the DRA gates), or, while
-//! NVIDIADrivers deploy the drivers, an NVIDIADriver's selection ([`crate::driver_owner`]). The patch is a
+//! NVIDIADrivers deploy the drivers, an NVIDIADriver's selection ([`crate::driver_owner`]). A node
+//! whose resource API switch waits for its GPU workloads ([`crate::api_switch`]) is looked at
+//! again every [`crate::api_switch::SWITCH_POLL`]: what it waits for is not cached. The patch is a
 //! JSON patch that first tests the node's labels are still the cached ones, so a label someone
 //! set after our read (say `paused-for-mig-change`) is never overwritten by a stale decision;
 //! unlike a `resourceVersion` precondition it is not refused when only the node's status moved
@@ -262,7 +264,15 @@ impl NodeLabeler {
                 false,
             ));
         };
-        let step = self.switch_reads.step(&self.ctx, name, switch).await?;
+        let step = match self.switch_reads.step(&self.ctx, name, switch).await {
+            Ok(step) => step,
+            Err(error) => {
+                // The node keeps its current gates (and its other labels are still kept) until a
+                // later read says the switch is free.
+                tracing::warn!(node = name, %error, "resource API switch: cannot read what holds the node's GPUs; it waits");
+                Step::Wait(Vec::new())
+            }
+        };
         let mut decision = decide_as(labels, Some(policy), api_switch::gates_api(switch, &step));
         match &step {
             Step::Switch => {
@@ -271,12 +281,13 @@ impl NodeLabeler {
                 }
             }
             Step::ReleaseOwnClaims => {
-                tracing::info!(
+                tracing::debug!(
                     node = name,
                     "resource API switch: removing the GPUCluster's own claiming pods first"
                 );
                 api_switch::release_own_claims(labels, &mut decision.changes);
             }
+            Step::Wait(holders) if holders.is_empty() => {}
             Step::Wait(holders) => {
                 if self.switch_waits.said(name, holders) {
                     api_switch_reads::publish_waiting(&self.ctx, name, switch, holders).await;
