@@ -4,8 +4,9 @@
 //! - `device-plugin` → `dra`: the pods on the node (`spec.nodeName`, every namespace).
 //! - `dra` → `device-plugin`: the ResourceClaims of every namespace, as the GPUCluster's
 //!   teardown reads them. A pool relabelled at once has many nodes asking within one poll, so
-//!   one list serves them all for [`CLAIMS_FRESH`]; it keeps only the claims allocated devices
-//!   of our drivers, and is dropped once stale ([`SwitchReads::drop_stale`], called by every
+//!   one list serves them all for [`CLAIMS_FRESH`] while they wait (a node is freed only by a
+//!   list read for it, which may not predate its last claim); it keeps only the claims allocated
+//!   devices of our drivers, and is dropped once stale ([`SwitchReads::drop_stale`], called by every
 //!   node reconcile without a pending switch), so it costs nothing once nothing switches.
 //!
 //! [`SwitchWaits`] remembers, per waiting node only, the holders already said, so the Warning is
@@ -59,7 +60,14 @@ impl SwitchReads {
                 Ok(api_switch::step_to_dra(&pods.items))
             }
             ResourceApi::Dra => {
-                let claims = self.claims(ctx).await?;
+                let (claims, fresh) = self.claims(ctx, true).await?;
+                let step = api_switch::step_from_dra(&claims, &ctx.namespace, node);
+                if fresh || matches!(step, Step::Wait(_)) {
+                    return Ok(step);
+                }
+                // A shared list may predate a claim allocated since: only a fresh one frees
+                // the node.
+                let (claims, _) = self.claims(ctx, false).await?;
                 Ok(api_switch::step_from_dra(&claims, &ctx.namespace, node))
             }
         }
@@ -76,16 +84,23 @@ impl SwitchReads {
         }
     }
 
-    async fn claims(&self, ctx: &Context) -> Result<Arc<Vec<ResourceClaim>>, Error> {
+    /// The claims allocated devices of our drivers, and whether they were just read: the shared
+    /// list when `shared` and it is fresh, else a new list (shared from then on).
+    async fn claims(
+        &self,
+        ctx: &Context,
+        shared: bool,
+    ) -> Result<(Arc<Vec<ResourceClaim>>, bool), Error> {
         let now = Instant::now();
         self.drop_stale(now);
-        if let Some((_, claims)) = self
-            .0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
+        if shared
+            && let Some((_, claims)) = self
+                .0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .as_ref()
         {
-            return Ok(claims.clone());
+            return Ok((claims.clone(), false));
         }
         let api: Api<ResourceClaim> = Api::all(ctx.client.clone());
         let mut ours = Vec::new();
@@ -103,7 +118,7 @@ impl SwitchReads {
         }
         let claims = Arc::new(ours);
         *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some((now, claims.clone()));
-        Ok(claims)
+        Ok((claims, true))
     }
 }
 
