@@ -23,7 +23,7 @@
 //! While it waits the node keeps its current gates, and one Warning Event on the node (reason
 //! [`WAITING_REASON`]) names up to [`NAMED_HOLDERS`] holders and the fix, once per distinct set
 //! of holders; the node is looked at again every [`SWITCH_POLL`]. Pure: the reads are in
-//! [`crate::api_switch_reads`].
+//! `api_switch_reads`.
 
 use std::{collections::BTreeMap, time::Duration};
 
