@@ -7,8 +7,11 @@
 //!
 //! The fields, defaults and the name rule are NVIDIA's (v26.7), so GPUClusters written for
 //! NVIDIA's operator apply unchanged and keep every field. The DCGM, DCGM exporter and DaemonSet
-//! sections use the ClusterPolicy's Rust types; the DRA driver's are in [`dra`].
+//! sections use the ClusterPolicy's Rust types; the DRA driver's are in [`dra`]. [`claims`] reads
+//! which ResourceClaims hold the DRA driver's devices (its teardown and a node's switch wait
+//! for them).
 
+pub mod claims;
 pub mod dra;
 mod status;
 

@@ -80,7 +80,22 @@ pub fn decide_served(
         policy: policy.is_some(),
         gpu_cluster,
     };
-    let api = resource_api::resource_api(node_labels, served);
+    decide_as(
+        node_labels,
+        policy,
+        resource_api::resource_api(node_labels, served),
+    )
+}
+
+/// The [`Decision`] for `node_labels` under `policy` (the active ClusterPolicy, if any) for a
+/// node whose GPUs `api` offers, whatever its `nvidia.com/gpu.resource-api` label says: the
+/// current API while its switch waits ([`crate::api_switch`]). Without a ClusterPolicy the node
+/// is a DRA node.
+pub fn decide_as(
+    node_labels: &BTreeMap<String, String>,
+    policy: Option<&ClusterPolicySpec>,
+    api: ResourceApi,
+) -> Decision {
     let mut desired = node_labels.clone();
     let layout_wait = if let Some(policy) = policy {
         apply_rules(&mut desired, policy, api)

@@ -12,8 +12,11 @@
 //! ([`mig_recovery`]). A workload config label of an unknown value is said once in an Event on
 //! the node (`InvalidWorkloadConfig`). With a GPUCluster, [`resource_api`] decides per GPU node
 //! between the device plugin's gates and the DRA gates (`InvalidResourceAPI` for a label value
-//! it does not know). The binary calls [`controller`].
+//! it does not know); a node whose label asks for the other API switches only once no workload
+//! there holds a GPU through the current one ([`api_switch`], `ResourceAPISwitchWaiting`). The binary calls [`controller`].
 
+pub mod api_switch;
+mod api_switch_reads;
 pub mod desired;
 pub mod driver_owner;
 mod layout_events;
@@ -27,5 +30,5 @@ pub mod triggers;
 pub mod workload;
 mod workload_events;
 
-pub use desired::{Decision, LabelChanges, decide, decide_served, label_changes};
+pub use desired::{Decision, LabelChanges, decide, decide_as, decide_served, label_changes};
 pub use reconcile::{NAME, NodeLabeler, controller};

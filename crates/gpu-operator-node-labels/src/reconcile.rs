@@ -6,7 +6,9 @@
 //! every node when the active ClusterPolicy changes as the decision reads it (another policy
 //! becoming active, or a spec field [`crate::desired::policy_inputs`] names), when a GPUCluster
 //! comes or goes ([`crate::resource_api`]: the DRA gates), or, while
-//! NVIDIADrivers deploy the drivers, an NVIDIADriver's selection ([`crate::driver_owner`]). The patch is a
+//! NVIDIADrivers deploy the drivers, an NVIDIADriver's selection ([`crate::driver_owner`]). A node
+//! whose resource API switch waits for its GPU workloads ([`crate::api_switch`]) is looked at
+//! again every [`crate::api_switch::SWITCH_POLL`]: what it waits for is not cached. The patch is a
 //! JSON patch that first tests the node's labels are still the cached ones, so a label someone
 //! set after our read (say `paused-for-mig-change`) is never overwritten by a stale decision;
 //! unlike a `resourceVersion` precondition it is not refused when only the node's status moved
@@ -49,7 +51,9 @@ use serde_json::json;
 use gpu_operator_api::labels;
 
 use crate::{
-    desired::{LabelChanges, decide_served},
+    api_switch::{self, Step},
+    api_switch_reads::{self, SwitchReads, SwitchWaits},
+    desired::{LabelChanges, decide_as, decide_served},
     driver_owner,
     layout_events::{self, LayoutEvents},
     mig_recovery,
@@ -88,6 +92,10 @@ pub struct NodeLabeler {
     resource_api_events: WorkloadEvents,
     /// The MIG watchdog's memory of nodes whose reconfiguration is not done.
     mig_watch: MigWatch,
+    /// The reads of nodes whose resource API switch is pending.
+    switch_reads: SwitchReads,
+    /// The holders of waiting switches already said on their nodes.
+    switch_waits: SwitchWaits,
     patches: AtomicU64,
 }
 
@@ -111,6 +119,8 @@ impl NodeLabeler {
             workload_events: WorkloadEvents::default(),
             resource_api_events: WorkloadEvents::default(),
             mig_watch: MigWatch::default(),
+            switch_reads: SwitchReads::default(),
+            switch_waits: SwitchWaits::default(),
             patches: AtomicU64::new(0),
         })
     }
@@ -190,7 +200,7 @@ impl NodeLabeler {
             // The watch event of our last patch is on its way and will trigger a reconcile.
             return Ok(Action::requeue(own_writes::EXPIRES_AFTER));
         }
-        let decision = decide_served(&labels, Some(&policy.spec), gpu_cluster);
+        let (decision, switch_wait) = self.decide(&name, &labels, &policy.spec, served).await?;
         let wait = decision.layout_wait.as_ref();
         if self.layout_events.first_seen(&name, wait)
             && let Some(wait) = wait
@@ -224,10 +234,67 @@ impl NodeLabeler {
         changes.extend(mig_watchdog::label_changes(&after, &finding, &policy.spec));
         // A node whose MIG reconfiguration is in progress is looked at again at its timeout.
         let resync = finding.recheck_in.map_or(RESYNC, |d| d.min(RESYNC));
+        // A node whose switch waits is looked at again at the switch's poll.
+        let resync = if switch_wait {
+            resync.min(api_switch::SWITCH_POLL)
+        } else {
+            resync
+        };
         if changes.is_empty() {
             return Ok(Action::requeue(resync));
         }
         self.patch(&name, version, &labels, &changes, resync).await
+    }
+
+    /// The [`Decision`](crate::Decision) for the node `name` with `labels` under `policy`, held
+    /// at its current resource API while a pending switch waits ([`api_switch`]; the node's reads
+    /// happen only then), and whether it waits.
+    async fn decide(
+        &self,
+        name: &str,
+        labels: &BTreeMap<String, String>,
+        policy: &gpu_operator_api::ClusterPolicySpec,
+        served: Served,
+    ) -> Result<(crate::Decision, bool), Error> {
+        let Some(switch) = api_switch::pending(labels, served) else {
+            self.switch_waits.forget(name);
+            self.switch_reads.drop_stale(Instant::now());
+            return Ok((
+                decide_served(labels, Some(policy), served.gpu_cluster),
+                false,
+            ));
+        };
+        let step = match self.switch_reads.step(&self.ctx, name, switch).await {
+            Ok(step) => step,
+            Err(error) => {
+                // The node keeps its current gates (and its other labels are still kept) until a
+                // later read says the switch is free.
+                tracing::warn!(node = name, %error, "resource API switch: cannot read what holds the node's GPUs; it waits");
+                Step::Wait(Vec::new())
+            }
+        };
+        let mut decision = decide_as(labels, Some(policy), api_switch::gates_api(switch, &step));
+        match &step {
+            Step::Switch => {
+                if self.switch_waits.forget(name) {
+                    api_switch_reads::publish_switched(&self.ctx, name, switch).await;
+                }
+            }
+            Step::ReleaseOwnClaims => {
+                tracing::debug!(
+                    node = name,
+                    "resource API switch: removing the GPUCluster's own claiming pods first"
+                );
+                api_switch::release_own_claims(labels, &mut decision.changes);
+            }
+            Step::Wait(holders) if holders.is_empty() => {}
+            Step::Wait(holders) => {
+                if self.switch_waits.said(name, holders) {
+                    api_switch_reads::publish_waiting(&self.ctx, name, switch, holders).await;
+                }
+            }
+        }
+        Ok((decision, step != Step::Switch))
     }
 
     /// Only a GPUCluster: the DRA gates of [`decide_served`], nothing of the ClusterPolicy's

@@ -6,8 +6,10 @@
 //! - Only a GPUCluster: every GPU node is `dra`.
 //! - Both (ours; NVIDIA's operator refuses to label nodes while both exist): per node pool, by
 //!   the node label `nvidia.com/gpu.resource-api`: `dra` puts the node on the DRA stack,
-//!   `device-plugin` or no label leaves it on the device plugin. A pool switches by relabelling.
-//!   Another value is said once in a Warning Event on the node (`InvalidResourceAPI`) and read
+//!   `device-plugin` or no label leaves it on the device plugin. A pool switches by relabelling,
+//!   each node once no workload there holds a GPU through the API it leaves
+//!   ([`crate::api_switch`]: meanwhile it keeps its current gates and a Warning Event
+//!   `ResourceAPISwitchWaiting` names the holders). Another value is said once in a Warning Event on the node (`InvalidResourceAPI`) and read
 //!   as `device-plugin`.
 //!
 //! A GPUCluster counts while it exists, also while it is being deleted: its finalizer holds

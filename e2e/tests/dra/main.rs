@@ -7,7 +7,8 @@
 //! scheduler on a DRA node; a `mig.nvidia.com` claim gets a MIG device of the H100 node once the
 //! slice there publishes MIG devices. Converged, the operator writes nothing (unrelated node label
 //! changes). Deleting the GPUCluster waits while a claim holds a device of ours, naming it; once
-//! the pod is gone, the kubelet plugin goes and then the GPUCluster.
+//! the pod is gone, the kubelet plugin goes and then the GPUCluster. A node's switch between the
+//! two waits for the GPU workloads on it, both ways ([`switch`]).
 #![cfg(feature = "e2e")]
 #![allow(
     clippy::unwrap_used,
@@ -38,6 +39,8 @@ use kube::{
 use serde_json::json;
 
 use support::{Cleanup, Env, IMAGES, PLUGIN, TIMEOUT, gpu_nodes, pods_of, setup, simulated_nodes};
+
+mod switch;
 
 /// Our node label choosing the DRA pool when a ClusterPolicy is active too.
 const RESOURCE_API: &str = "nvidia.com/gpu.resource-api";
@@ -274,7 +277,15 @@ async fn dra_pools_beside_the_device_plugin() {
         .filter(|n| !dra_pool.contains(*n))
         .cloned()
         .collect();
-    let _dra_cleanup = DraCleanup(dra_pool.iter().cloned().collect());
+    // The switch step relabels one node of the device-plugin pool too.
+    let switching = plugin_pool.iter().next().unwrap().clone();
+    let _dra_cleanup = DraCleanup(
+        dra_pool
+            .iter()
+            .cloned()
+            .chain([switching.clone()])
+            .collect(),
+    );
     for node in &dra_pool {
         kubectl_ok(&[
             "label",
@@ -303,6 +314,14 @@ async fn dra_pools_beside_the_device_plugin() {
     wait_pods_on(&env, PLUGIN, &plugin_pool).await;
 
     publish_slices(&env, &nodes, &dra_pool, (&h100, &t4)).await;
+    switch::switches_wait_for_the_nodes_workloads(
+        &env,
+        (&t4, Profile::T4),
+        &switching,
+        &dra_pool,
+        &plugin_pool,
+    )
+    .await;
 
     // The scheduler allocates a GPU of the DRA pool, never of the device-plugin pool.
     let node = claim_and_schedule(&env, "whole-gpu", "gpu.nvidia.com").await;
