@@ -1,6 +1,13 @@
 //! What the DRA scenarios share: the GPUCluster they create, the pool label, their cleanup, the
 //! waits on the kubelet plugin's pods and on the GPUCluster, the slices the plugin would publish,
 //! and a pod claiming a GPU through a ResourceClaimTemplate.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::missing_panics_doc,
+    reason = "test support: a step that cannot be taken fails the test that takes it"
+)]
 
 use std::collections::BTreeSet;
 
@@ -142,7 +149,8 @@ fn claim_template_kind() -> ApiResource {
     )
 }
 
-fn claim_template(name: &str, class: &str) -> DynamicObject {
+/// A ResourceClaimTemplate `name` of one device of DeviceClass `class`.
+pub fn claim_template(name: &str, class: &str) -> DynamicObject {
     let mut template = DynamicObject::new(name, &claim_template_kind());
     template.data = json!({"spec": {"spec": {"devices": {"requests": [
         {"name": "gpu", "exactly": {"deviceClassName": class, "count": 1}}
@@ -150,7 +158,8 @@ fn claim_template(name: &str, class: &str) -> DynamicObject {
     template
 }
 
-fn claiming_pod(name: &str, template: &str) -> Pod {
+/// A pod `name` whose one container claims a device through the ResourceClaimTemplate `template`.
+pub fn claiming_pod(name: &str, template: &str) -> Pod {
     serde_json::from_value(json!({
         "metadata": {"name": name},
         "spec": {

@@ -21,97 +21,29 @@ use std::{collections::BTreeSet, time::Duration};
 
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec, GpuCluster};
 use gpu_operator_e2e::{
+    dra_scenario::{
+        DraCleanup, GPU_CLUSTER, claim_and_schedule, gpu_cluster, label_dra, profile_of,
+        publish_whole_gpus, wait_gpu_cluster_ready, wait_pods_on,
+    },
     quiet::{change_unrelated_labels, operator_writes},
     scenario as support,
 };
 use gpu_operator_harness::{
-    access::kubectl_ok,
     dra::{self, PLUGIN_DAEMONSET},
-    fleet::{PROFILE_LABEL, Profile},
+    fleet::Profile,
     wait_until,
 };
-use k8s_openapi::{api::core::v1::Pod, jiff::Timestamp};
+use k8s_openapi::jiff::Timestamp;
 use kube::{
-    Api, ResourceExt as _,
+    Api,
     api::{DeleteParams, DynamicObject, ListParams, PostParams},
     core::{ApiResource, GroupVersionKind},
 };
 use serde_json::json;
 
-use support::{Cleanup, Env, IMAGES, PLUGIN, TIMEOUT, gpu_nodes, pods_of, setup, simulated_nodes};
+use support::{Cleanup, Env, IMAGES, PLUGIN, TIMEOUT, gpu_nodes, setup, simulated_nodes};
 
 mod switch;
-
-/// Our node label choosing the DRA pool when a ClusterPolicy is active too.
-const RESOURCE_API: &str = "nvidia.com/gpu.resource-api";
-const GPU_CLUSTER: &str = "gpu-cluster";
-
-/// Removes what the scenario put outside its namespace, also when a step panics: the pool labels,
-/// the published slices, the GPUCluster (its finalizer too, should the teardown step have failed).
-struct DraCleanup(Vec<String>);
-
-impl Drop for DraCleanup {
-    fn drop(&mut self) {
-        for node in &self.0 {
-            let _ = kubectl_ok(&["label", "node", node, &format!("{RESOURCE_API}-")]);
-        }
-        let _ = kubectl_ok(&[
-            "delete",
-            "resourceslices",
-            "--field-selector",
-            &format!("spec.driver={}", dra::GPU_DRIVER),
-            "--ignore-not-found",
-        ]);
-        let _ = kubectl_ok(&[
-            "patch",
-            "gpucluster",
-            GPU_CLUSTER,
-            "--type=merge",
-            "-p",
-            r#"{"metadata":{"finalizers":null}}"#,
-        ]);
-        let _ = kubectl_ok(&[
-            "delete",
-            "gpucluster",
-            GPU_CLUSTER,
-            "--ignore-not-found",
-            "--wait=false",
-        ]);
-    }
-}
-
-fn profile_of(nodes: &[k8s_openapi::api::core::v1::Node], name: &str) -> Profile {
-    let node = nodes.iter().find(|n| n.name_any() == name).unwrap();
-    node.labels()[PROFILE_LABEL].parse().unwrap()
-}
-
-/// The nodes DaemonSet `name` has pods on.
-async fn nodes_of(env: &Env, name: &str) -> BTreeSet<String> {
-    pods_of(env, name).await.into_keys().collect()
-}
-
-/// Waits until DaemonSet `name` has pods on exactly `nodes`.
-async fn wait_pods_on(env: &Env, name: &str, nodes: &BTreeSet<String>) {
-    let result = wait_until(&format!("{name} on {nodes:?}"), TIMEOUT, || async {
-        Ok((nodes_of(env, name).await == *nodes).then_some(()))
-    })
-    .await;
-    if let Err(error) = result {
-        panic!("{error}; pods on {:?}", nodes_of(env, name).await);
-    }
-}
-
-fn gpu_cluster() -> GpuCluster {
-    serde_json::from_value(json!({
-        "apiVersion": "nvidia.com/v1alpha1",
-        "kind": "GPUCluster",
-        "metadata": {"name": GPU_CLUSTER},
-        "spec": {"draDriver": {
-            "repository": "nvcr.io/nvidia", "image": "dra-driver-nvidia-gpu", "version": "v0.5.0"
-        }},
-    }))
-    .unwrap()
-}
 
 /// NVIDIA's v26.7.0 sample GPUCluster (`config/samples/nvidia_v1alpha1_gpucluster.yaml`), its
 /// fields and values.
@@ -204,57 +136,6 @@ fn contains(whole: &serde_json::Value, part: &serde_json::Value) -> bool {
     }
 }
 
-fn claim_template(name: &str, class: &str) -> DynamicObject {
-    let kind = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("resource.k8s.io", "v1", "ResourceClaimTemplate"),
-        "resourceclaimtemplates",
-    );
-    let mut template = DynamicObject::new(name, &kind);
-    template.data = json!({"spec": {"spec": {"devices": {"requests": [
-        {"name": "gpu", "exactly": {"deviceClassName": class, "count": 1}}
-    ]}}}});
-    template
-}
-
-fn claiming_pod(name: &str, template: &str) -> Pod {
-    serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "spec": {
-            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}],
-            "containers": [{
-                "name": "cuda", "image": "nvcr.io/nvidia/cuda:12.9.1-base-ubi9",
-                "resources": {"claims": [{"name": "gpu"}]}
-            }],
-        },
-    }))
-    .unwrap()
-}
-
-/// Creates a claim template of `class` and a pod claiming from it in the scenario's namespace;
-/// waits until the scheduler placed the pod and returns its node.
-async fn claim_and_schedule(env: &Env, name: &str, class: &str) -> String {
-    let kind = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("resource.k8s.io", "v1", "ResourceClaimTemplate"),
-        "resourceclaimtemplates",
-    );
-    let templates: Api<DynamicObject> =
-        Api::namespaced_with(env.client.clone(), &env.namespace, &kind);
-    templates
-        .create(&PostParams::default(), &claim_template(name, class))
-        .await
-        .unwrap();
-    env.pods()
-        .create(&PostParams::default(), &claiming_pod(name, name))
-        .await
-        .unwrap();
-    wait_until(&format!("pod {name} scheduled"), TIMEOUT, || async {
-        let pod = env.pods().get(name).await?;
-        Ok(pod.spec.and_then(|s| s.node_name))
-    })
-    .await
-    .unwrap()
-}
-
 #[tokio::test]
 async fn dra_pools_beside_the_device_plugin() {
     let env = setup().await;
@@ -286,16 +167,7 @@ async fn dra_pools_beside_the_device_plugin() {
             .chain([switching.clone()])
             .collect(),
     );
-    for node in &dra_pool {
-        kubectl_ok(&[
-            "label",
-            "node",
-            node,
-            &format!("{RESOURCE_API}=dra"),
-            "--overwrite",
-        ])
-        .unwrap();
-    }
+    label_dra(&dra_pool);
     let operator = env.start(&IMAGES);
     let policy = ClusterPolicy::new(&env.namespace, ClusterPolicySpec::default());
     env.policies()
@@ -337,15 +209,7 @@ async fn dra_pools_beside_the_device_plugin() {
     assert_eq!(node, h100, "the MIG claim lands on the H100 node");
 
     // Converged: unrelated node label changes cost the operator no write.
-    wait_until("the GPUCluster ready", TIMEOUT, || async {
-        let cluster = clusters.get(GPU_CLUSTER).await?;
-        Ok(cluster
-            .status
-            .is_some_and(|s| s.state.as_str() == "ready")
-            .then_some(()))
-    })
-    .await
-    .unwrap();
+    wait_gpu_cluster_ready(&clusters).await;
     let from = Timestamp::now();
     change_unrelated_labels(&env, &operator, &gpus, Duration::from_secs(5)).await;
     let writes = operator_writes(&env, from);
@@ -364,13 +228,7 @@ async fn publish_slices(
     dra_pool: &BTreeSet<String>,
     (h100, t4): (&str, &str),
 ) {
-    for node in dra_pool {
-        let client = dra::plugin_client(&env.client, &env.namespace, node)
-            .await
-            .unwrap();
-        let slice = dra::gpu_slice(node, profile_of(nodes, node), None, 1).unwrap();
-        dra::publish(&client, &slice).await.unwrap();
-    }
+    publish_whole_gpus(env, nodes, dra_pool).await;
     let t4_client = dra::plugin_client(&env.client, &env.namespace, t4)
         .await
         .unwrap();

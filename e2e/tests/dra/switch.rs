@@ -21,7 +21,7 @@ use kube::{
 };
 use serde_json::json;
 
-use super::{RESOURCE_API, claim_template, claiming_pod, wait_pods_on};
+use gpu_operator_e2e::dra_scenario::{RESOURCE_API, claim_template, claiming_pod, wait_pods_on};
 
 const DRA_DRIVER_GATE: &str = "nvidia.com/gpu.deploy.dra-driver";
 const PLUGIN_GATE: &str = "nvidia.com/gpu.deploy.device-plugin";

@@ -161,7 +161,8 @@ struct Reconciler {
 impl Reconciler {
     async fn start(world: &World) -> Self {
         let client = world.client.clone();
-        let (mut caches, mut subs, driver) = stores::start(&client, "default");
+        let (mut caches, mut subs, driver) =
+            stores::start(&client, "default", gpu_operator_core::dra_api::DraApi::V1);
         // The shared node cache, narrowed to this world's nodes.
         let (nodes, writer) = reflector::store();
         caches.nodes = nodes;
