@@ -119,10 +119,7 @@ fn beyond_base(samples: &[Value], key: &str) -> Option<(f64, f64)> {
         .iter()
         .map(|s| {
             let nodes = s["gpu_nodes"].as_f64().unwrap_or_default();
-            (
-                nodes,
-                s[key].as_f64().unwrap_or_default() * nodes,
-            )
+            (nodes, s[key].as_f64().unwrap_or_default() * nodes)
         })
         .collect();
     let n = f64::from(u32::try_from(points.len()).unwrap_or(u32::MAX));

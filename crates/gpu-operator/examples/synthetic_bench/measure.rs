@@ -189,7 +189,12 @@ pub fn sample(gpu_nodes: u32, policy: &ClusterPolicy, api: ResourceApi) -> anyho
     let on_dra = api == ResourceApi::Dra;
     let fleet = fleet::fleet(gpu_nodes)?;
     let base_rss_mib = rss_mib();
-    let operands = crate::OPERANDS.len() + if on_dra { dra::gpu_cluster_operands() } else { 0 };
+    let operands = crate::OPERANDS.len()
+        + if on_dra {
+            dra::gpu_cluster_operands()
+        } else {
+            0
+        };
     let mut caches = NodeCaches::new(operands, on_dra);
     let mut version = 0;
     for (profile, name) in fleet.nodes() {
