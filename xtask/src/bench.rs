@@ -118,7 +118,9 @@ pub struct Args {
     /// A GPUCluster beside the ClusterPolicy, a third of the GPU nodes labelled
     /// `nvidia.com/gpu.resource-api=dra` first: ready once both are and the device plugin and
     /// the DRA kubelet plugin each cover their pool (the bench publishes the ResourceSlices the
-    /// kubelet plugin would).
+    /// kubelet plugin would). With `--synthetic`: every GPU node on the GPUCluster's DRA stack
+    /// beside the ClusterPolicy, its ResourceSlice cache (an 8-GPU slice per node) and one DRA
+    /// readiness pass added.
     #[arg(long)]
     pub dra: bool,
 }
@@ -377,7 +379,8 @@ fn binary_revision(binary: &Path) -> String {
 }
 
 /// `--synthetic`: builds and runs the `synthetic_bench` example (release profile), which prints
-/// a Markdown table; it goes to the terminal and `target/bench/synthetic.md`.
+/// a Markdown table; it goes to the terminal and `target/bench/synthetic.md` (with `--dra`,
+/// `synthetic-dra.md`).
 fn synthetic(args: &Args) -> anyhow::Result<()> {
     let explicit = std::env::args().any(|a| a == "--nodes" || a.starts_with("--nodes="));
     let sizes = if explicit {
@@ -390,8 +393,10 @@ fn synthetic(args: &Args) -> anyhow::Result<()> {
     } else {
         SYNTHETIC_SIZES.to_owned()
     };
-    eprintln!("==> synthetic bench (release build): {sizes} GPU nodes");
-    let table = process::output(Command::new(env!("CARGO")).args([
+    let dra = if args.dra { " on DRA" } else { "" };
+    eprintln!("==> synthetic bench (release build): {sizes} GPU nodes{dra}");
+    let mut bench = Command::new(env!("CARGO"));
+    bench.args([
         "run",
         "--quiet",
         "--release",
@@ -402,7 +407,11 @@ fn synthetic(args: &Args) -> anyhow::Result<()> {
         "--",
         "--nodes",
         &sizes,
-    ]))?;
+    ]);
+    if args.dra {
+        bench.arg("--dra");
+    }
+    let table = process::output(&mut bench)?;
     let out = args
         .out
         .clone()
@@ -413,9 +422,14 @@ fn synthetic(args: &Args) -> anyhow::Result<()> {
         revision(),
         k8s_openapi::jiff::Timestamp::now()
     );
-    std::fs::write(out.join("synthetic.md"), &report)?;
+    let file = out.join(if args.dra {
+        "synthetic-dra.md"
+    } else {
+        "synthetic.md"
+    });
+    std::fs::write(&file, &report)?;
     println!("{table}");
-    eprintln!("report: {}", out.join("synthetic.md").display());
+    eprintln!("report: {}", file.display());
     Ok(())
 }
 

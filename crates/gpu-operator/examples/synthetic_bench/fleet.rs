@@ -2,13 +2,16 @@
 //! feature labels NFD puts on every real node and the labels our operator adds, each node as the
 //! operator's caches hold it (metadata-only `NodeMeta`, the GPU nodes' runtime) with the
 //! validators' report of a node where everything is ready, and as the driver upgrade's watch
-//! receives it (the full Node, after an upgrade: `upgrade-done`, cordon off, Ready).
+//! receives it (the full Node, after an upgrade: `upgrade-done`, cordon off, Ready). With the
+//! GPUCluster beside the ClusterPolicy (`--dra`), every GPU node is labelled
+//! `nvidia.com/gpu.resource-api=dra` and the labeller gives it the DRA gates.
 
 use std::collections::BTreeMap;
 
 use gpu_operator_api::ClusterPolicySpec;
 use gpu_operator_core::cache::{node_meta::NodeMeta, node_runtime::NodeRuntime};
 use gpu_operator_harness::fleet::{Fleet, Profile};
+use gpu_operator_node_labels::{LabelChanges, resource_api::ResourceApi};
 use k8s_openapi::{
     api::core::v1::{Node, NodeAddress, NodeCondition, NodeSpec, Taint},
     apimachinery::pkg::apis::meta::v1::Time,
@@ -69,9 +72,37 @@ pub fn fleet(gpu_nodes: u32) -> anyhow::Result<Fleet> {
     Fleet::default().scaled_to(gpu_nodes.saturating_mul(7).div_ceil(6))
 }
 
-/// The labels of node `name` of `profile` once our operator labelled it for `spec`.
-pub fn labels(profile: Profile, name: &str, spec: &ClusterPolicySpec) -> BTreeMap<String, String> {
+/// The label changes the node labeller decides for a node with `labels` under the ClusterPolicy
+/// `spec`, with a GPUCluster too when the GPU nodes are on `api` DRA.
+pub fn label_changes(
+    labels: &BTreeMap<String, String>,
+    spec: &ClusterPolicySpec,
+    api: ResourceApi,
+) -> LabelChanges {
+    gpu_operator_node_labels::decide_served(labels, Some(spec), api == ResourceApi::Dra).changes
+}
+
+/// The labels node `name` of `profile` has before our operator labels it: its own, and on `api`
+/// DRA a GPU node's pool label that puts it on the DRA stack.
+fn own_labels(profile: Profile, name: &str, api: ResourceApi) -> BTreeMap<String, String> {
     let mut labels = profile.labels(name);
+    if api == ResourceApi::Dra && profile.gpu_count() > 0 {
+        labels.insert(
+            gpu_operator_api::labels::GPU_RESOURCE_API.to_owned(),
+            gpu_operator_api::labels::RESOURCE_API_DRA.to_owned(),
+        );
+    }
+    labels
+}
+
+/// The labels of node `name` of `profile` once our operator labelled it for `spec` (and `api`).
+pub fn labels(
+    profile: Profile,
+    name: &str,
+    spec: &ClusterPolicySpec,
+    api: ResourceApi,
+) -> BTreeMap<String, String> {
+    let mut labels = own_labels(profile, name, api);
     for flag in CPUID {
         labels.insert(
             format!("feature.node.kubernetes.io/cpu-cpuid.{flag}"),
@@ -82,7 +113,7 @@ pub fn labels(profile: Profile, name: &str, spec: &ClusterPolicySpec) -> BTreeMa
         "topology.kubernetes.io/zone".to_owned(),
         "us-east-1a".to_owned(),
     );
-    for (key, value) in gpu_operator_node_labels::label_changes(&labels, spec) {
+    for (key, value) in label_changes(&labels, spec, api) {
         match value {
             Some(value) => labels.insert(key, value),
             None => labels.remove(&key),
@@ -92,12 +123,18 @@ pub fn labels(profile: Profile, name: &str, spec: &ClusterPolicySpec) -> BTreeMa
 }
 
 /// Node `name` of `profile` as the node cache holds it, at `version`.
-pub fn node_meta(profile: Profile, name: &str, spec: &ClusterPolicySpec, version: u64) -> NodeMeta {
+pub fn node_meta(
+    profile: Profile,
+    name: &str,
+    spec: &ClusterPolicySpec,
+    api: ResourceApi,
+    version: u64,
+) -> NodeMeta {
     let mut node = PartialObjectMeta::<Node>::default();
     node.metadata.name = Some(name.to_owned());
     node.metadata.uid = Some(format!("00000000-0000-0000-0000-{version:012}"));
     node.metadata.resource_version = Some(version.to_string());
-    node.metadata.labels = Some(labels(profile, name, spec));
+    node.metadata.labels = Some(labels(profile, name, spec, api));
     if profile.gpu_count() > 0 {
         node.metadata.annotations = Some(BTreeMap::from([(
             gpu_operator_api::node_validation::ANNOTATION.to_owned(),
@@ -119,9 +156,10 @@ pub fn node_runtime(profile: Profile, name: &str) -> NodeRuntime {
 }
 
 /// Node `name` of `profile` as it joins: its own labels, none of ours, no validator report yet.
-pub fn arriving(profile: Profile, name: &str) -> NodeMeta {
+pub fn arriving(profile: Profile, name: &str, api: ResourceApi) -> NodeMeta {
     let mut node = PartialObjectMeta::<Node>::default();
     node.metadata = profile.node(name).metadata;
+    node.metadata.labels = Some(own_labels(profile, name, api));
     node.metadata.uid = Some(format!("uid-{name}"));
     node.metadata.resource_version = Some("1".to_owned());
     node.into()
@@ -138,9 +176,15 @@ pub fn time(text: &str) -> Option<Time> {
 /// GPU node `name` of `profile` as the API server sends it to a full-Node watch: the cached
 /// labels plus the upgrade's, the kubelet's annotations, spec and status (conditions, addresses,
 /// capacity, node info), at `version`.
-pub fn full_node(profile: Profile, name: &str, spec: &ClusterPolicySpec, version: u64) -> Node {
+pub fn full_node(
+    profile: Profile,
+    name: &str,
+    spec: &ClusterPolicySpec,
+    api: ResourceApi,
+    version: u64,
+) -> Node {
     let mut node = profile.node(name);
-    let mut labels = labels(profile, name, spec);
+    let mut labels = labels(profile, name, spec, api);
     labels.insert(
         gpu_operator_api::labels::DRIVER_UPGRADE_STATE.to_owned(),
         "upgrade-done".to_owned(),

@@ -4,9 +4,12 @@
 //! memory at 1,000 to 50,000 GPU nodes, with no API server. Each size runs in a fresh process
 //! (so its memory is its own); prints a Markdown table. Run by `cargo xtask bench --synthetic`.
 //!
-//! `synthetic_bench [--nodes 1000,5000,20000,50000]` (GPU nodes; the fleet adds one CPU-only node
-//! for every six, the live bench's mix).
+//! `synthetic_bench [--dra] [--nodes 1000,5000,20000,50000]` (GPU nodes; the fleet adds one
+//! CPU-only node for every six, the live bench's mix). `--dra` puts every GPU node on the DRA
+//! stack of a GPUCluster beside the ClusterPolicy, which still serves the driver and toolkit:
+//! the ClusterPolicy's caches stay, and the GPUCluster's are added (see [`dra`]).
 
+mod dra;
 mod fleet;
 mod measure;
 mod node_caches;
@@ -18,6 +21,7 @@ use std::{fmt::Write as _, process::Command, sync::LazyLock};
 use anyhow::{Context as _, bail};
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
 use gpu_operator_core::{cache::facts::ClusterFacts, contract::Operand};
+use gpu_operator_node_labels::resource_api::ResourceApi;
 use serde_json::Value;
 
 /// Renders an operand's objects as JSON for a spec and the node facts.
@@ -39,36 +43,49 @@ pub static OPERANDS: LazyLock<Vec<(&'static str, Render)>> = LazyLock::new(|| {
 /// The ClusterPolicy of the live bench.
 const POLICY: &str = include_str!("../../../../manifests/examples/minimal.yaml");
 
+const USAGE: &str = "usage: synthetic_bench [--dra] [--nodes 1000,5000,20000,50000]";
+
 fn main() -> anyhow::Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let api = if let Some(at) = args.iter().position(|a| a == "--dra") {
+        args.remove(at);
+        ResourceApi::Dra
+    } else {
+        ResourceApi::DevicePlugin
+    };
     let policy: ClusterPolicy = serde_yaml::from_str(POLICY)?;
     match args.as_slice() {
         [flag, n] if flag == "--one" => {
-            let sample = measure::sample(n.parse().context("--one takes a node count")?, &policy)?;
+            let nodes = n.parse().context("--one takes a node count")?;
+            let sample = measure::sample(nodes, &policy, api)?;
             println!("{}", serde_json::to_string(&sample)?);
             Ok(())
         }
-        [] => table(&[1000, 5000, 20000, 50000]),
+        [] => table(&[1000, 5000, 20000, 50000], api),
         [flag, sizes] if flag == "--nodes" => table(
             &sizes
                 .split(',')
                 .map(|s| s.trim().replace('_', "").parse::<u32>())
                 .collect::<Result<Vec<_>, _>>()
                 .context("--nodes takes GPU node counts, such as 1000,5000")?,
+            api,
         ),
-        _ => bail!("usage: synthetic_bench [--nodes 1000,5000,20000,50000]"),
+        _ => bail!(USAGE),
     }
 }
 
 /// Runs each size in a child process and prints the table.
-fn table(sizes: &[u32]) -> anyhow::Result<()> {
+fn table(sizes: &[u32], api: ResourceApi) -> anyhow::Result<()> {
     let exe = std::env::current_exe()?;
     let mut samples = Vec::new();
     for size in sizes {
         eprintln!("==> synthetic: {size} GPU nodes");
-        let out = Command::new(&exe)
-            .args(["--one", &size.to_string()])
-            .output()?;
+        let mut one = Command::new(&exe);
+        one.args(["--one", &size.to_string()]);
+        if api == ResourceApi::Dra {
+            one.arg("--dra");
+        }
+        let out = one.output()?;
         if !out.status.success() {
             bail!(
                 "the {size}-node sample failed: {}",
@@ -79,26 +96,30 @@ fn table(sizes: &[u32]) -> anyhow::Result<()> {
         samples.push(sample);
     }
     println!("{}", markdown(&samples));
-    if let Some((base_mib, kib)) = beyond_base(&samples) {
+    if let Some((base_mib, kib)) = beyond_base(&samples, "kib_per_gpu_node") {
         println!(
             "\nBeyond a fixed base: {kib:.2} KiB per GPU node (the least-squares slope of the \
              caches' growth over these sizes; base {base_mib:.1} MiB)."
         );
     }
+    if api == ResourceApi::Dra
+        && let Some((base_mib, kib)) = beyond_base(&samples, "dra_kib_per_gpu_node")
+    {
+        println!(
+            "Of which the ResourceSlice cache: {kib:.2} KiB per GPU node (base {base_mib:.1} MiB)."
+        );
+    }
     Ok(())
 }
 
-/// The caches' growth as a fixed base (MiB) plus a cost per GPU node (KiB): the least-squares
-/// line through each size's growth. Needs two sizes or more.
-fn beyond_base(samples: &[Value]) -> Option<(f64, f64)> {
+/// The caches' growth (the figure `key`, KiB per GPU node) as a fixed base (MiB) plus a cost per
+/// GPU node (KiB): the least-squares line through each size's growth. Needs two sizes or more.
+fn beyond_base(samples: &[Value], key: &str) -> Option<(f64, f64)> {
     let points: Vec<(f64, f64)> = samples
         .iter()
         .map(|s| {
             let nodes = s["gpu_nodes"].as_f64().unwrap_or_default();
-            (
-                nodes,
-                s["kib_per_gpu_node"].as_f64().unwrap_or_default() * nodes,
-            )
+            (nodes, s[key].as_f64().unwrap_or_default() * nodes)
         })
         .collect();
     let n = f64::from(u32::try_from(points.len()).unwrap_or(u32::MAX));
@@ -141,6 +162,13 @@ fn markdown(samples: &[Value]) -> String {
     row("… driver upgrade: node + pod caches, filter", &|s| {
         format!("{:.2} KiB", num(s, "upgrade_kib_per_gpu_node"))
     });
+    let on_dra = samples.iter().any(|s| s["dra"] == true);
+    if on_dra {
+        row(
+            "… DRA: ResourceSlice cache + its stream (8-GPU slices)",
+            &|s| format!("{:.2} KiB", num(s, "dra_kib_per_gpu_node")),
+        );
+    }
     row("one node event (caches, filters, label decision)", &|s| {
         format!("{:.1} µs", num(s, "node_event_us"))
     });
@@ -179,6 +207,11 @@ fn markdown(samples: &[Value]) -> String {
     row("one node event on the upgrade's full-Node watch", &|s| {
         format!("{:.1} µs", num(s, "upgrade_node_event_us"))
     });
+    if on_dra {
+        row("DRA readiness pass, every node (slices cached)", &|s| {
+            format!("{:.2} ms ({})", num(s, "dra_pass_ms"), s["dra_slices"])
+        });
+    }
     for (i, (name, _)) in OPERANDS.iter().enumerate() {
         row(&format!("full reconcile: {name} (facts reused)"), &|s| {
             let ms = s["operand_ms"][i][1].as_f64().unwrap_or_default();

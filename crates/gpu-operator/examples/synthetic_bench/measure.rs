@@ -1,8 +1,8 @@
 //! One fleet size, measured in this process: the caches and the per-node state of every trigger
 //! filter the operator keeps (wired as `gpu-operator run` wires them: the shared node caches and
 //! their filters, then the driver upgrade's own node and pod caches and its filter, see
-//! [`crate::upgrade`]), then the time of each full pass and of one node event, and the requests
-//! that event causes.
+//! [`crate::upgrade`]; with `--dra` the GPUCluster's ResourceSlice cache, see [`crate::dra`]), then
+//! the time of each full pass and of one node event, and the requests that event causes.
 
 use std::sync::Arc;
 
@@ -17,13 +17,14 @@ use gpu_operator_core::{
 };
 use gpu_operator_driver_upgrade::{policy::Policy, view::Templates};
 use gpu_operator_harness::{fleet::Profile, operator::IMAGES};
+use gpu_operator_node_labels::resource_api::ResourceApi;
 use gpu_operator_status::node_validation;
 use k8s_openapi::{api::core::v1::Node, jiff::Timestamp};
 use kube::{ResourceExt as _, core::PartialObjectMeta, runtime::reflector::ObjectRef};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::{fleet, node_caches::NodeCaches, upgrade};
+use crate::{dra, fleet, node_caches::NodeCaches, upgrade};
 
 /// What one size measured.
 #[derive(Debug, Default, Serialize)]
@@ -40,6 +41,15 @@ pub struct Sample {
     pub core_kib_per_gpu_node: f64,
     /// Of which the driver upgrade's node and pod caches and its node filter.
     pub upgrade_kib_per_gpu_node: f64,
+    /// Whether every GPU node is on DRA (a GPUCluster beside the ClusterPolicy).
+    pub dra: bool,
+    /// Of which (with `dra`) the ResourceSlice cache, its change stream and subscriber.
+    pub dra_kib_per_gpu_node: f64,
+    /// ResourceSlices cached (with `dra`).
+    pub dra_slices: usize,
+    /// One DRA readiness pass over every node (`DRAResourcesPublished` from the node and slice
+    /// caches), ms (with `dra`).
+    pub dra_pass_ms: f64,
     /// Nodes and operand pods in the driver upgrade's caches.
     pub upgrade_cached: (usize, usize),
     /// One driver upgrade pass over every GPU node at rest (every driver in sync), ms.
@@ -169,20 +179,27 @@ pub fn rendered<O: Operand<Owner = ClusterPolicy>>(
     out
 }
 
-/// Measures `gpu_nodes` GPU nodes.
+/// Measures `gpu_nodes` GPU nodes on `api`.
 #[expect(
     clippy::too_many_lines,
     reason = "one measurement after another, in order"
 )]
-pub fn sample(gpu_nodes: u32, policy: &ClusterPolicy) -> anyhow::Result<Sample> {
+pub fn sample(gpu_nodes: u32, policy: &ClusterPolicy, api: ResourceApi) -> anyhow::Result<Sample> {
     let spec = &policy.spec;
+    let on_dra = api == ResourceApi::Dra;
     let fleet = fleet::fleet(gpu_nodes)?;
     let base_rss_mib = rss_mib();
-    let mut caches = NodeCaches::new(crate::OPERANDS.len());
+    let operands = crate::OPERANDS.len()
+        + if on_dra {
+            dra::gpu_cluster_operands()
+        } else {
+            0
+        };
+    let mut caches = NodeCaches::new(operands, on_dra);
     let mut version = 0;
     for (profile, name) in fleet.nodes() {
         version += 1;
-        caches.node(fleet::node_meta(profile, &name, spec, version));
+        caches.node(fleet::node_meta(profile, &name, spec, api, version));
         if profile.gpu_count() > 0 {
             caches.runtime(fleet::node_runtime(profile, &name));
         }
@@ -217,9 +234,29 @@ pub fn sample(gpu_nodes: u32, policy: &ClusterPolicy) -> anyhow::Result<Sample> 
         render_of(gpu_operator_validator_operand::Validation::NAME),
     );
     let before_upgrade = rss_mib();
-    let mut upgrades = upgrade::Caches::fill(&fleet, spec, &driver, &validator)?;
+    let mut upgrades = upgrade::Caches::fill(&fleet, spec, api, &driver, &validator)?;
     let upgrade_mib = rss_mib() - before_upgrade;
     let upgrade_cached = upgrades.counts();
+    // The GPUCluster's ResourceSlice cache, one slice per GPU node, and one readiness pass.
+    let (mut dra_mib, mut dra_slices, mut dra_pass_ms) = (0.0, 0, 0.0);
+    let slice_cache = if on_dra {
+        let before_dra = rss_mib();
+        let slice_cache = dra::SliceCache::fill(&fleet)?;
+        dra_mib = rss_mib() - before_dra;
+        let slices = slice_cache.store();
+        dra_slices = slices.state().len();
+        dra::ensure_all_ready(
+            &dra::readiness(&nodes_store, &slices),
+            &nodes,
+            real_gpu_nodes,
+        )?;
+        dra_pass_ms = per_run_ms(3, || {
+            std::hint::black_box(dra::readiness(&nodes_store, &slices));
+        });
+        Some(slice_cache)
+    } else {
+        None
+    };
     let policy_ok = Policy::resolve(spec.driver.upgrade_policy.as_ref())?;
     let now = Timestamp::now();
     let templates = Templates::new(&upgrades.driver);
@@ -240,7 +277,7 @@ pub fn sample(gpu_nodes: u32, policy: &ClusterPolicy) -> anyhow::Result<Sample> 
         .take(2_000)
         .enumerate()
         .map(|(i, (profile, name))| {
-            let mut node = fleet::full_node(profile, &name, spec, 1);
+            let mut node = fleet::full_node(profile, &name, spec, api, 1);
             if let Some(labels) = node.metadata.labels.as_mut() {
                 labels.insert("example.com/revision".to_owned(), i.to_string());
             }
@@ -263,10 +300,7 @@ pub fn sample(gpu_nodes: u32, policy: &ClusterPolicy) -> anyhow::Result<Sample> 
     let facts_ms = per_run_ms(3, || drop(facts_of(&nodes)));
     let label_pass_ms = per_run_ms(1, || {
         for node in &nodes {
-            drop(gpu_operator_node_labels::label_changes(
-                &node.labels().to_map(),
-                spec,
-            ));
+            drop(fleet::label_changes(&node.labels().to_map(), spec, api));
         }
     });
     // The facts as the reconcilers get them: one pass per marked node change, shared.
@@ -334,16 +368,21 @@ pub fn sample(gpu_nodes: u32, policy: &ClusterPolicy) -> anyhow::Result<Sample> 
         let labels = node.labels().to_map();
         caches.node(node);
         memo.settle(&marker);
-        std::hint::black_box(gpu_operator_node_labels::label_changes(&labels, spec));
+        std::hint::black_box(fleet::label_changes(&labels, spec, api));
     }
     let node_event_us = (cpu_now() - started) * 1e6 / f64::from(events);
     // What a GPU node joining causes: its label patch, and the objects whose rendering moved
     // (the operands render from the facts of all nodes).
-    let joined = fleet::arriving(Profile::H100, "joined");
-    let mut requests = u32::from(
-        !gpu_operator_node_labels::label_changes(&joined.labels().to_map(), spec).is_empty(),
-    );
-    caches.node(fleet::node_meta(Profile::H100, "joined", spec, version + 1));
+    let joined = fleet::arriving(Profile::H100, "joined", api);
+    let mut requests =
+        u32::from(!fleet::label_changes(&joined.labels().to_map(), spec, api).is_empty());
+    caches.node(fleet::node_meta(
+        Profile::H100,
+        "joined",
+        spec,
+        api,
+        version + 1,
+    ));
     caches.runtime(fleet::node_runtime(Profile::H100, "joined"));
     let after = ClusterFacts::from_nodes(
         nodes_store.state().iter().map(AsRef::as_ref),
@@ -355,13 +394,19 @@ pub fn sample(gpu_nodes: u32, policy: &ClusterPolicy) -> anyhow::Result<Sample> 
             + before.iter().zip(&now).filter(|(b, n)| b != n).count();
         requests += u32::try_from(moved).unwrap_or(u32::MAX);
     }
+    drop(slice_cache);
+    let per_gpu_node = |mib: f64| mib * 1024.0 / f64::from(real_gpu_nodes.max(1));
     Ok(Sample {
         gpu_nodes: real_gpu_nodes,
         nodes: fleet.total(),
         base_rss_mib,
-        kib_per_gpu_node: (core_mib + upgrade_mib) * 1024.0 / f64::from(real_gpu_nodes.max(1)),
-        core_kib_per_gpu_node: core_mib * 1024.0 / f64::from(real_gpu_nodes.max(1)),
-        upgrade_kib_per_gpu_node: upgrade_mib * 1024.0 / f64::from(real_gpu_nodes.max(1)),
+        kib_per_gpu_node: per_gpu_node(core_mib + upgrade_mib + dra_mib),
+        core_kib_per_gpu_node: per_gpu_node(core_mib),
+        upgrade_kib_per_gpu_node: per_gpu_node(upgrade_mib),
+        dra: on_dra,
+        dra_kib_per_gpu_node: per_gpu_node(dra_mib),
+        dra_slices,
+        dra_pass_ms,
         upgrade_cached,
         upgrade_pass_ms,
         upgrade_rollout_ms,

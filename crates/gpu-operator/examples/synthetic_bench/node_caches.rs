@@ -1,8 +1,10 @@
 //! The shared node caches and their change streams as `gpu-operator run` wires them
 //! (`cache::stores`): each event is applied to its cache, then handed to every subscriber of the
 //! filtered streams: node label changes (ten operands, the overall status, the node labeller),
-//! validators' reports (the node summary) and container runtime changes (ten operands). Each
-//! subscriber takes its copy as its Controller would; the filters keep nothing per node.
+//! validators' reports (the node summary) and container runtime changes (the operands); with a
+//! GPUCluster (`--dra`) its operands subscribe to both like the ClusterPolicy's, and the DRA
+//! readiness to the label changes. Each subscriber takes its copy as its Controller would; the
+//! filters keep nothing per node.
 
 use std::pin::Pin;
 
@@ -34,8 +36,10 @@ fn subscriber<K: Clone + Send + Sync + 'static>(changes: &Changes<K>) -> Subscri
 }
 
 impl NodeCaches {
-    /// Empty caches with every subscriber `gpu-operator run` starts.
-    pub fn new(operands: usize) -> Self {
+    /// Empty caches with every subscriber `gpu-operator run` starts: `operands` operand
+    /// reconcilers (of every owner kind served), the status reconcilers, and with `dra` the DRA
+    /// readiness.
+    pub fn new(operands: usize, dra: bool) -> Self {
         let (mut node_changes, _all) = change_stream::channel(BUFFER);
         let labels = node_changes.filtered(NodeMeta::labels_changed, BUFFER);
         let reports = node_changes.filtered(NodeMeta::report_changed, BUFFER);
@@ -52,6 +56,9 @@ impl NodeCaches {
             subscriber(&labels),
             subscriber(&reports),
         ]);
+        if dra {
+            subscribers.push(subscriber(&labels));
+        }
         Self {
             nodes: Writer::default(),
             runtimes: Writer::default(),

@@ -20,6 +20,7 @@ use gpu_operator_driver_upgrade::{
     view::{self, DRIVER_APP, OperandPod, Templates, UpgradeNode, VALIDATOR_APP},
 };
 use gpu_operator_harness::fleet::Fleet;
+use gpu_operator_node_labels::resource_api::ResourceApi;
 use k8s_openapi::{api::apps::v1::DaemonSet, jiff::Timestamp};
 use kube::runtime::{
     reflector::{Store, store::Writer},
@@ -46,11 +47,13 @@ fn decoded<T: for<'de> Deserialize<'de>>(object: &impl serde::Serialize) -> anyh
 }
 
 impl Caches {
-    /// Fills the caches with the GPU nodes of `fleet` and their driver and validator pods, made
-    /// from the rendered objects of the driver (`driver`) and validator (`validator`) operands.
+    /// Fills the caches with the GPU nodes of `fleet` (on `api`) and their driver and validator
+    /// pods, made from the rendered objects of the driver (`driver`) and validator (`validator`)
+    /// operands.
     pub fn fill(
         fleet: &Fleet,
         spec: &ClusterPolicySpec,
+        api: ResourceApi,
         driver: &[Value],
         validator: &[Value],
     ) -> anyhow::Result<Self> {
@@ -72,7 +75,7 @@ impl Caches {
         let (mut version, mut index) = (0_u64, 0_u64);
         for (profile, name) in fleet.nodes() {
             version += 1;
-            let node = fleet::full_node(profile, &name, spec, version);
+            let node = fleet::full_node(profile, &name, spec, api, version);
             let labels = node.metadata.labels.clone().unwrap_or_default();
             if labels.get(GPU_PRESENT).is_none_or(|v| v != "true") {
                 continue;
