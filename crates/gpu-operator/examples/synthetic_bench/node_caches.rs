@@ -1,6 +1,6 @@
 //! The shared node caches and their change streams as `gpu-operator run` wires them
 //! (`cache::stores`): each event is applied to its cache, then handed to every subscriber of the
-//! filtered streams: node label changes (ten operands, the overall status, the node labeller),
+//! filtered streams: node label changes (every operand, the overall status, the node labeller),
 //! validators' reports (the node summary) and container runtime changes (the operands); with a
 //! GPUCluster (`--dra`) its operands subscribe to both like the ClusterPolicy's, and the DRA
 //! readiness to the label changes. Each subscriber takes its copy as its Controller would; the
