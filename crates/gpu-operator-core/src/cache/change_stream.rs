@@ -104,6 +104,13 @@ pub struct Standby<K> {
 }
 
 impl<K> Changes<K> {
+    /// How many objects of a resumed cache are still to be handed out, and the room its buffer
+    /// keeps for them.
+    #[cfg(test)]
+    fn replay_held(&self) -> (usize, usize) {
+        (self.replay.len(), self.replay.capacity())
+    }
+
     /// A standby of this channel.
     pub fn standby(&self) -> Standby<K> {
         Standby {
@@ -305,6 +312,11 @@ impl<K> Stream for Changes<K> {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         if let Some(object) = self.replay.pop_front() {
+            if self.replay.is_empty() {
+                // Its buffer was sized for the whole cache; a subscription lives as long as its
+                // leadership term, and would keep a pointer's worth per object for nothing.
+                self.replay = VecDeque::new();
+            }
             return Poll::Ready(Some(object));
         }
         Pin::new(&mut self.receiver).poll_next(cx)
