@@ -120,34 +120,51 @@ where
     })
 }
 
+/// Page size of [`list_all`]: bounds what one response holds.
+const PAGE: u32 = 500;
+
 /// Every object of DRA kind `K` in every namespace matching `params`, listed at version `api`
-/// and read as `v1`.
+/// (in pages of [`PAGE`] unless `params` sets a limit) and read as `v1`.
 pub async fn list_all<K: DraKind>(
     client: &Client,
     api: DraApi,
     params: &ListParams,
 ) -> Result<Vec<K>, Error> {
-    let action = || {
-        format!(
-            "listing the {}s of every namespace (resource.k8s.io/{})",
-            K::kind(&()),
-            api.version()
-        )
-    };
+    let action = format!(
+        "listing the {}s of every namespace (resource.k8s.io/{})",
+        K::kind(&()),
+        api.version()
+    );
     match api {
-        DraApi::V1 => Ok(Api::<K>::all(client.clone())
-            .list(params)
-            .await
-            .map_err(Error::kube(action()))?
-            .items),
-        DraApi::V1beta2 => Api::<K::V1beta2>::all(client.clone())
-            .list(params)
-            .await
-            .map_err(Error::kube(action()))?
-            .items
+        DraApi::V1 => pages(&Api::<K>::all(client.clone()), params, &action).await,
+        DraApi::V1beta2 => pages(&Api::<K::V1beta2>::all(client.clone()), params, &action)
+            .await?
             .iter()
             .map(from_served)
             .collect(),
+    }
+}
+
+/// Every object `api` lists for `params`, page after page.
+async fn pages<S>(api: &Api<S>, params: &ListParams, action: &str) -> Result<Vec<S>, Error>
+where
+    S: Clone + std::fmt::Debug + DeserializeOwned,
+{
+    let mut params = params.clone();
+    if params.limit.is_none() {
+        params = params.limit(PAGE);
+    }
+    let mut items = Vec::new();
+    loop {
+        let page = api
+            .list(&params)
+            .await
+            .map_err(Error::kube(action.to_owned()))?;
+        items.extend(page.items);
+        match page.metadata.continue_ {
+            Some(token) if !token.is_empty() => params = params.continue_token(&token),
+            _ => return Ok(items),
+        }
     }
 }
 

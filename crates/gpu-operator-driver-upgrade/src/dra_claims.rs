@@ -1,8 +1,10 @@
-//! GPU users by DRA claim: a pod whose ResourceClaim (`resource.k8s.io/v1`) is allocated devices
+//! GPU users by DRA claim: a pod whose ResourceClaim (`resource.k8s.io`, at the served version:
+//! `v1` and `v1beta2` read alike) is allocated devices
 //! of NVIDIA's DRA driver holds the GPUs without requesting `nvidia.com/gpu`, and keeps the driver
 //! in use like any GPU pod. Claims are read one by one, only for the pods of a node whose upgrade
 //! evicts or waits on them, so no cache of every claim in the cluster is kept.
 
+use gpu_operator_api::gpu_cluster::claims::OUR_DRIVERS;
 use gpu_operator_core::{Context, Error};
 use kube::{
     Api,
@@ -12,11 +14,8 @@ use serde_json::Value;
 
 use crate::facts::Workload;
 
-/// The DRA drivers whose devices hold NVIDIA's kernel modules: GPUs and MIG devices, and the
-/// IMEX channels of compute domains.
-const NVIDIA_DRIVERS: [&str; 2] = ["gpu.nvidia.com", "compute-domain.nvidia.com"];
-
-/// Whether a ResourceClaim's JSON has devices of one of [`NVIDIA_DRIVERS`] allocated.
+/// Whether a ResourceClaim's JSON has devices of one of [`OUR_DRIVERS`] allocated: they hold
+/// NVIDIA's kernel modules (GPUs and MIG devices, and the IMEX channels of compute domains).
 fn allocated_by_nvidia(claim: &Value) -> bool {
     claim
         .pointer("/status/allocation/devices/results")
@@ -25,7 +24,7 @@ fn allocated_by_nvidia(claim: &Value) -> bool {
             results.iter().any(|r| {
                 r.get("driver")
                     .and_then(Value::as_str)
-                    .is_some_and(|d| NVIDIA_DRIVERS.contains(&d))
+                    .is_some_and(|d| OUR_DRIVERS.contains(&d))
             })
         })
 }
@@ -34,7 +33,11 @@ fn allocated_by_nvidia(claim: &Value) -> bool {
 /// driver allocated. A claim already gone holds nothing.
 pub async fn mark(ctx: &Context, workloads: &mut [Workload]) -> Result<(), Error> {
     let resource = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("resource.k8s.io", "v1", "ResourceClaim"),
+        &GroupVersionKind::gvk(
+            "resource.k8s.io",
+            ctx.server.dra_api_in_use().version(),
+            "ResourceClaim",
+        ),
         "resourceclaims",
     );
     for workload in workloads.iter_mut().filter(|w| !w.finished) {

@@ -3,7 +3,7 @@
 //!
 //! - `device-plugin` → `dra`: the pods on the node (`spec.nodeName`, every namespace).
 //! - `dra` → `device-plugin`: the ResourceClaims of every namespace, as the GPUCluster's
-//!   teardown reads them. A pool relabelled at once has many nodes asking within one poll, so
+//!   teardown reads them (at the served `resource.k8s.io` version). A pool relabelled at once has many nodes asking within one poll, so
 //!   one list serves them all for [`CLAIMS_FRESH`] while they wait (a node is freed only by a
 //!   list read for it, which may not predate its last claim); it keeps only the claims allocated
 //!   devices of our drivers, and is dropped once stale ([`SwitchReads::drop_stale`], called by every
@@ -19,7 +19,7 @@ use std::{
 };
 
 use gpu_operator_api::gpu_cluster::claims::OUR_DRIVERS;
-use gpu_operator_core::{Context, Error};
+use gpu_operator_core::{Context, Error, dra_api};
 use k8s_openapi::api::{
     core::v1::Pod,
     resource::v1::{ResourceClaim, ResourceClaimSpec},
@@ -37,8 +37,6 @@ use crate::{
 
 /// How long one list of the ResourceClaims serves the nodes that switch away from DRA.
 pub const CLAIMS_FRESH: Duration = Duration::from_secs(5);
-/// Page size of the ResourceClaim list: bounds what one response holds.
-const CLAIMS_PAGE: u32 = 500;
 
 /// The last list of the claims allocated devices of our drivers, and when it was read.
 type ClaimsRead = (Instant, Arc<Vec<ResourceClaim>>);
@@ -102,20 +100,17 @@ impl SwitchReads {
         {
             return Ok((claims.clone(), false));
         }
-        let api: Api<ResourceClaim> = Api::all(ctx.client.clone());
-        let mut ours = Vec::new();
-        let mut params = ListParams::default().limit(CLAIMS_PAGE);
-        loop {
-            let page = api
-                .list(&params)
-                .await
-                .map_err(Error::kube("listing the ResourceClaims of every namespace"))?;
-            ours.extend(page.items.into_iter().filter(allocated_ours).map(slim));
-            match page.metadata.continue_ {
-                Some(token) if !token.is_empty() => params = params.continue_token(&token),
-                _ => break,
-            }
-        }
+        let listed: Vec<ResourceClaim> = dra_api::list_all(
+            &ctx.client,
+            ctx.server.dra_api_in_use(),
+            &ListParams::default(),
+        )
+        .await?;
+        let ours: Vec<_> = listed
+            .into_iter()
+            .filter(allocated_ours)
+            .map(slim)
+            .collect();
         let claims = Arc::new(ours);
         *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some((now, claims.clone()));
         Ok((claims, true))

@@ -172,7 +172,11 @@ async fn a_standby_holds_nothing_back_and_resumes_with_the_whole_cache_first() {
     }
     seen.sort();
     assert_eq!(seen, [Some("2".to_owned()), Some("3".to_owned())]);
-    assert_eq!(resumed.replay_held(), (0, 0), "the replay buffer is released");
+    assert_eq!(
+        resumed.replay_held(),
+        (0, 0),
+        "the replay buffer is released"
+    );
     assert!(resumed.next().now_or_never().is_none(), "only the cache");
     let event = watcher::Event::Apply(config_map("b", "4"));
     step(&mut writer, &dispatcher, &event).await;
