@@ -18,7 +18,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use gpu_operator_api::gpu_cluster::claims::OUR_DRIVERS;
+use gpu_operator_api::gpu_cluster::claims::holds_our_devices;
 use gpu_operator_core::{Context, Error, dra_api};
 use k8s_openapi::api::{
     core::v1::Pod,
@@ -108,26 +108,13 @@ impl SwitchReads {
         .await?;
         let ours: Vec<_> = listed
             .into_iter()
-            .filter(allocated_ours)
+            .filter(|claim| holds_our_devices(claim, None))
             .map(slim)
             .collect();
         let claims = Arc::new(ours);
         *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some((now, claims.clone()));
         Ok((claims, true))
     }
-}
-
-/// Whether `claim` is allocated a device of our drivers (on any node).
-fn allocated_ours(claim: &ResourceClaim) -> bool {
-    claim
-        .status
-        .as_ref()
-        .and_then(|s| s.allocation.as_ref())
-        .and_then(|a| a.devices.as_ref())
-        .and_then(|d| d.results.as_deref())
-        .unwrap_or_default()
-        .iter()
-        .any(|result| OUR_DRIVERS.contains(&result.driver.as_str()))
 }
 
 /// `claim` without what the switch never reads (managed fields, annotations, labels, spec).

@@ -79,7 +79,7 @@ fn select(claims: &[ResourceClaim], keep: impl Fn(&ResourceClaim) -> bool) -> Ve
 }
 
 /// Whether `claim` is allocated devices of one of [`OUR_DRIVERS`] (in `node`'s pool, when given).
-fn holds_our_devices(claim: &ResourceClaim, node: Option<&str>) -> bool {
+pub fn holds_our_devices(claim: &ResourceClaim, node: Option<&str>) -> bool {
     let on_node = |result: &DeviceRequestAllocationResult| node.is_none_or(|n| result.pool == n);
     claim
         .status
