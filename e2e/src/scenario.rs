@@ -22,7 +22,7 @@ use gpu_operator_harness::{
 };
 use k8s_openapi::api::{
     apps::v1::DaemonSet,
-    core::v1::{Namespace, Node, Pod},
+    core::v1::{Event, Namespace, Node, Pod},
 };
 use kube::{
     Api, ResourceExt as _,
@@ -165,6 +165,28 @@ pub async fn pods_of(env: &Env, app: &str) -> BTreeMap<String, String> {
         .iter()
         .filter_map(|p| Some((p.spec.as_ref()?.node_name.clone()?, p.uid()?)))
         .collect()
+}
+
+/// Waits for an Event with `reason` about the object named `object` whose message mentions
+/// `mentions`, and returns it.
+pub async fn wait_event(env: &Env, object: &str, reason: &str, mentions: &str) -> Event {
+    let events: Api<Event> = Api::all(env.client.clone());
+    let selector = format!("involvedObject.name={object},reason={reason}");
+    wait_until(
+        &format!("an Event {reason} on {object} mentioning {mentions}"),
+        TIMEOUT,
+        || async {
+            let list = events
+                .list(&ListParams::default().fields(&selector))
+                .await?;
+            Ok(list
+                .items
+                .into_iter()
+                .find(|e| e.message.as_deref().is_some_and(|m| m.contains(mentions))))
+        },
+    )
+    .await
+    .unwrap()
 }
 
 /// Waits until DaemonSet `name` is fully Ready (on at least one node) and, if given, has a pod on

@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use futures::{StreamExt as _, TryStreamExt as _};
 use gpu_operator_api::{ClusterPolicy, ClusterPolicySpec};
 use gpu_operator_e2e::scenario::{
-    Cleanup, Env, IMAGES, PLUGIN, TIMEOUT, pods_of, setup, wait_ds_ready,
+    Cleanup, Env, IMAGES, PLUGIN, TIMEOUT, pods_of, setup, wait_ds_ready, wait_event,
 };
 use gpu_operator_harness::{access::kubectl_ok, fleet::Profile, unique_name, wait_until};
 use k8s_openapi::api::core::v1::{Event, Node};
@@ -252,23 +252,7 @@ fn stand_in_sets_state(node: &str, state: &str) {
 /// Waits for the operator's `WaitingForMIGLayout` Event about `node` whose message has `state`
 /// in it, and checks it names the node and the layout.
 async fn node_event(env: &Env, node: &str, state: &str) {
-    let events: Api<Event> = Api::all(env.client.clone());
-    let selector = format!("involvedObject.name={node},reason=WaitingForMIGLayout");
-    let event = wait_until(
-        &format!("the node's Event saying {state}"),
-        TIMEOUT,
-        || async {
-            let list = events
-                .list(&ListParams::default().fields(&selector))
-                .await?;
-            Ok(list
-                .items
-                .into_iter()
-                .find(|e| e.message.as_deref().is_some_and(|m| m.contains(state))))
-        },
-    )
-    .await
-    .unwrap();
+    let event = wait_event(env, node, "WaitingForMIGLayout", state).await;
     let message = event.message.unwrap_or_default();
     assert!(
         message.contains(node) && message.contains("all-1g.10gb") && message.contains("success"),

@@ -6,17 +6,17 @@
 
 use std::collections::BTreeSet;
 
-use gpu_operator_e2e::scenario::{Env, PLUGIN, TIMEOUT};
+use gpu_operator_e2e::scenario::{Env, PLUGIN, TIMEOUT, wait_event};
 use gpu_operator_harness::{
     access::kubectl_ok,
     dra::{self, PLUGIN_DAEMONSET},
     fleet::Profile,
     wait_until,
 };
-use k8s_openapi::api::core::v1::{Event, Node, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::{
     Api, ResourceExt as _,
-    api::{DeleteParams, DynamicObject, ListParams, PostParams},
+    api::{DeleteParams, DynamicObject, PostParams},
     core::{ApiResource, GroupVersionKind},
 };
 use serde_json::json;
@@ -79,7 +79,10 @@ async fn away_from_dra_waits_for_the_claim(env: &Env, node: &str) {
 
     label(node, "device-plugin");
     let holder = format!("{}/{NAME}", env.namespace);
-    let message = waiting_event(env, node, &holder).await;
+    let message = wait_event(env, node, WAITING, &holder)
+        .await
+        .message
+        .unwrap_or_default();
     assert!(message.contains(&format!("(pod {NAME})")), "{message}");
     assert!(message.contains("drain"), "{message}");
     assert_eq!(
@@ -120,7 +123,10 @@ async fn to_dra_waits_for_the_gpu_pod(env: &Env, node: &str) {
     wait_scheduled(env, NAME, node).await;
 
     label(node, "dra");
-    let message = waiting_event(env, node, &format!("{}/{NAME}", env.namespace)).await;
+    let message = wait_event(env, node, WAITING, &format!("{}/{NAME}", env.namespace))
+        .await
+        .message
+        .unwrap_or_default();
     assert!(message.contains("requesting its GPUs"), "{message}");
     assert_eq!(
         gate(env, node, PLUGIN_GATE).await.as_deref(),
@@ -177,22 +183,4 @@ async fn wait_gate(env: &Env, node: &str, key: &str, value: Option<&str>) {
     if let Err(error) = result {
         panic!("{error}; now {:?}", gate(env, node, key).await);
     }
-}
-
-/// The message of the `ResourceAPISwitchWaiting` Event on `node` that names `holder`.
-async fn waiting_event(env: &Env, node: &str, holder: &str) -> String {
-    let events: Api<Event> = Api::all(env.client.clone());
-    let selector = format!("involvedObject.name={node},reason={WAITING}");
-    wait_until(&format!("{WAITING} naming {holder}"), TIMEOUT, || async {
-        let list = events
-            .list(&ListParams::default().fields(&selector))
-            .await?;
-        Ok(list
-            .items
-            .into_iter()
-            .filter_map(|e| e.message)
-            .find(|m| m.contains(holder)))
-    })
-    .await
-    .unwrap()
 }

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use gpu_operator_api::{conditions::operand, labels};
 use gpu_operator_harness::{access::kubectl_ok, operator::Operator, wait_until};
-use k8s_openapi::api::core::v1::{Event, Node, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::{
     Api, ResourceExt,
     api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
@@ -18,7 +18,7 @@ use kube::{
 use serde_json::json;
 
 use super::{
-    support::{Env, TIMEOUT, condition, get, simulated_nodes, wait_policy},
+    support::{Env, TIMEOUT, condition, get, simulated_nodes, wait_event, wait_policy},
     warning_event,
 };
 
@@ -144,23 +144,6 @@ pub async fn a_failed_mig_layout_is_reported_until_it_applies(
     label(&node, &restore);
 }
 
-/// The Events with `reason` about `node` that mention `mentions`.
-async fn node_event(node: &str, reason: &str, mentions: &str, env: &Env) -> Event {
-    let events: Api<Event> = Api::all(env.client.clone());
-    let selector = format!("involvedObject.name={node},reason={reason}");
-    wait_until(&format!("an Event {reason} on {node}"), TIMEOUT, || async {
-        let list = events
-            .list(&ListParams::default().fields(&selector))
-            .await?;
-        Ok(list
-            .items
-            .into_iter()
-            .find(|e| e.message.as_deref().is_some_and(|m| m.contains(mentions))))
-    })
-    .await
-    .unwrap()
-}
-
 /// The UID of the MIG manager pod on `node`, once there is one.
 async fn mig_manager_pod(env: &Env, node: &str) -> String {
     let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.namespace);
@@ -271,11 +254,11 @@ async fn a_stuck_node_is_marked_and_its_clients_restored_on_request(
         Some(labels::PAUSED_FOR_MIG_CHANGE),
         "report only leaves the pause"
     );
-    node_event(
+    wait_event(
+        env,
         &node,
         "MIGConfigStuck",
         "past migManager.watchdog.timeoutSeconds",
-        env,
     )
     .await;
 
@@ -320,7 +303,7 @@ async fn a_failed_layout_is_retried_unless_gpu_pods_run(env: &Env, name: &str, n
     let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.namespace);
     pods.create(&PostParams::default(), &gpu_pod).await.unwrap();
     label(&node, &[(labels::MIG_CONFIG_STATE, Some("failed"))]);
-    node_event(&node, "MIGRetryHeld", "mig-watchdog-gpu-user", env).await;
+    wait_event(env, &node, "MIGRetryHeld", "mig-watchdog-gpu-user").await;
     assert_eq!(
         mig_manager_pod(env, &node).await,
         manager,
@@ -349,11 +332,11 @@ async fn a_failed_layout_is_retried_unless_gpu_pods_run(env: &Env, name: &str, n
     })
     .await;
     label(&node, &[(labels::MIG_CONFIG_STATE, Some("failed"))]);
-    node_event(
+    wait_event(
+        env,
         &node,
         "MIGConfigRetried",
         "restarted the node's MIG manager",
-        env,
     )
     .await;
     wait_until("a new MIG manager pod", TIMEOUT, || async {
