@@ -279,26 +279,35 @@ pub fn start(client: &Client, namespace: &str, dra: DraApi) -> (Stores, Subscrip
         strip_managed_fields,
     );
     // The DRA kinds, at version `dra`, read as empty where it is not served ([`tolerate_missing`]).
-    let (device_classes, device_classes_sub) =
-        r.reflect_dra::<DeviceClass>(dra, Api::all(c.clone()), Api::all(c.clone()), &managed);
-    let (resource_claim_templates, resource_claim_templates_sub) = r
-        .reflect_dra::<ResourceClaimTemplate>(
-            dra,
-            Api::namespaced(c.clone(), ns),
-            Api::namespaced(c.clone(), ns),
-            &managed,
-        );
+    let (device_classes, device_classes_sub) = r.reflect_dra(
+        dra,
+        (
+            Api::<DeviceClass>::all(c.clone()),
+            Api::<<DeviceClass as DraKind>::V1beta2>::all(c.clone()),
+        ),
+        &managed,
+        strip_managed_fields,
+    );
+    let (resource_claim_templates, resource_claim_templates_sub) = r.reflect_dra(
+        dra,
+        (
+            Api::<ResourceClaimTemplate>::namespaced(c.clone(), ns),
+            Api::<<ResourceClaimTemplate as DraKind>::V1beta2>::namespaced(c.clone(), ns),
+        ),
+        &managed,
+        strip_managed_fields,
+    );
     let nvidia_slices =
         watcher::Config::default().fields(&format!("spec.driver={NVIDIA_GPU_DRIVER}"));
-    let (resource_slices, resource_slices_sub) = match dra {
-        DraApi::V1 => r.reflect(Api::<SliceSummary>::all(c.clone()), &nvidia_slices, |_| {}),
-        DraApi::V1beta2 => {
-            let served = Api::<<ResourceSlice as DraKind>::V1beta2>::all(c.clone());
-            let events = served_events(served, &nvidia_slices);
-            let (store, changes, []) = r.reflect_events(events, |_| {}, Tap::None, []);
-            (store, changes)
-        }
-    };
+    let (resource_slices, resource_slices_sub) = r.reflect_dra(
+        dra,
+        (
+            Api::<SliceSummary>::all(c.clone()),
+            Api::<<ResourceSlice as DraKind>::V1beta2>::all(c.clone()),
+        ),
+        &nvidia_slices,
+        |_| {},
+    );
     let (service_monitor_crds, service_monitor_crds_sub) = r.crd_metadata(c, SERVICE_MONITOR_CRD);
     let (prometheus_rule_crds, prometheus_rule_crds_sub) = r.crd_metadata(c, PROMETHEUS_RULE_CRD);
 
@@ -398,21 +407,25 @@ impl Reflectors {
         (store, changes)
     }
 
-    /// Reflects DRA kind `K` at version `dra`: through `v1` (its own type) or `v1beta2` (each
-    /// object read as `K`), whichever `dra` says.
-    fn reflect_dra<K: DraKind>(
+    /// Reflects a DRA kind at version `dra`: through `v1` (`K`, its type or a projection of it)
+    /// or `v1beta2` (`S`, each object read as `K`), whichever `dra` says.
+    fn reflect_dra<K, S>(
         &mut self,
         dra: DraApi,
-        v1: Api<K>,
-        v1beta2: Api<K::V1beta2>,
+        (v1, v1beta2): (Api<K>, Api<S>),
         config: &watcher::Config,
-    ) -> (Store<K>, Changes<K>) {
+        modify: fn(&mut K),
+    ) -> (Store<K>, Changes<K>)
+    where
+        K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+        S: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + serde::Serialize,
+        S: Send + Sync + 'static,
+    {
         match dra {
-            DraApi::V1 => self.reflect(v1, config, strip_managed_fields),
+            DraApi::V1 => self.reflect(v1, config, modify),
             DraApi::V1beta2 => {
                 let events = served_events(v1beta2, config);
-                let (store, changes, []) =
-                    self.reflect_events(events, strip_managed_fields, Tap::None, []);
+                let (store, changes, []) = self.reflect_events(events, modify, Tap::None, []);
                 (store, changes)
             }
         }
