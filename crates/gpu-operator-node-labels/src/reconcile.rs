@@ -200,7 +200,7 @@ impl NodeLabeler {
             // The watch event of our last patch is on its way and will trigger a reconcile.
             return Ok(Action::requeue(own_writes::EXPIRES_AFTER));
         }
-        let (decision, switch_wait) = self.decide(&name, &labels, &policy.spec, served).await?;
+        let (decision, switch_wait) = self.decide(&name, &labels, &policy.spec, served).await;
         let wait = decision.layout_wait.as_ref();
         if self.layout_events.first_seen(&name, wait)
             && let Some(wait) = wait
@@ -255,14 +255,14 @@ impl NodeLabeler {
         labels: &BTreeMap<String, String>,
         policy: &gpu_operator_api::ClusterPolicySpec,
         served: Served,
-    ) -> Result<(crate::Decision, bool), Error> {
+    ) -> (crate::Decision, bool) {
         let Some(switch) = api_switch::pending(labels, served) else {
             self.switch_waits.forget(name);
             self.switch_reads.drop_stale(Instant::now());
-            return Ok((
+            return (
                 decide_served(labels, Some(policy), served.gpu_cluster),
                 false,
-            ));
+            );
         };
         let step = match self.switch_reads.step(&self.ctx, name, switch).await {
             Ok(step) => step,
@@ -294,7 +294,7 @@ impl NodeLabeler {
                 }
             }
         }
-        Ok((decision, step != Step::Switch))
+        (decision, step != Step::Switch)
     }
 
     /// Only a GPUCluster: the DRA gates of [`decide_served`], nothing of the ClusterPolicy's
