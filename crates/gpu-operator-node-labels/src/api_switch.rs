@@ -35,7 +35,7 @@ use k8s_openapi::api::{core::v1::Pod, resource::v1::ResourceClaim};
 use kube::ResourceExt as _;
 
 use crate::{
-    desired::LabelChanges,
+    desired::{self, LabelChanges},
     mig_recovery,
     resource_api::{self, ResourceApi, Served},
 };
@@ -103,13 +103,7 @@ pub fn current(node_labels: &BTreeMap<String, String>) -> Option<ResourceApi> {
 /// The switch the node with `node_labels` asks for while `served`, if any (see the module
 /// header): reads nothing, so it costs nothing on a node that stays.
 pub fn pending(node_labels: &BTreeMap<String, String>, served: Served) -> Option<Switch> {
-    let gpu_node = node_labels
-        .get(labels::GPU_PRESENT)
-        .is_some_and(|v| v == "true")
-        && node_labels
-            .get(labels::GPU_DEPLOY_OPERANDS)
-            .is_none_or(|v| v != "false");
-    if !(served.policy && served.gpu_cluster && gpu_node) {
+    if !(served.policy && served.gpu_cluster && desired::runs_operands(node_labels)) {
         return None;
     }
     let from = current(node_labels)?;

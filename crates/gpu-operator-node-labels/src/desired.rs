@@ -162,7 +162,7 @@ fn apply_rules(
 /// in, and the gates a DRA node must not carry out; the other gates are left alone.
 fn apply_dra_only_rules(labels: &mut BTreeMap<String, String>) {
     reconcile_gpu_present(labels);
-    if !is_true(labels, labels::GPU_PRESENT) || operands_disabled(labels) {
+    if !runs_operands(labels) {
         remove_all_state_labels(labels);
         return;
     }
@@ -170,6 +170,11 @@ fn apply_dra_only_rules(labels: &mut BTreeMap<String, String>) {
         labels.remove(&key);
     }
     update_dra_gates(labels, ResourceApi::Dra);
+}
+
+/// A GPU node (`nvidia.com/gpu.present=true`) whose operands are not disabled.
+pub(crate) fn runs_operands(labels: &BTreeMap<String, String>) -> bool {
+    is_true(labels, labels::GPU_PRESENT) && !operands_disabled(labels)
 }
 
 /// `nvidia.com/gpu.deploy.operands=false`: no operand on the node.
