@@ -48,12 +48,6 @@ impl ServerFacts {
         Some((number(major)?, number(minor)?))
     }
 
-    /// Whether `resource.k8s.io` version `version` is served.
-    #[must_use]
-    pub fn serves_resource(&self, version: &str) -> bool {
-        self.resource_api_versions.iter().any(|v| v == version)
-    }
-
     /// The version of `resource.k8s.io` the DRA kinds are read and written at: `v1`, else
     /// `v1beta2`; `v1` where nothing is known (no discovery); `None` when the server serves
     /// neither (the DRA operands refuse then).
@@ -88,7 +82,6 @@ mod tests {
     fn the_unknown_server_knows_nothing() {
         let unknown = ServerFacts::unknown();
         assert!(!unknown.is_known());
-        assert!(!unknown.serves_resource("v1"));
         assert_eq!(unknown, &ServerFacts::default());
         assert_eq!(unknown.dra_api(), Some(DraApi::V1));
     }
